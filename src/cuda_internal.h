@@ -1,0 +1,81 @@
+// Internal CUDA interface of ctorch (not installed).
+//
+// src/device.cpp owns the exported ct_cuda_* / ct_tensor_pin_memory /
+// ct_tensor_is_pinned functions. In a CUDA build (CTORCH_WITH_CUDA) they wrap
+// the functions of ct::cudaimpl (src/cuda.cpp) in the exception barrier; in a
+// CPU-only build they return CT_ERR_NOT_SUPPORTED and src/cuda.cpp is not part
+// of the library (CMake only compile-checks it).
+//
+// The DLPack stream helpers below exist in every build (defined in
+// device.cpp), so src/dlpack.cpp can call them without #ifdefs.
+#pragma once
+
+#include "internal.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ct {
+
+// ---- DLPack stream rule (used by src/dlpack.cpp) ------------------------
+// Stream codes follow the DLPack/array-API convention for CUDA:
+//   -1 : no synchronisation (nothing is done)
+//    0 : invalid (ambiguous), CT_ERR_INVALID_ARGUMENT
+//    1 : the legacy default stream (cudaStreamLegacy)
+//    2 : the per-thread default stream (cudaStreamPerThread)
+//   >2 : a cudaStream_t handle cast to an integer
+// Neither helper blocks the host (no device or stream synchronisation): they
+// record a CUDA event on one stream and make the other stream wait for it.
+// Both never throw (they are not declared noexcept only because internal.h
+// already declares cuda_make_safe_for_stream without it). On failure they set
+// this thread's last error (prefixed "DLPack export: " / "DLPack import: ")
+// and return its code; on success CT_OK.
+
+// Export: makes `t`'s data safe to use on the consumer's stream: records an
+// event on torch's current stream of t's device and makes `stream` (the
+// consumer's) wait for it. Returns CT_OK without doing anything when `stream` is
+// -1 or `t` is not a CUDA tensor (in every build). CPU-only build with any
+// other case: CT_ERR_NOT_SUPPORTED (cannot happen for a real CUDA tensor).
+// (Same declaration as in internal.h.)
+ct_status cuda_make_safe_for_stream(const at::Tensor &t, int64_t stream);
+
+// Import: the producer's data is ready on `producer_stream` (a stream of CUDA
+// device `device`): makes torch's current stream on `device` wait for all
+// work queued so far on producer_stream. Returns CT_OK without doing anything
+// when producer_stream is -1 (in every build). CPU-only build otherwise:
+// CT_ERR_NOT_SUPPORTED. device: a CUDA device index (-1: current device);
+// out of range: CT_ERR_INDEX.
+ct_status cuda_sync_producer_stream(int32_t device, int64_t producer_stream);
+
+#if defined(CTORCH_WITH_CUDA)
+// ---- The CUDA implementation (src/cuda.cpp), CUDA builds only -------------
+// These may throw (ct::Error with a status code, c10::Error for CUDA/torch
+// failures); callers wrap them in ct::guard, which adds the function name to
+// the message. `device` arguments: -1 means torch's current CUDA device,
+// otherwise 0 <= device < device_count() (else ct::Error CT_ERR_INDEX).
+// Every function except device_count/is_available raises CT_ERR_NOT_SUPPORTED
+// when no CUDA device is usable.
+namespace cudaimpl {
+int32_t device_count() noexcept;
+bool is_available() noexcept;
+int32_t current_device();
+void set_device(int32_t device);
+void synchronize(int32_t device);
+size_t memory_allocated(int32_t device);
+size_t memory_reserved(int32_t device);
+void empty_cache();
+void manual_seed_all(uint64_t seed);
+void *current_stream(int32_t device);
+// Returns the stream it replaces.
+void *set_stream(int32_t device, void *stream);
+void stream_synchronize(void *stream, int32_t device);
+void stream_wait_stream(void *waiting, void *producer, int32_t device);
+// `t` must be a CPU tensor (else CT_ERR_INVALID_ARGUMENT).
+at::Tensor pin_memory(const at::Tensor &t);
+bool is_pinned(const at::Tensor &t);
+void make_safe_for_stream(const at::Tensor &t, int64_t consumer_stream);
+void sync_producer_stream(int32_t device, int64_t producer_stream);
+}  // namespace cudaimpl
+#endif
+
+}  // namespace ct

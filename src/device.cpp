@@ -1,0 +1,225 @@
+// CUDA feature queries, devices, caching-allocator statistics, streams,
+// pinned memory, and the DLPack stream helpers.
+//
+// Every function exists in every build. Without CUDA (CTORCH_WITH_CUDA
+// undefined: LibTorch has no CUDA) each ct_status function returns
+// CT_ERR_NOT_SUPPORTED with the message
+//   "<func>: CUDA is not supported in this build of ctorch (LibTorch <ver> has no CUDA)"
+// and the int-returning queries return 0. With CUDA the bodies forward to
+// ct::cudaimpl (src/cuda.cpp) inside the exception barrier.
+#include "cuda_internal.h"
+
+#include <torch/version.h>
+
+#include <cstring>
+
+namespace {
+
+#if !defined(CTORCH_WITH_CUDA)
+ct_status no_cuda(const char *func) {
+  const char *ver = ct_torch_version();
+  if (ver == nullptr || *ver == '\0' || std::strcmp(ver, "unknown") == 0) ver = TORCH_VERSION;
+  return ct::set_error(CT_ERR_NOT_SUPPORTED,
+                       "%s: CUDA is not supported in this build of ctorch (LibTorch %s has no CUDA)",
+                       func, ver);
+}
+#endif
+
+// Explicit function names: __func__ inside a guard lambda is "operator()".
+#define CT_CUDA_NOT_NULL(func, ptr)                                                           \
+  do {                                                                                        \
+    if ((ptr) == nullptr)                                                                     \
+      return ::ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", func, #ptr); \
+  } while (0)
+
+}  // namespace
+
+extern "C" {
+
+int32_t ct_cuda_is_compiled(void) {
+#if defined(CTORCH_WITH_CUDA)
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+int32_t ct_cuda_is_available(void) {
+#if defined(CTORCH_WITH_CUDA)
+  return ct::cudaimpl::is_available() ? 1 : 0;
+#else
+  return 0;
+#endif
+}
+
+int32_t ct_cuda_device_count(void) {
+#if defined(CTORCH_WITH_CUDA)
+  return ct::cudaimpl::device_count();
+#else
+  return 0;
+#endif
+}
+
+#if defined(CTORCH_WITH_CUDA)
+
+ct_status ct_cuda_current_device(int32_t *out) {
+  static const char *const F = __func__;
+  return ct::guard(F, [&]() -> ct_status {
+    CT_CUDA_NOT_NULL(F, out);
+    *out = ct::cudaimpl::current_device();
+    return CT_OK;
+  });
+}
+
+ct_status ct_cuda_set_device(int32_t device) {
+  return ct::guard(__func__, [&]() -> ct_status {
+    ct::cudaimpl::set_device(device);
+    return CT_OK;
+  });
+}
+
+ct_status ct_cuda_synchronize(int32_t device) {
+  return ct::guard(__func__, [&]() -> ct_status {
+    ct::cudaimpl::synchronize(device);
+    return CT_OK;
+  });
+}
+
+ct_status ct_cuda_memory_allocated(size_t *out, int32_t device) {
+  static const char *const F = __func__;
+  return ct::guard(F, [&]() -> ct_status {
+    CT_CUDA_NOT_NULL(F, out);
+    *out = ct::cudaimpl::memory_allocated(device);
+    return CT_OK;
+  });
+}
+
+ct_status ct_cuda_memory_reserved(size_t *out, int32_t device) {
+  static const char *const F = __func__;
+  return ct::guard(F, [&]() -> ct_status {
+    CT_CUDA_NOT_NULL(F, out);
+    *out = ct::cudaimpl::memory_reserved(device);
+    return CT_OK;
+  });
+}
+
+ct_status ct_cuda_empty_cache(void) {
+  return ct::guard(__func__, [&]() -> ct_status {
+    ct::cudaimpl::empty_cache();
+    return CT_OK;
+  });
+}
+
+ct_status ct_cuda_manual_seed_all(uint64_t seed) {
+  return ct::guard(__func__, [&]() -> ct_status {
+    ct::cudaimpl::manual_seed_all(seed);
+    return CT_OK;
+  });
+}
+
+ct_status ct_cuda_current_stream(void **out, int32_t device) {
+  static const char *const F = __func__;
+  return ct::guard(F, [&]() -> ct_status {
+    CT_CUDA_NOT_NULL(F, out);
+    *out = ct::cudaimpl::current_stream(device);
+    return CT_OK;
+  });
+}
+
+ct_status ct_cuda_set_stream(void **previous, int32_t device, void *stream) {
+  return ct::guard(__func__, [&]() -> ct_status {
+    void *prev = ct::cudaimpl::set_stream(device, stream);
+    if (previous) *previous = prev;
+    return CT_OK;
+  });
+}
+
+ct_status ct_cuda_stream_synchronize(void *stream, int32_t device) {
+  return ct::guard(__func__, [&]() -> ct_status {
+    ct::cudaimpl::stream_synchronize(stream, device);
+    return CT_OK;
+  });
+}
+
+ct_status ct_cuda_stream_wait_stream(void *waiting, void *producer, int32_t device) {
+  return ct::guard(__func__, [&]() -> ct_status {
+    ct::cudaimpl::stream_wait_stream(waiting, producer, device);
+    return CT_OK;
+  });
+}
+
+ct_status ct_tensor_pin_memory(ct_tensor **out, const ct_tensor *t) {
+  static const char *const F = __func__;
+  return ct::guard(F, [&]() -> ct_status {
+    CT_CUDA_NOT_NULL(F, out);
+    CT_CUDA_NOT_NULL(F, t);
+    at::Tensor pinned = ct::cudaimpl::pin_memory(t->t);
+    *out = ct::new_tensor(std::move(pinned));
+    return CT_OK;
+  });
+}
+
+int32_t ct_tensor_is_pinned(const ct_tensor *t) {
+  if (t == nullptr) return 0;
+  return ct::guard_value<int32_t>(0, [&] { return ct::cudaimpl::is_pinned(t->t) ? 1 : 0; });
+}
+
+#else  // !CTORCH_WITH_CUDA
+
+ct_status ct_cuda_current_device(int32_t *out) { return no_cuda(__func__); }
+ct_status ct_cuda_set_device(int32_t device) { return no_cuda(__func__); }
+ct_status ct_cuda_synchronize(int32_t device) { return no_cuda(__func__); }
+ct_status ct_cuda_memory_allocated(size_t *out, int32_t device) { return no_cuda(__func__); }
+ct_status ct_cuda_memory_reserved(size_t *out, int32_t device) { return no_cuda(__func__); }
+ct_status ct_cuda_empty_cache(void) { return no_cuda(__func__); }
+ct_status ct_cuda_manual_seed_all(uint64_t seed) { return no_cuda(__func__); }
+ct_status ct_cuda_current_stream(void **out, int32_t device) { return no_cuda(__func__); }
+ct_status ct_cuda_set_stream(void **previous, int32_t device, void *stream) {
+  return no_cuda(__func__);
+}
+ct_status ct_cuda_stream_synchronize(void *stream, int32_t device) { return no_cuda(__func__); }
+ct_status ct_cuda_stream_wait_stream(void *waiting, void *producer, int32_t device) {
+  return no_cuda(__func__);
+}
+ct_status ct_tensor_pin_memory(ct_tensor **out, const ct_tensor *t) { return no_cuda(__func__); }
+// Nothing can be pinned without CUDA.
+int32_t ct_tensor_is_pinned(const ct_tensor *t) { return 0; }
+
+#endif  // CTORCH_WITH_CUDA
+
+}  // extern "C"
+
+// ---- DLPack stream helpers (declared in cuda_internal.h / internal.h) ------
+namespace ct {
+
+ct_status cuda_make_safe_for_stream(const at::Tensor &t, int64_t stream) {
+  static const char *const F = "DLPack export";
+  try {
+    if (stream == -1 || !t.defined() || !t.is_cuda()) return CT_OK;
+  } catch (...) {
+    return set_error_from_current_exception(F);
+  }
+#if defined(CTORCH_WITH_CUDA)
+  return guard(F, [&]() -> ct_status {
+    cudaimpl::make_safe_for_stream(t, stream);
+    return CT_OK;
+  });
+#else
+  return no_cuda(F);
+#endif
+}
+
+ct_status cuda_sync_producer_stream(int32_t device, int64_t producer_stream) {
+  static const char *const F = "DLPack import";
+  if (producer_stream == -1) return CT_OK;
+#if defined(CTORCH_WITH_CUDA)
+  return guard(F, [&]() -> ct_status {
+    cudaimpl::sync_producer_stream(device, producer_stream);
+    return CT_OK;
+  });
+#else
+  return no_cuda(F);
+#endif
+}
+
+}  // namespace ct
