@@ -1,0 +1,343 @@
+/* CUDA API: feature queries, devices, allocator statistics, streams,
+ * zero-copy device pointers, pinned memory and non-blocking copies.
+ *
+ * In a CPU-only build (or a CUDA build on a machine without a GPU) every
+ * CUDA call must fail with CT_ERR_NOT_SUPPORTED and a clear message; the GPU
+ * tests then report themselves as SKIPPED (cmocka skip()), never as passed.
+ * The test links only ctorch: the one raw CUDA runtime call it needs
+ * (creating an external stream) is looked up with dlsym in the libcudart that
+ * torch already loaded, and that part is skipped if it cannot be found. */
+#define _GNU_SOURCE 1 /* RTLD_DEFAULT, RTLD_NOLOAD */
+#include "test_util.h"
+
+#include <dlfcn.h>
+
+#define N_ELEMS 1024
+
+/* Every GPU test starts with this: a visible skip, with the reason. */
+#define REQUIRE_GPU()                                                       \
+  do {                                                                      \
+    if (!ct_cuda_is_available()) {                                          \
+      print_message("skipped: no usable CUDA device (ct_cuda_is_compiled()=%d)\n", \
+                    (int)ct_cuda_is_compiled());                            \
+      skip();                                                               \
+    }                                                                       \
+  } while (0)
+
+/* ---- Feature queries: every build --------------------------------------- */
+
+static void test_feature_queries_consistent(void **state) {
+  (void)state;
+  int32_t compiled = ct_cuda_is_compiled();
+  int32_t available = ct_cuda_is_available();
+  int32_t count = ct_cuda_device_count();
+  assert_true(compiled == 0 || compiled == 1);
+  assert_true(available == 0 || available == 1);
+  assert_true(count >= 0);
+  if (!compiled) {
+    assert_int_equal(available, 0);
+    assert_int_equal(count, 0);
+  }
+  assert_int_equal(available, count > 0 ? 1 : 0);
+  /* NULL and CPU tensors are never pinned. */
+  assert_int_equal(ct_tensor_is_pinned(NULL), 0);
+  float v[4] = {1, 2, 3, 4};
+  int64_t sizes[1] = {4};
+  ct_tensor *t = test_tensor_f32(v, sizes, 1);
+  assert_int_equal(ct_tensor_is_pinned(t), 0);
+  ct_tensor_free(t);
+}
+
+/* ---- Without a usable GPU: every call says so ---------------------------- */
+
+/* The message names the function; in a CPU-only build it also says that
+ * this build has no CUDA. */
+#define EXPECT_NO_CUDA(call, fname)                                                     \
+  do {                                                                                  \
+    CT_EXPECT_ERROR(call, CT_ERR_NOT_SUPPORTED, fname);                                 \
+    if (!ct_cuda_is_compiled() &&                                                       \
+        strstr(ct_last_error(), "CUDA is not supported in this build of ctorch") == NULL) \
+      fail_msg("%s: unexpected message '%s'", #call, ct_last_error());                  \
+    if (!ct_cuda_is_compiled() && strstr(ct_last_error(), "has no CUDA)") == NULL)      \
+      fail_msg("%s: message lacks the LibTorch version note: '%s'", #call, ct_last_error()); \
+  } while (0)
+
+static void test_not_supported_without_gpu(void **state) {
+  (void)state;
+  if (ct_cuda_is_available()) {
+    print_message("skipped: a CUDA device is available, so CUDA calls do not fail here\n");
+    skip();
+  }
+  int32_t dev = 42;
+  size_t bytes = 4242;
+  void *stream = (void *)0x1234;
+  void *prev = (void *)0x5678;
+
+  EXPECT_NO_CUDA(ct_cuda_current_device(&dev), "ct_cuda_current_device");
+  assert_int_equal(dev, 42); /* out-parameter untouched on failure */
+  EXPECT_NO_CUDA(ct_cuda_set_device(0), "ct_cuda_set_device");
+  EXPECT_NO_CUDA(ct_cuda_synchronize(-1), "ct_cuda_synchronize");
+  EXPECT_NO_CUDA(ct_cuda_memory_allocated(&bytes, -1), "ct_cuda_memory_allocated");
+  EXPECT_NO_CUDA(ct_cuda_memory_reserved(&bytes, 0), "ct_cuda_memory_reserved");
+  assert_int_equal(bytes, 4242);
+  EXPECT_NO_CUDA(ct_cuda_empty_cache(), "ct_cuda_empty_cache");
+  EXPECT_NO_CUDA(ct_cuda_manual_seed_all(7), "ct_cuda_manual_seed_all");
+  EXPECT_NO_CUDA(ct_cuda_current_stream(&stream, -1), "ct_cuda_current_stream");
+  assert_ptr_equal(stream, (void *)0x1234);
+  EXPECT_NO_CUDA(ct_cuda_set_stream(&prev, -1, NULL), "ct_cuda_set_stream");
+  assert_ptr_equal(prev, (void *)0x5678);
+  EXPECT_NO_CUDA(ct_cuda_stream_synchronize(NULL, -1), "ct_cuda_stream_synchronize");
+  EXPECT_NO_CUDA(ct_cuda_stream_wait_stream(NULL, NULL, -1), "ct_cuda_stream_wait_stream");
+
+  float v[2] = {1, 2};
+  int64_t sizes[1] = {2};
+  ct_tensor *t = test_tensor_f32(v, sizes, 1);
+  ct_tensor *pinned = (ct_tensor *)0x1;
+  EXPECT_NO_CUDA(ct_tensor_pin_memory(&pinned, t), "ct_tensor_pin_memory");
+  assert_ptr_equal(pinned, (ct_tensor *)0x1);
+  ct_tensor_free(t);
+
+  /* Creating a CUDA tensor fails cleanly too. */
+  ct_tensor *g = NULL;
+  ct_status st = ct_tensor_empty(&g, sizes, 1, CT_FLOAT32, CT_DEVICE_CUDA, 0, 0);
+  assert_int_not_equal(st, CT_OK);
+  assert_null(g);
+  assert_true(strlen(ct_last_error()) > 0);
+  ct_clear_error();
+}
+
+/* ---- GPU tests -------------------------------------------------------- */
+
+/* A float32 CPU copy of any tensor (new handle). */
+static ct_tensor *to_cpu(const ct_tensor *t) {
+  ct_tensor *c = NULL;
+  CT_OK_OR_FAIL(ct_tensor_to(&c, t, CT_DEVICE_CPU, -1, CT_FLOAT32, 0, 0));
+  return c;
+}
+
+static void test_devices(void **state) {
+  (void)state;
+  REQUIRE_GPU();
+  int32_t n = ct_cuda_device_count();
+  assert_true(n >= 1);
+  int32_t cur = -5;
+  CT_OK_OR_FAIL(ct_cuda_current_device(&cur));
+  assert_true(cur >= 0 && cur < n);
+  CT_OK_OR_FAIL(ct_cuda_set_device(0));
+  CT_OK_OR_FAIL(ct_cuda_current_device(&cur));
+  assert_int_equal(cur, 0);
+  CT_EXPECT_ERROR(ct_cuda_set_device(n), CT_ERR_INDEX, "out of range");
+  CT_EXPECT_ERROR(ct_cuda_set_device(-1), CT_ERR_INDEX, "ct_cuda_set_device");
+  CT_EXPECT_ERROR(ct_cuda_set_device(-7), CT_ERR_INDEX, "ct_cuda_set_device");
+  CT_EXPECT_ERROR(ct_cuda_current_device(NULL), CT_ERR_INVALID_ARGUMENT, "ct_cuda_current_device");
+  CT_OK_OR_FAIL(ct_cuda_synchronize(-1));
+  CT_OK_OR_FAIL(ct_cuda_synchronize(0));
+  CT_EXPECT_ERROR(ct_cuda_synchronize(n), CT_ERR_INDEX, "ct_cuda_synchronize");
+}
+
+static void test_memory_stats(void **state) {
+  (void)state;
+  REQUIRE_GPU();
+  size_t before = 0, after = 0, reserved = 0, freed = 0;
+  CT_OK_OR_FAIL(ct_cuda_memory_allocated(&before, 0));
+  int64_t sizes[1] = {1 << 20}; /* 4 MiB of float32 */
+  ct_tensor *t = NULL;
+  CT_OK_OR_FAIL(ct_tensor_empty(&t, sizes, 1, CT_FLOAT32, CT_DEVICE_CUDA, 0, 0));
+  CT_OK_OR_FAIL(ct_cuda_memory_allocated(&after, 0));
+  CT_OK_OR_FAIL(ct_cuda_memory_reserved(&reserved, -1));
+  assert_true(after >= before + ((size_t)4 << 20));
+  assert_true(reserved >= after);
+  ct_tensor_free(t);
+  CT_OK_OR_FAIL(ct_cuda_memory_allocated(&freed, 0));
+  assert_true(freed <= after - ((size_t)4 << 20));
+  CT_OK_OR_FAIL(ct_cuda_empty_cache());
+  size_t reserved_after = 0;
+  CT_OK_OR_FAIL(ct_cuda_memory_reserved(&reserved_after, 0));
+  assert_true(reserved_after <= reserved);
+  CT_EXPECT_ERROR(ct_cuda_memory_allocated(NULL, 0), CT_ERR_INVALID_ARGUMENT, "NULL");
+  CT_EXPECT_ERROR(ct_cuda_memory_reserved(&after, ct_cuda_device_count()), CT_ERR_INDEX,
+                  "ct_cuda_memory_reserved");
+}
+
+static void test_manual_seed_all(void **state) {
+  (void)state;
+  REQUIRE_GPU();
+  int64_t sizes[1] = {64};
+  ct_tensor *a = NULL, *b = NULL;
+  CT_OK_OR_FAIL(ct_cuda_manual_seed_all(1234));
+  CT_OK_OR_FAIL(ct_tensor_randn(&a, sizes, 1, CT_FLOAT32, CT_DEVICE_CUDA, 0, 0));
+  CT_OK_OR_FAIL(ct_cuda_manual_seed_all(1234));
+  CT_OK_OR_FAIL(ct_tensor_randn(&b, sizes, 1, CT_FLOAT32, CT_DEVICE_CUDA, 0, 0));
+  int32_t eq = 0;
+  CT_OK_OR_FAIL(ct_tensor_equal(&eq, a, b));
+  assert_int_equal(eq, 1);
+  ct_tensor_free(a);
+  ct_tensor_free(b);
+}
+
+/* cudaStreamCreate/Destroy from the libcudart torch already loaded. */
+typedef int (*stream_create_fn)(void **);
+typedef int (*stream_destroy_fn)(void *);
+static void *cudart_symbol(const char *name) {
+  static const char *const sonames[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
+                                        "libcudart.so"};
+  void *sym = dlsym(RTLD_DEFAULT, name);
+  for (size_t i = 0; sym == NULL && i < sizeof sonames / sizeof sonames[0]; i++) {
+    void *h = dlopen(sonames[i], RTLD_NOW | RTLD_NOLOAD);
+    if (h) sym = dlsym(h, name);
+  }
+  return sym;
+}
+
+static void test_streams(void **state) {
+  (void)state;
+  REQUIRE_GPU();
+  void *s0 = (void *)0xdead;
+  CT_OK_OR_FAIL(ct_cuda_current_stream(&s0, -1));
+  assert_ptr_not_equal(s0, (void *)0xdead);
+  void *s0_dev0 = (void *)0xdead;
+  CT_OK_OR_FAIL(ct_cuda_current_stream(&s0_dev0, 0));
+  CT_EXPECT_ERROR(ct_cuda_current_stream(NULL, -1), CT_ERR_INVALID_ARGUMENT, "NULL");
+  CT_EXPECT_ERROR(ct_cuda_current_stream(&s0, ct_cuda_device_count()), CT_ERR_INDEX,
+                  "out of range");
+  /* The per-thread default stream cannot be torch's current stream. */
+  CT_EXPECT_ERROR(ct_cuda_set_stream(NULL, 0, (void *)2), CT_ERR_INVALID_ARGUMENT,
+                  "per-thread");
+  /* Default-stream round trip and stream-to-stream waits on pseudo-handles. */
+  void *prev = (void *)0xdead;
+  CT_OK_OR_FAIL(ct_cuda_set_device(0));
+  CT_OK_OR_FAIL(ct_cuda_set_stream(&prev, 0, NULL));
+  CT_OK_OR_FAIL(ct_cuda_set_stream(NULL, 0, prev));
+  CT_OK_OR_FAIL(ct_cuda_stream_wait_stream((void *)2, NULL, 0));
+  CT_OK_OR_FAIL(ct_cuda_stream_synchronize(NULL, 0));
+
+  stream_create_fn create = (stream_create_fn)cudart_symbol("cudaStreamCreate");
+  stream_destroy_fn destroy = (stream_destroy_fn)cudart_symbol("cudaStreamDestroy");
+  if (!create || !destroy) {
+    print_message("skipped: libcudart not found in the process; external streams untested\n");
+    skip();
+  }
+  void *ext = NULL;
+  assert_int_equal(create(&ext), 0);
+  assert_non_null(ext);
+
+  CT_OK_OR_FAIL(ct_cuda_set_stream(&prev, 0, ext));
+  void *cur = NULL;
+  CT_OK_OR_FAIL(ct_cuda_current_stream(&cur, 0));
+  assert_ptr_equal(cur, ext);
+  /* Torch work now runs on `ext`. */
+  int64_t sizes[1] = {N_ELEMS};
+  ct_tensor *t = NULL;
+  CT_OK_OR_FAIL(ct_tensor_full(&t, sizes, 1, 3.0, CT_FLOAT32, CT_DEVICE_CUDA, 0, 0));
+  CT_OK_OR_FAIL(ct_tensor_fill_(t, 5.0));
+  /* The old stream waits for ext on the device; then wait on the host. */
+  CT_OK_OR_FAIL(ct_cuda_stream_wait_stream(prev, ext, 0));
+  CT_OK_OR_FAIL(ct_cuda_stream_synchronize(ext, 0));
+  void *back = NULL;
+  CT_OK_OR_FAIL(ct_cuda_set_stream(&back, 0, prev));
+  assert_ptr_equal(back, ext);
+  CT_OK_OR_FAIL(ct_cuda_current_stream(&cur, 0));
+  assert_ptr_equal(cur, prev);
+  ct_tensor *c = to_cpu(t);
+  const float *p = (const float *)ct_tensor_data_ptr(c);
+  for (int i = 0; i < N_ELEMS; i++) assert_true(p[i] == 5.0f);
+  ct_tensor_free(c);
+  ct_tensor_free(t);
+  CT_OK_OR_FAIL(ct_cuda_synchronize(0));
+  assert_int_equal(destroy(ext), 0);
+}
+
+static void count_deleter(void *data, void *ctx) {
+  (void)data;
+  (*(int *)ctx)++;
+}
+
+static void test_from_blob_device_pointer(void **state) {
+  (void)state;
+  REQUIRE_GPU();
+  ct_tensor *x = NULL;
+  CT_OK_OR_FAIL(ct_tensor_arange(&x, 0, N_ELEMS, 1, CT_FLOAT32, CT_DEVICE_CUDA, 0, 0));
+  void *dptr = ct_tensor_data_ptr(x);
+  assert_non_null(dptr);
+  int calls = 0;
+  int64_t sizes[2] = {N_ELEMS / 4, 4};
+  ct_tensor *y = NULL;
+  CT_OK_OR_FAIL(ct_tensor_from_blob(&y, dptr, sizes, 2, NULL, CT_FLOAT32, CT_DEVICE_CUDA, 0,
+                                    count_deleter, &calls));
+  assert_int_equal(ct_tensor_device_type(y), CT_DEVICE_CUDA);
+  assert_int_equal(ct_tensor_device_index(y), 0);
+  assert_ptr_equal(ct_tensor_data_ptr(y), dptr);
+  /* Writing through the view changes x. */
+  CT_OK_OR_FAIL(ct_tensor_fill_(y, 7.0));
+  ct_tensor_free(y);
+  assert_int_equal(calls, 1);
+  ct_tensor *c = to_cpu(x);
+  const float *p = (const float *)ct_tensor_data_ptr(c);
+  for (int i = 0; i < N_ELEMS; i++) assert_true(p[i] == 7.0f);
+  ct_tensor_free(c);
+  ct_tensor_free(x);
+}
+
+static void test_pinned_and_non_blocking(void **state) {
+  (void)state;
+  REQUIRE_GPU();
+  float v[N_ELEMS];
+  for (int i = 0; i < N_ELEMS; i++) v[i] = (float)i * 0.5f;
+  int64_t sizes[1] = {N_ELEMS};
+  ct_tensor *h = test_tensor_f32(v, sizes, 1);
+  ct_tensor *pinned = NULL;
+  CT_OK_OR_FAIL(ct_tensor_pin_memory(&pinned, h));
+  assert_int_equal(ct_tensor_is_pinned(pinned), 1);
+  assert_int_equal(ct_tensor_is_pinned(h), 0);
+  assert_int_equal(ct_tensor_device_type(pinned), CT_DEVICE_CPU);
+
+  /* Host -> device, non-blocking from pinned memory; the copy is ordered on
+   * torch's current stream, so synchronise that stream before reading. */
+  void *s = NULL;
+  CT_OK_OR_FAIL(ct_cuda_current_stream(&s, 0));
+  ct_tensor *g = NULL;
+  CT_OK_OR_FAIL(ct_tensor_to(&g, pinned, CT_DEVICE_CUDA, 0, CT_DTYPE_KEEP, 1, 0));
+  assert_int_equal(ct_tensor_device_type(g), CT_DEVICE_CUDA);
+  assert_int_equal(ct_tensor_is_pinned(g), 0);
+  CT_OK_OR_FAIL(ct_cuda_stream_synchronize(s, 0));
+  ct_tensor *back = to_cpu(g);
+  int32_t eq = 0;
+  CT_OK_OR_FAIL(ct_tensor_equal(&eq, back, h));
+  assert_int_equal(eq, 1);
+  ct_tensor_free(back);
+
+  /* Only CPU tensors can be pinned; out-parameter untouched on failure. */
+  ct_tensor *bad = (ct_tensor *)0x1;
+  CT_EXPECT_ERROR(ct_tensor_pin_memory(&bad, g), CT_ERR_INVALID_ARGUMENT, "CPU");
+  assert_ptr_equal(bad, (ct_tensor *)0x1);
+  CT_EXPECT_ERROR(ct_tensor_pin_memory(NULL, h), CT_ERR_INVALID_ARGUMENT, "NULL");
+  CT_EXPECT_ERROR(ct_tensor_pin_memory(&bad, NULL), CT_ERR_INVALID_ARGUMENT, "NULL");
+
+  /* Device -> pinned host, non-blocking, then synchronise the stream. */
+  CT_OK_OR_FAIL(ct_tensor_fill_(g, 2.5));
+  ct_tensor *dst = NULL;
+  CT_OK_OR_FAIL(ct_tensor_pin_memory(&dst, h));
+  CT_OK_OR_FAIL(ct_tensor_fill_(dst, 0.0));
+  CT_OK_OR_FAIL(ct_tensor_copy_(dst, g, 1));
+  CT_OK_OR_FAIL(ct_cuda_stream_synchronize(s, 0));
+  const float *p = (const float *)ct_tensor_data_ptr(dst);
+  for (int i = 0; i < N_ELEMS; i++) assert_true(p[i] == 2.5f);
+  ct_tensor_free(dst);
+  ct_tensor_free(g);
+  ct_tensor_free(pinned);
+  ct_tensor_free(h);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_feature_queries_consistent),
+      cmocka_unit_test(test_not_supported_without_gpu),
+      cmocka_unit_test(test_devices),
+      cmocka_unit_test(test_memory_stats),
+      cmocka_unit_test(test_manual_seed_all),
+      cmocka_unit_test(test_streams),
+      cmocka_unit_test(test_from_blob_device_pointer),
+      cmocka_unit_test(test_pinned_and_non_blocking),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
