@@ -1,0 +1,194 @@
+"""dtype and device objects (stdlib only)."""
+
+from . import _lib
+
+
+class dtype:
+    """A ctorch dtype: ``ctorch.float32`` and friends.
+
+    ``code`` is the frozen C code (``CT_FLOAT32`` ...), ``itemsize`` the bytes
+    per element and ``typestr`` the numpy array-interface type string, or
+    None for bfloat16 (numpy has no bfloat16)."""
+
+    __slots__ = ("name", "code", "itemsize", "typestr", "is_floating_point", "is_complex",
+                 "is_signed")
+
+    def __init__(self, name, code, itemsize, typestr, kind):
+        self.name = name
+        self.code = code
+        self.itemsize = itemsize
+        self.typestr = typestr
+        self.is_floating_point = kind == "f"
+        self.is_complex = kind == "c"
+        self.is_signed = kind in "fci"
+
+    def __repr__(self):
+        return "ctorch." + self.name
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (get_dtype, (self.name,))
+
+    @property
+    def numpy_dtype(self):
+        """The matching numpy dtype (imports numpy). Raises TypeError for bfloat16."""
+        if self.typestr is None:
+            raise TypeError("numpy has no bfloat16 dtype")
+        import numpy
+        return numpy.dtype(self.typestr)
+
+
+bool_ = dtype("bool", 1, 1, "|b1", "b")
+uint8 = dtype("uint8", 2, 1, "|u1", "u")
+int8 = dtype("int8", 3, 1, "|i1", "i")
+int16 = dtype("int16", 4, 2, "<i2", "i")
+int32 = dtype("int32", 5, 4, "<i4", "i")
+int64 = dtype("int64", 6, 8, "<i8", "i")
+float16 = dtype("float16", 7, 2, "<f2", "f")
+bfloat16 = dtype("bfloat16", 8, 2, None, "f")
+float32 = dtype("float32", 9, 4, "<f4", "f")
+float64 = dtype("float64", 10, 8, "<f8", "f")
+complex64 = dtype("complex64", 11, 8, "<c8", "c")
+complex128 = dtype("complex128", 12, 16, "<c16", "c")
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64,
+       complex128)
+BY_CODE = {d.code: d for d in ALL}
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME.update({
+    "bool_": bool_, "half": float16, "float": float32, "double": float64, "long": int64,
+    "int": int32, "short": int16, "byte": uint8, "char": int8, "cfloat": complex64,
+    "cdouble": complex128, "f2": float16, "f4": float32, "f8": float64, "i1": int8,
+    "i2": int16, "i4": int32, "i8": int64, "u1": uint8, "b1": bool_, "c8": complex64,
+    "c16": complex128,
+})
+# numpy typestr (with byte order) -> dtype
+_BY_TYPESTR = {d.typestr: d for d in ALL if d.typestr}
+_BY_TYPESTR.update({"=" + d.typestr[1:]: d for d in ALL if d.typestr})
+
+
+def get_dtype(x):
+    """Converts a ctorch dtype, a name ("float32", "float"), a numpy dtype or
+    scalar type, a torch dtype, or a Python type (float, int, bool, complex)
+    to a ctorch dtype."""
+    if isinstance(x, dtype):
+        return x
+    if x is None:
+        return None
+    if x is float:
+        return float64
+    if x is int:
+        return int64
+    if x is bool:
+        return bool_
+    if x is complex:
+        return complex128
+    if isinstance(x, str):
+        s = x
+    else:
+        # numpy dtype / scalar type: have .str or dtype(x).str; torch dtype: str()
+        ts = getattr(x, "str", None)
+        if isinstance(ts, str) and ts in _BY_TYPESTR:
+            return _BY_TYPESTR[ts]
+        s = getattr(x, "__name__", None) or str(x)
+    if s.startswith("torch."):
+        s = s[6:]
+    if s.startswith("ctorch."):
+        s = s[7:]
+    if s.startswith("numpy."):
+        s = s[6:]
+    d = _BY_NAME.get(s) or _BY_TYPESTR.get(s)
+    if d is None:
+        raise _lib.CTorchTypeError("unknown dtype %r" % (x,), 2)
+    return d
+
+
+class device:
+    """A device: ``ctorch.device("cpu")``, ``ctorch.device("cuda", 0)``,
+    ``ctorch.device("cuda:1")``. ``type`` is "cpu" or "cuda"; ``index`` is
+    None for "the current device"."""
+
+    __slots__ = ("type", "index", "code")
+
+    _TYPES = {"cpu": 1, "cuda": 2}
+    _NAMES = {1: "cpu", 2: "cuda"}
+
+    def __init__(self, type, index=None):
+        if isinstance(type, device):
+            type, index = type.type, type.index if index is None else index
+        elif isinstance(type, str) and ":" in type:
+            if index is not None:
+                raise _lib.InvalidArgumentError(
+                    "device %r already has an index; do not pass index=%r" % (type, index), 1)
+            type, _, idx = type.partition(":")
+            try:
+                index = int(idx)
+            except ValueError:
+                raise _lib.InvalidArgumentError("bad device string %r" % (type + ":" + idx,),
+                                                1) from None
+        elif not isinstance(type, str):
+            # torch.device or anything with .type/.index
+            t = getattr(type, "type", None)
+            if isinstance(t, str):
+                type, index = t, getattr(type, "index", None) if index is None else index
+            else:
+                raise _lib.InvalidArgumentError("bad device %r" % (type,), 1)
+        if type not in self._TYPES:
+            raise _lib.InvalidArgumentError(
+                "unknown device type %r (expected 'cpu' or 'cuda')" % (type,), 1)
+        if index is not None:
+            index = int(index)
+            if index < 0:
+                index = None
+        if type == "cpu":
+            index = None
+        self.type = type
+        self.index = index
+        self.code = self._TYPES[type]
+
+    @classmethod
+    def _from_codes(cls, code, index):
+        d = cls.__new__(cls)
+        d.type = cls._NAMES.get(code, "unknown")
+        d.code = code
+        d.index = None if index is None or index < 0 or code == 1 else index
+        return d
+
+    @property
+    def c_index(self):
+        return -1 if self.index is None else self.index
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            try:
+                other = device(other)
+            except _lib.Error:
+                return False
+        if not isinstance(other, device):
+            return NotImplemented
+        return self.type == other.type and self.index == other.index
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __str__(self):
+        return self.type if self.index is None else "%s:%d" % (self.type, self.index)
+
+    def __repr__(self):
+        if self.index is None:
+            return "device(type=%r)" % self.type
+        return "device(type=%r, index=%d)" % (self.type, self.index)
+
+
+CPU = device("cpu")
+
+
+def get_device(x):
+    if x is None:
+        return None
+    if isinstance(x, device):
+        return x
+    if isinstance(x, int):
+        return device("cuda", x)
+    return device(x)

@@ -1,0 +1,178 @@
+"""Every registered operator, by namespace: ``ctorch.ops.aten.add(a, b, alpha=2)``,
+``ctorch.ops.aten.add.Tensor(a, b)`` (one overload), ``ctorch.ops.myns.scale(x, 2.0)``.
+
+Namespaces and ops are built lazily from ct_op_list() / ct_op_find(); each op
+is a plain Python function whose __doc__ lists its schemas, so help() and tab
+completion work. Calling an op without an overload name lets ctorch pick the
+first overload whose schema accepts the arguments; naming the overload
+(``.Tensor``, ``.default``) skips that resolution and is the fastest call.
+"""
+
+import sys
+import threading
+import types
+from ctypes import byref, c_char_p, c_size_t, c_void_p
+
+from . import _lib
+from ._core import call_op, find_op, from_value, _invalidate_op_cache
+from ._lib import G, check
+
+_index_lock = threading.Lock()
+_index = None  # {ns: {name: set(overloads)}}
+
+
+def _build_index():
+    global _index
+    with _index_lock:
+        if _index is not None:
+            return _index
+        out = c_void_p()
+        check(G.op_list(byref(out)))
+        names = from_value(out.value)
+        idx = {}
+        for full in names:
+            ns, _, rest = full.partition("::")
+            name, _, ov = rest.partition(".")
+            idx.setdefault(ns, {}).setdefault(name, set()).add(ov)
+        _index = idx
+        return idx
+
+
+def _reset_index():
+    global _index
+    with _index_lock:
+        _index = None
+    _invalidate_op_cache()
+    mod = sys.modules[__name__]
+    for ns in list(_namespaces):
+        _namespaces[ns]._clear()
+
+
+def schemas(qualname, overload=None):
+    """Schema strings of an op ("aten::add") or one overload."""
+    h = find_op(qualname, overload)
+    n = G.op_num_overloads(h)
+    res = []
+    for i in range(n):
+        s = c_char_p()
+        check(G.op_schema(byref(s), h, i))
+        res.append(s.value.decode())
+    return res
+
+
+def _make_op(qualname, overload):
+    """A Python function calling one overload (overload is a str) or the
+    overload set (None)."""
+    h = find_op(qualname, overload)
+    _call = call_op
+
+    def op(*args, **kwargs):
+        return _call(h, args, kwargs)
+
+    ns, _, name = qualname.partition("::")
+    op.__name__ = name if overload is None else (overload or "default")
+    op.__qualname__ = "ops.%s.%s" % (ns, name) + ("" if overload is None
+                                                   else "." + (overload or "default"))
+    op.__module__ = __name__
+    sch = schemas(qualname, overload)
+    op.__doc__ = "\n".join(sch)
+    op._ct_handle = h
+    op._ct_schemas = sch
+    return op
+
+
+class OpPacket:
+    """All overloads of one operator. Call it to resolve the overload from the
+    arguments; its attributes are the single overloads (``.Tensor``, ``.default``
+    for the unnamed overload). ``help(op)`` shows the schemas."""
+
+    def __init__(self, qualname, fn):
+        self._qualname = qualname
+        self._call_set = fn
+        self.__name__ = qualname.partition("::")[2]
+        self.__qualname__ = fn.__qualname__
+
+    def overloads(self):
+        """Names of the overloads ("" is the default overload, alias .default)."""
+        res = []
+        for s in self._call_set._ct_schemas:
+            nm = s.split("(", 1)[0]
+            res.append(nm.partition(".")[2])
+        return res
+
+    @property
+    def schemas(self):
+        return list(self._call_set._ct_schemas)
+
+    def __getattr__(self, ov):
+        if ov.startswith("__"):
+            raise AttributeError(ov)
+        name = "" if ov == "default" else ov
+        try:
+            fn = _make_op(self._qualname, name)
+        except _lib.NotFoundError:
+            raise AttributeError("%s has no overload %r (overloads: %s)" % (
+                self._qualname, ov, ", ".join(o or "default" for o in self.overloads())))
+        self.__dict__[ov] = fn
+        return fn
+
+    def __dir__(self):
+        return sorted(set(object.__dir__(self)) |
+                      {o or "default" for o in self.overloads()})
+
+    def __repr__(self):
+        return "<ctorch op %s>" % self._qualname
+
+
+class OpNamespace(types.ModuleType):
+    """One operator namespace (aten, prim, a custom one). Attributes are ops."""
+
+    def __init__(self, name):
+        super().__init__("ctorch.ops." + name)
+        self._ns = name
+        self.__doc__ = "Operators in the %r namespace (see dir())." % name
+
+    def _clear(self):
+        for k in [k for k in self.__dict__ if not k.startswith("_")]:
+            del self.__dict__[k]
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        q = self._ns + "::" + name
+        try:
+            fn = _make_op(q, None)
+        except _lib.NotFoundError as e:
+            raise AttributeError("no operator %s: %s" % (q, e.message.splitlines()[0])) \
+                from None
+        # One small class per op: calling the packet goes straight to fn, and
+        # help(packet) shows the schemas (the class docstring).
+        cls = type(name, (OpPacket,), {"__call__": staticmethod(fn), "__doc__": fn.__doc__,
+                                       "__module__": "ctorch.ops." + self._ns})
+        p = cls(q, fn)
+        self.__dict__[name] = p
+        return p
+
+    def __dir__(self):
+        idx = _build_index()
+        return sorted(set(idx.get(self._ns, {})) | set(self.__dict__))
+
+    def __repr__(self):
+        return "<ctorch ops namespace %r>" % self._ns
+
+
+_namespaces = {}
+
+
+def __getattr__(ns):
+    if ns.startswith("__"):
+        raise AttributeError(ns)
+    m = _namespaces.get(ns)
+    if m is None:
+        m = _namespaces[ns] = OpNamespace(ns)
+        setattr(sys.modules[__name__], ns, m)
+    return m
+
+
+def __dir__():
+    return sorted(set(_build_index()) | set(globals()))
