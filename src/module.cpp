@@ -3,6 +3,16 @@
 // modules from TorchScript source.
 #include "internal.h"
 
+// Inside the guard lambdas __func__ is "operator()": every exported function
+// names itself in ct_fn_, and the NULL check uses that name.
+#undef CT_CHECK_NOT_NULL
+#define CT_CHECK_NOT_NULL(ptr)                                                 \
+  do {                                                                         \
+    if ((ptr) == nullptr)                                                      \
+      return ::ct::set_error(CT_ERR_INVALID_ARGUMENT,                          \
+                             "%s: argument '%s' is NULL", ct_fn_, #ptr);       \
+  } while (0)
+
 #include <caffe2/serialize/file_adapter.h>
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/read_adapter_interface.h>
@@ -33,7 +43,8 @@ using c10::TypePtr;
 
 // Text of an exception without the C++ backtrace.
 std::string message_of(const std::exception &e) {
-  if (auto *ce = dynamic_cast<const c10::Error *>(&e)) return ce->what_without_backtrace();
+  if (auto *ce = dynamic_cast<const c10::Error *>(&e))
+    return ce->what_without_backtrace();
   return e.what();
 }
 
@@ -42,29 +53,37 @@ std::string message_of(const std::exception &e) {
 // boom"); use that one, then the whole text.
 std::string summarize(const std::string &msg) {
   auto trim_end = [](std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+    while (!s.empty() &&
+           (s.back() == '\n' || s.back() == ' ' || s.back() == '\r'))
+      s.pop_back();
     return s;
   };
   std::string m = trim_end(msg);
+  size_t lead = m.find_first_not_of(" \n\r");
+  m = lead == std::string::npos ? std::string() : m.substr(lead);
   size_t nl = m.find('\n');
   std::string first = m.substr(0, nl);
   if (nl != std::string::npos &&
-      first.find("The following operation failed in the TorchScript interpreter") !=
+      first.find(
+          "The following operation failed in the TorchScript interpreter") !=
           std::string::npos) {
     size_t last = m.rfind('\n');
     first = m.substr(last + 1);
     // Skip indentation.
     size_t s = first.find_first_not_of(' ');
-    if (s != std::string::npos) first = first.substr(s);
+    if (s != std::string::npos)
+      first = first.substr(s);
   }
-  if (nl == std::string::npos) return first;
+  if (nl == std::string::npos)
+    return first;
   return first + "\n" + m;
 }
 
 // Runs body; exceptions other than out-of-memory and ctorch's own become
 // `code` with a short first line.
 template <class F>
-ct_status with_code(const char *func, ct_status code, const char *prefix, F &&body) {
+ct_status with_code(const char *func, ct_status code, const char *prefix,
+                    F &&body) {
   try {
     return body();
   } catch (const ct::Error &) {
@@ -83,16 +102,25 @@ ct_status with_code(const char *func, ct_status code, const char *prefix, F &&bo
 // Fast check without building the value's type for the common cases.
 bool matches(const IValue &v, const TypePtr &t) {
   switch (t->kind()) {
-    case c10::TensorType::Kind: return v.isTensor();
-    case c10::IntType::Kind: return v.isInt();
-    case c10::FloatType::Kind: return v.isDouble();
-    case c10::BoolType::Kind: return v.isBool();
-    case c10::StringType::Kind: return v.isString();
-    case c10::AnyType::Kind: return true;
-    case c10::NumberType::Kind: return v.isInt() || v.isDouble() || v.isComplexDouble();
-    case c10::OptionalType::Kind:
-      return v.isNone() || matches(v, t->expectRef<c10::OptionalType>().getElementType());
-    default: return v.type()->isSubtypeOf(*t);
+  case c10::TensorType::Kind:
+    return v.isTensor();
+  case c10::IntType::Kind:
+    return v.isInt();
+  case c10::FloatType::Kind:
+    return v.isDouble();
+  case c10::BoolType::Kind:
+    return v.isBool();
+  case c10::StringType::Kind:
+    return v.isString();
+  case c10::AnyType::Kind:
+    return true;
+  case c10::NumberType::Kind:
+    return v.isInt() || v.isDouble() || v.isComplexDouble();
+  case c10::OptionalType::Kind:
+    return v.isNone() ||
+           matches(v, t->expectRef<c10::OptionalType>().getElementType());
+  default:
+    return v.type()->isSubtypeOf(*t);
   }
 }
 
@@ -106,59 +134,68 @@ bool coerce_to(const IValue &v, const TypePtr &t, IValue *out) {
     return true;
   }
   switch (t->kind()) {
-    case c10::FloatType::Kind:
-      if (v.isInt()) {
-        *out = IValue(static_cast<double>(v.toInt()));
-        return true;
-      }
+  case c10::FloatType::Kind:
+    if (v.isInt()) {
+      *out = IValue(static_cast<double>(v.toInt()));
+      return true;
+    }
+    return false;
+  case c10::OptionalType::Kind:
+    return coerce_to(v, t->expectRef<c10::OptionalType>().getElementType(),
+                     out);
+  case c10::ListType::Kind: {
+    if (!v.isList())
       return false;
-    case c10::OptionalType::Kind:
-      return coerce_to(v, t->expectRef<c10::OptionalType>().getElementType(), out);
-    case c10::ListType::Kind: {
-      if (!v.isList()) return false;
-      const TypePtr &et = t->expectRef<c10::ListType>().getElementType();
-      c10::impl::GenericList l(et);
-      auto ref = v.toListRef();
-      l.reserve(ref.size());
-      for (const IValue &e : ref) {
-        IValue c;
-        if (!coerce_to(e, et, &c)) return false;
-        l.push_back(std::move(c));
-      }
-      *out = IValue(std::move(l));
-      return true;
+    const TypePtr &et = t->expectRef<c10::ListType>().getElementType();
+    c10::impl::GenericList l(et);
+    auto ref = v.toListRef();
+    l.reserve(ref.size());
+    for (const IValue &e : ref) {
+      IValue c;
+      if (!coerce_to(e, et, &c))
+        return false;
+      l.push_back(std::move(c));
     }
-    case c10::DictType::Kind: {
-      if (!v.isGenericDict()) return false;
-      const auto &dt = t->expectRef<c10::DictType>();
-      c10::impl::GenericDict d(dt.getKeyType(), dt.getValueType());
-      for (const auto &e : v.toGenericDict()) {
-        IValue k, x;
-        if (!coerce_to(e.key(), dt.getKeyType(), &k) ||
-            !coerce_to(e.value(), dt.getValueType(), &x))
-          return false;
-        d.insert_or_assign(std::move(k), std::move(x));
-      }
-      *out = IValue(std::move(d));
-      return true;
+    *out = IValue(std::move(l));
+    return true;
+  }
+  case c10::DictType::Kind: {
+    if (!v.isGenericDict())
+      return false;
+    const auto &dt = t->expectRef<c10::DictType>();
+    c10::impl::GenericDict d(dt.getKeyType(), dt.getValueType());
+    for (const auto &e : v.toGenericDict()) {
+      IValue k, x;
+      if (!coerce_to(e.key(), dt.getKeyType(), &k) ||
+          !coerce_to(e.value(), dt.getValueType(), &x))
+        return false;
+      d.insert_or_assign(std::move(k), std::move(x));
     }
-    case c10::TupleType::Kind: {
-      if (!v.isTuple()) return false;
-      const auto &tt = t->expectRef<c10::TupleType>();
-      const auto &el = v.toTupleRef().elements();
-      if (el.size() != tt.elements().size()) return false;
-      std::vector<IValue> items(el.size());
-      for (size_t i = 0; i < el.size(); ++i)
-        if (!coerce_to(el[i], tt.elements()[i], &items[i])) return false;
-      *out = IValue(c10::ivalue::Tuple::create(std::move(items)));
-      return true;
-    }
-    default: return false;
+    *out = IValue(std::move(d));
+    return true;
+  }
+  case c10::TupleType::Kind: {
+    if (!v.isTuple())
+      return false;
+    const auto &tt = t->expectRef<c10::TupleType>();
+    const auto &el = v.toTupleRef().elements();
+    if (el.size() != tt.elements().size())
+      return false;
+    std::vector<IValue> items(el.size());
+    for (size_t i = 0; i < el.size(); ++i)
+      if (!coerce_to(el[i], tt.elements()[i], &items[i]))
+        return false;
+    *out = IValue(c10::ivalue::Tuple::create(std::move(items)));
+    return true;
+  }
+  default:
+    return false;
   }
 }
 
 std::string value_type_str(const IValue &v) {
-  if (v.isTensor()) return "Tensor";
+  if (v.isTensor())
+    return "Tensor";
   try {
     return v.type()->annotation_str();
   } catch (...) {
@@ -175,44 +212,55 @@ std::string schema_str(const c10::FunctionSchema &s) {
 // Builds the stack for `schema` (self, when given, first) from positional and
 // keyword arguments plus defaults. Sets the error and returns non-OK on a
 // mismatch.
-ct_status bind(const char *func, const c10::FunctionSchema &schema, const IValue *self,
-               const ct_value *const *args, size_t n, const char *const *kwnames,
-               const ct_value *const *kwvalues, size_t nkw, torch::jit::Stack *stack) {
+ct_status bind(const char *func, const c10::FunctionSchema &schema,
+               const IValue *self, const ct_value *const *args, size_t n,
+               const char *const *kwnames, const ct_value *const *kwvalues,
+               size_t nkw, torch::jit::Stack *stack) {
   if (n > 0 && !args)
-    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument 'args' is NULL with n %zu", func,
-                         n);
-  if (nkw > 0 && (!kwnames || !kwvalues))
     return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                         "%s: argument 'kwnames' or 'kwvalues' is NULL with nkw %zu", func, nkw);
+                         "%s: argument 'args' is NULL with n %zu", func, n);
+  if (nkw > 0 && (!kwnames || !kwvalues))
+    return ct::set_error(
+        CT_ERR_INVALID_ARGUMENT,
+        "%s: argument 'kwnames' or 'kwvalues' is NULL with nkw %zu", func, nkw);
   for (size_t i = 0; i < n; ++i)
-    if (!args[i]) return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: args[%zu] is NULL", func, i);
+    if (!args[i])
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: args[%zu] is NULL",
+                           func, i);
   for (size_t i = 0; i < nkw; ++i)
     if (!kwnames[i] || !kwvalues[i])
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: kwnames[%zu] or kwvalues[%zu] is NULL",
-                           func, i, i);
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                           "%s: kwnames[%zu] or kwvalues[%zu] is NULL", func, i,
+                           i);
   const auto &sargs = schema.arguments();
   size_t first = self ? 1 : 0;
   size_t npos = 0;
-  for (size_t i = first; i < sargs.size() && !sargs[i].kwarg_only(); ++i) ++npos;
+  for (size_t i = first; i < sargs.size() && !sargs[i].kwarg_only(); ++i)
+    ++npos;
   if (n > npos)
     return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                         "%s: %s takes %zu positional argument(s) but %zu were given\nschema: %s",
-                         func, schema.name().c_str(), npos, n, schema_str(schema).c_str());
+                         "%s: %s takes %zu positional argument(s) but %zu were "
+                         "given\nschema: %s",
+                         func, schema.name().c_str(), npos, n,
+                         schema_str(schema).c_str());
   stack->clear();
   stack->reserve(sargs.size());
-  if (self) stack->push_back(*self);
+  if (self)
+    stack->push_back(*self);
   size_t used_kw = 0;
   for (size_t i = first; i < sargs.size(); ++i) {
     const c10::Argument &a = sargs[i];
     size_t pi = i - first;
     const IValue *src = nullptr;
-    if (pi < n) src = &args[pi]->v;
+    if (pi < n)
+      src = &args[pi]->v;
     for (size_t k = 0; k < nkw; ++k) {
       if (a.name() == kwnames[k]) {
         if (src)
-          return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                               "%s: %s got multiple values for argument '%s'\nschema: %s", func,
-                               schema.name().c_str(), kwnames[k], schema_str(schema).c_str());
+          return ct::set_error(
+              CT_ERR_INVALID_ARGUMENT,
+              "%s: %s got multiple values for argument '%s'\nschema: %s", func,
+              schema.name().c_str(), kwnames[k], schema_str(schema).c_str());
         src = &kwvalues[k]->v;
         ++used_kw;
       }
@@ -221,7 +269,8 @@ ct_status bind(const char *func, const c10::FunctionSchema &schema, const IValue
       if (!a.default_value())
         return ct::set_error(CT_ERR_INVALID_ARGUMENT,
                              "%s: %s missing argument '%s'\nschema: %s", func,
-                             schema.name().c_str(), a.name().c_str(), schema_str(schema).c_str());
+                             schema.name().c_str(), a.name().c_str(),
+                             schema_str(schema).c_str());
       stack->push_back(*a.default_value());
       continue;
     }
@@ -230,25 +279,29 @@ ct_status bind(const char *func, const c10::FunctionSchema &schema, const IValue
       continue;
     }
     IValue c;
-    if (!coerce_to(*src, a.type(), &c))
-      return ct::set_error(CT_ERR_TYPE,
-                           "%s: %s expected %s for argument '%s', got %s\nschema: %s", func,
-                           schema.name().c_str(), a.type()->annotation_str().c_str(),
-                           a.name().c_str(), value_type_str(*src).c_str(),
-                           schema_str(schema).c_str());
+    if (!ct::coerce(*src, a.type(), &c) && !coerce_to(*src, a.type(), &c))
+      return ct::set_error(
+          CT_ERR_TYPE,
+          "%s: %s expected %s for argument '%s', got %s\nschema: %s", func,
+          schema.name().c_str(), a.type()->annotation_str().c_str(),
+          a.name().c_str(), value_type_str(*src).c_str(),
+          schema_str(schema).c_str());
     stack->push_back(std::move(c));
   }
   if (used_kw != nkw) {
     for (size_t k = 0; k < nkw; ++k) {
       bool known = false;
       for (size_t i = first; i < sargs.size(); ++i)
-        if (sargs[i].name() == kwnames[k]) known = true;
+        if (sargs[i].name() == kwnames[k])
+          known = true;
       if (!known)
-        return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                             "%s: %s got an unexpected keyword argument '%s'\nschema: %s", func,
-                             schema.name().c_str(), kwnames[k], schema_str(schema).c_str());
+        return ct::set_error(
+            CT_ERR_INVALID_ARGUMENT,
+            "%s: %s got an unexpected keyword argument '%s'\nschema: %s", func,
+            schema.name().c_str(), kwnames[k], schema_str(schema).c_str());
     }
-    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: duplicate keyword arguments", func);
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                         "%s: duplicate keyword arguments", func);
   }
   return CT_OK;
 }
@@ -256,73 +309,89 @@ ct_status bind(const char *func, const c10::FunctionSchema &schema, const IValue
 // Binds and runs `fn`; stores the result in *out.
 ct_status invoke(const char *func, torch::jit::Function &fn, const IValue *self,
                  ct_value **out, const ct_value *const *args, size_t n,
-                 const char *const *kwnames, const ct_value *const *kwvalues, size_t nkw) {
+                 const char *const *kwnames, const ct_value *const *kwvalues,
+                 size_t nkw) {
   torch::jit::Stack stack;
-  ct_status st = bind(func, fn.getSchema(), self, args, n, kwnames, kwvalues, nkw, &stack);
-  if (st != CT_OK) return st;
+  ct_status st =
+      bind(func, fn.getSchema(), self, args, n, kwnames, kwvalues, nkw, &stack);
+  if (st != CT_OK)
+    return st;
   st = with_code(func, CT_ERR_TORCH, "", [&] {
     fn.run(stack);
     return CT_OK;
   });
-  if (st != CT_OK) return st;
+  if (st != CT_OK)
+    return st;
   *out = ct::new_value(stack.empty() ? IValue() : std::move(stack.back()));
   return CT_OK;
 }
 
-// ---- Loading ------------------------------------------------------------------
+// ---- Loading
+// ------------------------------------------------------------------
 class MemoryAdapter : public caffe2::serialize::ReadAdapterInterface {
- public:
-  MemoryAdapter(const void *data, size_t size) : data_(static_cast<const char *>(data)), size_(size) {}
+public:
+  MemoryAdapter(const void *data, size_t size)
+      : data_(static_cast<const char *>(data)), size_(size) {}
   size_t size() const override { return size_; }
-  size_t read(uint64_t pos, void *buf, size_t n, const char *what = "") const override {
-    if (pos >= size_) return 0;
+  size_t read(uint64_t pos, void *buf, size_t n,
+              const char *what = "") const override {
+    if (pos >= size_)
+      return 0;
     size_t k = std::min<size_t>(n, size_ - static_cast<size_t>(pos));
     std::memcpy(buf, data_ + pos, k);
     return k;
   }
 
- private:
+private:
   const char *data_;
   size_t size_;
 };
 
-ct_status map_location(const char *func, int32_t device_type, int32_t device_index,
-                       c10::optional<c10::Device> *out) {
+ct_status map_location(const char *func, int32_t device_type,
+                       int32_t device_index, c10::optional<c10::Device> *out) {
   if (device_type == CT_DEVICE_KEEP) {
     *out = c10::nullopt;
     return CT_OK;
   }
   c10::Device d(c10::kCPU);
   ct_status st = ct::to_device(func, device_type, device_index, &d);
-  if (st != CT_OK) return st;
+  if (st != CT_OK)
+    return st;
   *out = d;
   return CT_OK;
 }
 
-ct_status load_impl(const char *func, ct_module **out,
-                    std::shared_ptr<caffe2::serialize::ReadAdapterInterface> rai,
-                    const std::string &what, c10::optional<c10::Device> device) {
+ct_status
+load_impl(const char *func, ct_module **out,
+          std::shared_ptr<caffe2::serialize::ReadAdapterInterface> rai,
+          const std::string &what, c10::optional<c10::Device> device) {
   torch::jit::ExtraFilesMap extra;
   ct_status st = with_code(func, CT_ERR_IO, "", [&] {
-    if (rai->size() == 0) ct::raise(CT_ERR_IO, "%s is empty", what.c_str());
+    if (rai->size() == 0)
+      ct::raise(CT_ERR_IO, "%s is empty", what.c_str());
     caffe2::serialize::PyTorchStreamReader reader(rai);
     if (!reader.hasRecord("constants.pkl")) {
       if (reader.hasRecord("data.pkl"))
         ct::raise(CT_ERR_IO,
-                  "%s is a torch.save pickle, not a TorchScript archive (use ct_pickle_load)",
+                  "%s is a torch.save pickle, not a TorchScript archive (use "
+                  "ct_pickle_load)",
                   what.c_str());
-      ct::raise(CT_ERR_IO, "%s is not a TorchScript archive (no constants.pkl)", what.c_str());
+      ct::raise(CT_ERR_IO, "%s is not a TorchScript archive (no constants.pkl)",
+                what.c_str());
     }
     for (const std::string &r : reader.getAllRecords())
-      if (r.compare(0, 6, "extra/") == 0 && r.size() > 6) extra.emplace(r.substr(6), std::string());
+      if (r.compare(0, 6, "extra/") == 0 && r.size() > 6)
+        extra.emplace(r.substr(6), std::string());
     return CT_OK;
   });
-  if (st != CT_OK) return st;
+  if (st != CT_OK)
+    return st;
   std::string prefix = "cannot load " + what + ": ";
   return with_code(func, CT_ERR_IO, prefix.c_str(), [&] {
     torch::jit::Module m = torch::jit::load(rai, device, extra);
     std::unique_ptr<ct_module> h(new ct_module{std::move(m), {}});
-    for (auto &kv : extra) h->extra_files.emplace(kv.first, std::move(kv.second));
+    for (auto &kv : extra)
+      h->extra_files.emplace(kv.first, std::move(kv.second));
     *out = h.release();
     return CT_OK;
   });
@@ -330,19 +399,24 @@ ct_status load_impl(const char *func, ct_module **out,
 
 // ---- Names -----------------------------------------------------------------
 bool valid_identifier(const char *s) {
-  if (!s || !*s) return false;
-  if (!(std::isalpha(static_cast<unsigned char>(*s)) || *s == '_')) return false;
+  if (!s || !*s)
+    return false;
+  if (!(std::isalpha(static_cast<unsigned char>(*s)) || *s == '_'))
+    return false;
   for (const char *p = s; *p; ++p)
-    if (!(std::isalnum(static_cast<unsigned char>(*p)) || *p == '_')) return false;
+    if (!(std::isalnum(static_cast<unsigned char>(*p)) || *p == '_'))
+      return false;
   return true;
 }
 
-ct_status check_new_name(const char *func, const torch::jit::Module &m, const char *name) {
+ct_status check_new_name(const char *func, const torch::jit::Module &m,
+                         const char *name) {
   if (!valid_identifier(name))
-    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: '%s' is not a valid attribute name", func,
-                         name);
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                         "%s: '%s' is not a valid attribute name", func, name);
   if (m.hasattr(name) || m.find_method(name))
-    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: name '%s' is already in use", func, name);
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                         "%s: name '%s' is already in use", func, name);
   return CT_OK;
 }
 
@@ -351,33 +425,40 @@ std::vector<std::string> split_dotted(const std::string &s) {
   size_t start = 0;
   for (;;) {
     size_t d = s.find('.', start);
-    parts.push_back(s.substr(start, d == std::string::npos ? std::string::npos : d - start));
-    if (d == std::string::npos) break;
+    parts.push_back(s.substr(start, d == std::string::npos ? std::string::npos
+                                                           : d - start));
+    if (d == std::string::npos)
+      break;
     start = d + 1;
   }
   return parts;
 }
 
 // Walks a dotted name to the object owning the last component.
-ct_status resolve_owner(const char *func, const torch::jit::Module &m, const char *name,
-                        c10::intrusive_ptr<c10::ivalue::Object> *owner, std::string *last) {
+ct_status resolve_owner(const char *func, const torch::jit::Module &m,
+                        const char *name,
+                        c10::intrusive_ptr<c10::ivalue::Object> *owner,
+                        std::string *last) {
   auto parts = split_dotted(name);
   auto obj = m._ivalue();
   std::string path;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     const std::string &p = parts[i];
     if (p.empty() || !obj->type()->hasAttribute(p))
-      return ct::set_error(CT_ERR_NOT_FOUND, "%s: module has no attribute '%s%s'", func,
+      return ct::set_error(CT_ERR_NOT_FOUND,
+                           "%s: module has no attribute '%s%s'", func,
                            path.c_str(), p.c_str());
     IValue next = obj->getAttr(p);
     if (!next.isObject())
-      return ct::set_error(CT_ERR_NOT_FOUND, "%s: '%s%s' is not a module or object", func,
+      return ct::set_error(CT_ERR_NOT_FOUND,
+                           "%s: '%s%s' is not a module or object", func,
                            path.c_str(), p.c_str());
     obj = next.toObject();
     path += p + ".";
   }
   if (parts.back().empty() || !obj->type()->hasAttribute(parts.back()))
-    return ct::set_error(CT_ERR_NOT_FOUND, "%s: module has no attribute '%s'", func, name);
+    return ct::set_error(CT_ERR_NOT_FOUND, "%s: module has no attribute '%s'",
+                         func, name);
   *owner = obj;
   *last = parts.back();
   return CT_OK;
@@ -386,42 +467,48 @@ ct_status resolve_owner(const char *func, const torch::jit::Module &m, const cha
 template <class List>
 ct_status named_tensors(ct_value **out, const List &list) {
   c10::Dict<std::string, at::Tensor> d;
-  for (const auto &nv : list) d.insert(nv.name, nv.value);
+  for (const auto &nv : list)
+    d.insert(nv.name, nv.value);
   *out = ct::new_value(IValue(std::move(d)));
   return CT_OK;
 }
 
 ct_status check_extra_files(const char *func, const ct_value *extra_files,
                             torch::jit::ExtraFilesMap *out) {
-  if (!extra_files) return CT_OK;
+  if (!extra_files)
+    return CT_OK;
   const IValue &v = extra_files->v;
   if (!v.isGenericDict())
-    return ct::set_error(CT_ERR_TYPE, "%s: extra_files must be a Dict[str, str], got %s", func,
-                         value_type_str(v).c_str());
+    return ct::set_error(CT_ERR_TYPE,
+                         "%s: extra_files must be a Dict[str, str], got %s",
+                         func, value_type_str(v).c_str());
   for (const auto &e : v.toGenericDict()) {
     if (!e.key().isString() || !e.value().isString())
-      return ct::set_error(CT_ERR_TYPE, "%s: extra_files must be a Dict[str, str], got %s", func,
-                           value_type_str(v).c_str());
+      return ct::set_error(CT_ERR_TYPE,
+                           "%s: extra_files must be a Dict[str, str], got %s",
+                           func, value_type_str(v).c_str());
     (*out)[e.key().toStringRef()] = e.value().toStringRef();
   }
   return CT_OK;
 }
 
-// ---- Resolver for TorchScript source -----------------------------------------
-// True when some registered operator lives in namespace `ns` ("myns::...").
+// ---- Resolver for TorchScript source
+// ----------------------------------------- True when some registered operator
+// lives in namespace `ns` ("myns::...").
 bool is_op_namespace(const std::string &ns) {
   std::string prefix = ns + "::";
   for (const auto &op : torch::jit::getAllOperators())
-    if (op->schema().name().compare(0, prefix.size(), prefix) == 0) return true;
+    if (op->schema().name().compare(0, prefix.size(), prefix) == 0)
+      return true;
   return false;
 }
 
 // `torch.ops` / `ops`: attributes are operator namespaces.
 struct OpsNamespaces : torch::jit::SugaredValue {
   std::string kind() const override { return "torch.ops"; }
-  std::shared_ptr<torch::jit::SugaredValue> attr(const torch::jit::SourceRange &loc,
-                                                 torch::jit::GraphFunction &m,
-                                                 const std::string &field) override {
+  std::shared_ptr<torch::jit::SugaredValue>
+  attr(const torch::jit::SourceRange &loc, torch::jit::GraphFunction &m,
+       const std::string &field) override {
     return std::make_shared<torch::jit::BuiltinModule>(field);
   }
 };
@@ -429,10 +516,11 @@ struct OpsNamespaces : torch::jit::SugaredValue {
 // `torch`: like the native resolver's BuiltinModule("aten"), plus `torch.ops`.
 struct TorchNamespace : torch::jit::BuiltinModule {
   TorchNamespace() : BuiltinModule("aten") {}
-  std::shared_ptr<torch::jit::SugaredValue> attr(const torch::jit::SourceRange &loc,
-                                                 torch::jit::GraphFunction &m,
-                                                 const std::string &field) override {
-    if (field == "ops") return std::make_shared<OpsNamespaces>();
+  std::shared_ptr<torch::jit::SugaredValue>
+  attr(const torch::jit::SourceRange &loc, torch::jit::GraphFunction &m,
+       const std::string &field) override {
+    if (field == "ops")
+      return std::make_shared<OpsNamespaces>();
     return BuiltinModule::attr(loc, m, field);
   }
 };
@@ -440,129 +528,164 @@ struct TorchNamespace : torch::jit::BuiltinModule {
 // Resolves `torch`, `ops`, and bare registered operator namespaces (`myns`),
 // then falls back to the native resolver.
 struct OpResolver : torch::jit::Resolver {
-  std::shared_ptr<torch::jit::SugaredValue> resolveValue(const std::string &name,
-                                                         torch::jit::GraphFunction &m,
-                                                         const torch::jit::SourceRange &loc) override {
-    if (name == "torch") return std::make_shared<TorchNamespace>();
-    if (name == "ops") return std::make_shared<OpsNamespaces>();
-    if (is_op_namespace(name)) return std::make_shared<torch::jit::BuiltinModule>(name);
+  std::shared_ptr<torch::jit::SugaredValue>
+  resolveValue(const std::string &name, torch::jit::GraphFunction &m,
+               const torch::jit::SourceRange &loc) override {
+    if (name == "torch")
+      return std::make_shared<TorchNamespace>();
+    if (name == "ops")
+      return std::make_shared<OpsNamespaces>();
+    static const char *const kExceptions[] = {
+        "Exception",      "RuntimeError",   "ValueError",          "TypeError",
+        "KeyError",       "IndexError",     "AssertionError",      "NotImplementedError",
+        "ZeroDivisionError", "AttributeError", "ArithmeticError", "OverflowError",
+        "LookupError",    "StopIteration"};
+    for (const char *e : kExceptions)
+      if (name == e)
+        return std::make_shared<torch::jit::ExceptionValue>(std::string("builtins.") + e);
+    if (is_op_namespace(name))
+      return std::make_shared<torch::jit::BuiltinModule>(name);
     return torch::jit::nativeResolver()->resolveValue(name, m, loc);
   }
-  TypePtr resolveType(const std::string &name, const torch::jit::SourceRange &loc) override {
+  TypePtr resolveType(const std::string &name,
+                      const torch::jit::SourceRange &loc) override {
     return nullptr;
   }
 };
 
-std::shared_ptr<torch::jit::Resolver> op_resolver() { return std::make_shared<OpResolver>(); }
+std::shared_ptr<torch::jit::Resolver> op_resolver() {
+  return std::make_shared<OpResolver>();
+}
 
-ct_status write_bytes(const char *func, const std::string &bytes, void **data_out,
-                      size_t *size_out) {
+ct_status write_bytes(const char *func, const std::string &bytes,
+                      void **data_out, size_t *size_out) {
   void *p = std::malloc(bytes.empty() ? 1 : bytes.size());
-  if (!p) throw std::bad_alloc();
+  if (!p)
+    throw std::bad_alloc();
   std::memcpy(p, bytes.data(), bytes.size());
   *data_out = p;
   *size_out = bytes.size();
   return CT_OK;
 }
 
-}  // namespace
+} // namespace
 
 extern "C" {
 
-// ---- Loading -------------------------------------------------------------------
+// ---- Loading
+// -------------------------------------------------------------------
 
 ct_status ct_module_load(ct_module **out, const char *path, int32_t device_type,
                          int32_t device_index) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(path);
     c10::optional<c10::Device> dev;
-    ct_status st = map_location(__func__, device_type, device_index, &dev);
-    if (st != CT_OK) return st;
+    ct_status st = map_location(ct_fn_, device_type, device_index, &dev);
+    if (st != CT_OK)
+      return st;
     struct stat sb;
     if (::stat(path, &sb) != 0)
       return ct::set_error(errno == ENOENT ? CT_ERR_NOT_FOUND : CT_ERR_IO,
-                           "%s: cannot open '%s': %s", __func__, path, std::strerror(errno));
+                           "%s: cannot open '%s': %s", ct_fn_, path,
+                           std::strerror(errno));
     if (S_ISDIR(sb.st_mode))
-      return ct::set_error(CT_ERR_IO, "%s: '%s' is a directory, not a TorchScript archive",
-                           __func__, path);
+      return ct::set_error(CT_ERR_IO,
+                           "%s: '%s' is a directory, not a TorchScript archive",
+                           ct_fn_, path);
     std::string what = std::string("'") + path + "'";
     std::shared_ptr<caffe2::serialize::ReadAdapterInterface> rai;
-    st = with_code(__func__, CT_ERR_IO, "", [&] {
+    st = with_code(ct_fn_, CT_ERR_IO, "", [&] {
       rai = std::make_shared<caffe2::serialize::FileAdapter>(path);
       return CT_OK;
     });
-    if (st != CT_OK) return st;
-    return load_impl(__func__, out, std::move(rai), what, dev);
+    if (st != CT_OK)
+      return st;
+    return load_impl(ct_fn_, out, std::move(rai), what, dev);
   });
 }
 
 ct_status ct_module_load_buffer(ct_module **out, const void *data, size_t size,
                                 int32_t device_type, int32_t device_index) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(data);
     c10::optional<c10::Device> dev;
-    ct_status st = map_location(__func__, device_type, device_index, &dev);
-    if (st != CT_OK) return st;
-    return load_impl(__func__, out, std::make_shared<MemoryAdapter>(data, size), "the buffer",
-                     dev);
+    ct_status st = map_location(ct_fn_, device_type, device_index, &dev);
+    if (st != CT_OK)
+      return st;
+    return load_impl(ct_fn_, out, std::make_shared<MemoryAdapter>(data, size),
+                     "the buffer", dev);
   });
 }
 
 void ct_module_free(ct_module *m) { delete m; }
 
 ct_status ct_module_extra_files(ct_value **out, const ct_module *m) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
     std::vector<const std::pair<const std::string, std::string> *> items;
-    for (const auto &kv : m->extra_files) items.push_back(&kv);
-    std::sort(items.begin(), items.end(), [](auto *a, auto *b) { return a->first < b->first; });
+    for (const auto &kv : m->extra_files)
+      items.push_back(&kv);
+    std::sort(items.begin(), items.end(),
+              [](auto *a, auto *b) { return a->first < b->first; });
     c10::Dict<std::string, std::string> d;
-    for (auto *kv : items) d.insert(kv->first, kv->second);
+    for (auto *kv : items)
+      d.insert(kv->first, kv->second);
     *out = ct::new_value(IValue(std::move(d)));
     return CT_OK;
   });
 }
 
-// ---- Calls -----------------------------------------------------------------------
+// ---- Calls
+// -----------------------------------------------------------------------
 
-ct_status ct_module_forward(ct_value **out, ct_module *m, const ct_value *const *args, size_t n) {
-  return ct::guard(__func__, [&] {
+ct_status ct_module_forward(ct_value **out, ct_module *m,
+                            const ct_value *const *args, size_t n) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
     const auto &obj = m->m._ivalue();
     torch::jit::Function *fn = obj->type()->findMethod("forward");
     if (!fn)
-      return ct::set_error(CT_ERR_NOT_FOUND, "%s: module %s has no method 'forward'", __func__,
+      return ct::set_error(CT_ERR_NOT_FOUND,
+                           "%s: module %s has no method 'forward'", ct_fn_,
                            obj->type()->repr_str().c_str());
     IValue self(obj);
-    return invoke(__func__, *fn, &self, out, args, n, nullptr, nullptr, 0);
+    return invoke(ct_fn_, *fn, &self, out, args, n, nullptr, nullptr, 0);
   });
 }
 
 ct_status ct_module_call(ct_value **out, ct_module *m, const char *method,
-                         const ct_value *const *args, size_t n, const char *const *kwnames,
+                         const ct_value *const *args, size_t n,
+                         const char *const *kwnames,
                          const ct_value *const *kwvalues, size_t nkw) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
     CT_CHECK_NOT_NULL(method);
     const auto &obj = m->m._ivalue();
     torch::jit::Function *fn = obj->type()->findMethod(method);
     if (!fn)
-      return ct::set_error(CT_ERR_NOT_FOUND, "%s: module %s has no method '%s'", __func__,
-                           obj->type()->repr_str().c_str(), method);
+      return ct::set_error(CT_ERR_NOT_FOUND, "%s: module %s has no method '%s'",
+                           ct_fn_, obj->type()->repr_str().c_str(), method);
     IValue self(obj);
-    return invoke(__func__, *fn, &self, out, args, n, kwnames, kwvalues, nkw);
+    return invoke(ct_fn_, *fn, &self, out, args, n, kwnames, kwvalues, nkw);
   });
 }
 
-// ---- Introspection ----------------------------------------------------------------
+// ---- Introspection
+// ----------------------------------------------------------------
 
 ct_status ct_module_methods(ct_value **out, const ct_module *m) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
     c10::Dict<std::string, std::string> d;
@@ -573,41 +696,51 @@ ct_status ct_module_methods(ct_value **out, const ct_module *m) {
   });
 }
 
-ct_status ct_module_named_parameters(ct_value **out, const ct_module *m, int32_t recurse) {
-  return ct::guard(__func__, [&] {
+ct_status ct_module_named_parameters(ct_value **out, const ct_module *m,
+                                     int32_t recurse) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
     return named_tensors(out, m->m.named_parameters(recurse != 0));
   });
 }
 
-ct_status ct_module_named_buffers(ct_value **out, const ct_module *m, int32_t recurse) {
-  return ct::guard(__func__, [&] {
+ct_status ct_module_named_buffers(ct_value **out, const ct_module *m,
+                                  int32_t recurse) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
     return named_tensors(out, m->m.named_buffers(recurse != 0));
   });
 }
 
-ct_status ct_module_named_attributes(ct_value **out, const ct_module *m, int32_t recurse) {
-  return ct::guard(__func__, [&] {
+ct_status ct_module_named_attributes(ct_value **out, const ct_module *m,
+                                     int32_t recurse) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
     c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
-    for (const auto &nv : m->m.named_attributes(recurse != 0)) d.insert(IValue(nv.name), nv.value);
+    for (const auto &nv : m->m.named_attributes(recurse != 0))
+      d.insert(IValue(nv.name), nv.value);
     *out = ct::new_value(IValue(std::move(d)));
     return CT_OK;
   });
 }
 
-ct_status ct_module_named_children(ct_value **out, const ct_module *m, int32_t recurse) {
-  return ct::guard(__func__, [&] {
+ct_status ct_module_named_children(ct_value **out, const ct_module *m,
+                                   int32_t recurse) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
     c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
     if (recurse) {
       for (const auto &nv : m->m.named_modules())
-        if (!nv.name.empty()) d.insert(IValue(nv.name), IValue(nv.value._ivalue()));
+        if (!nv.name.empty())
+          d.insert(IValue(nv.name), IValue(nv.value._ivalue()));
     } else {
       for (const auto &nv : m->m.named_children())
         d.insert(IValue(nv.name), IValue(nv.value._ivalue()));
@@ -617,59 +750,71 @@ ct_status ct_module_named_children(ct_value **out, const ct_module *m, int32_t r
   });
 }
 
-ct_status ct_module_get_attr(ct_value **out, const ct_module *m, const char *name) {
-  return ct::guard(__func__, [&] {
+ct_status ct_module_get_attr(ct_value **out, const ct_module *m,
+                             const char *name) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
     CT_CHECK_NOT_NULL(name);
     c10::intrusive_ptr<c10::ivalue::Object> owner;
     std::string last;
-    ct_status st = resolve_owner(__func__, m->m, name, &owner, &last);
-    if (st != CT_OK) return st;
+    ct_status st = resolve_owner(ct_fn_, m->m, name, &owner, &last);
+    if (st != CT_OK)
+      return st;
     *out = ct::new_value(owner->getAttr(last));
     return CT_OK;
   });
 }
 
-ct_status ct_module_set_attr(ct_module *m, const char *name, const ct_value *v) {
-  return ct::guard(__func__, [&] {
+ct_status ct_module_set_attr(ct_module *m, const char *name,
+                             const ct_value *v) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
     CT_CHECK_NOT_NULL(name);
     CT_CHECK_NOT_NULL(v);
     c10::intrusive_ptr<c10::ivalue::Object> owner;
     std::string last;
-    ct_status st = resolve_owner(__func__, m->m, name, &owner, &last);
-    if (st != CT_OK) return st;
+    ct_status st = resolve_owner(ct_fn_, m->m, name, &owner, &last);
+    if (st != CT_OK)
+      return st;
     const TypePtr &t = owner->type()->getAttribute(last);
     IValue c;
-    if (!coerce_to(v->v, t, &c))
-      return ct::set_error(CT_ERR_TYPE, "%s: attribute '%s' has type %s, got %s", __func__, name,
-                           t->annotation_str().c_str(), value_type_str(v->v).c_str());
+    if (!ct::coerce(v->v, t, &c) && !coerce_to(v->v, t, &c))
+      return ct::set_error(
+          CT_ERR_TYPE, "%s: attribute '%s' has type %s, got %s", ct_fn_, name,
+          t->annotation_str().c_str(), value_type_str(v->v).c_str());
     owner->setAttr(last, std::move(c));
     return CT_OK;
   });
 }
 
-// ---- State ------------------------------------------------------------------------
+// ---- State
+// ------------------------------------------------------------------------
 
-ct_status ct_module_to(ct_module *m, int32_t device_type, int32_t device_index, int32_t dtype,
-                       int32_t non_blocking) {
-  return ct::guard(__func__, [&] {
+ct_status ct_module_to(ct_module *m, int32_t device_type, int32_t device_index,
+                       int32_t dtype, int32_t non_blocking) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
     c10::optional<c10::Device> dev;
-    ct_status st = map_location(__func__, device_type, device_index, &dev);
-    if (st != CT_OK) return st;
+    ct_status st = map_location(ct_fn_, device_type, device_index, &dev);
+    if (st != CT_OK)
+      return st;
     c10::optional<c10::ScalarType> st_dtype;
     if (dtype != CT_DTYPE_KEEP) {
       c10::ScalarType s;
-      st = ct::check_dtype(__func__, dtype, &s);
-      if (st != CT_OK) return st;
+      st = ct::check_dtype(ct_fn_, dtype, &s);
+      if (st != CT_OK)
+        return st;
       if (!c10::isFloatingType(s))
-        return ct::set_error(CT_ERR_TYPE, "%s: dtype must be floating, got %s", __func__,
-                             c10::toString(s));
+        return ct::set_error(CT_ERR_TYPE, "%s: dtype must be floating, got %s",
+                             ct_fn_, c10::toString(s));
       st_dtype = s;
     }
-    if (!dev && !st_dtype) return CT_OK;
+    if (!dev && !st_dtype)
+      return CT_OK;
     auto move = [&](const at::Tensor &t) {
       c10::ScalarType target =
           (st_dtype && t.is_floating_point()) ? *st_dtype : t.scalar_type();
@@ -679,14 +824,17 @@ ct_status ct_module_to(ct_module *m, int32_t device_type, int32_t device_index, 
         var.set_data(nt);
       }
     };
-    for (const at::Tensor &p : m->m.parameters(true)) move(p);
-    for (const at::Tensor &b : m->m.buffers(true)) move(b);
+    for (const at::Tensor &p : m->m.parameters(true))
+      move(p);
+    for (const at::Tensor &b : m->m.buffers(true))
+      move(b);
     return CT_OK;
   });
 }
 
 ct_status ct_module_train(ct_module *m, int32_t on) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
     for (torch::jit::Module sub : m->m.modules()) {
       if (auto slot = sub._ivalue()->type()->findAttributeSlot("training"))
@@ -699,12 +847,15 @@ ct_status ct_module_train(ct_module *m, int32_t on) {
 ct_status ct_module_eval(ct_module *m) { return ct_module_train(m, 0); }
 
 int32_t ct_module_is_training(const ct_module *m) {
-  if (!m) return -1;
-  return ct::guard_value<int32_t>(-1, [&] { return m->m.is_training() ? 1 : 0; });
+  if (!m)
+    return -1;
+  return ct::guard_value<int32_t>(-1,
+                                  [&] { return m->m.is_training() ? 1 : 0; });
 }
 
 ct_status ct_module_clone(ct_module **out, const ct_module *m) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
     std::unique_ptr<ct_module> h(new ct_module{m->m.clone(), m->extra_files});
@@ -713,61 +864,73 @@ ct_status ct_module_clone(ct_module **out, const ct_module *m) {
   });
 }
 
-ct_status ct_module_save(const ct_module *m, const char *path, const ct_value *extra_files) {
-  return ct::guard(__func__, [&] {
+ct_status ct_module_save(const ct_module *m, const char *path,
+                         const ct_value *extra_files) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
     CT_CHECK_NOT_NULL(path);
     torch::jit::ExtraFilesMap extra;
-    ct_status st = check_extra_files(__func__, extra_files, &extra);
-    if (st != CT_OK) return st;
+    ct_status st = check_extra_files(ct_fn_, extra_files, &extra);
+    if (st != CT_OK)
+      return st;
     std::string prefix = std::string("cannot save to '") + path + "': ";
-    return with_code(__func__, CT_ERR_IO, prefix.c_str(), [&] {
+    return with_code(ct_fn_, CT_ERR_IO, prefix.c_str(), [&] {
       m->m.save(path, extra);
       return CT_OK;
     });
   });
 }
 
-ct_status ct_module_save_buffer(void **data_out, size_t *size_out, const ct_module *m,
+ct_status ct_module_save_buffer(void **data_out, size_t *size_out,
+                                const ct_module *m,
                                 const ct_value *extra_files) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(data_out);
     CT_CHECK_NOT_NULL(size_out);
     CT_CHECK_NOT_NULL(m);
     torch::jit::ExtraFilesMap extra;
-    ct_status st = check_extra_files(__func__, extra_files, &extra);
-    if (st != CT_OK) return st;
+    ct_status st = check_extra_files(ct_fn_, extra_files, &extra);
+    if (st != CT_OK)
+      return st;
     std::ostringstream os;
-    st = with_code(__func__, CT_ERR_IO, "cannot save: ", [&] {
+    st = with_code(ct_fn_, CT_ERR_IO, "cannot save: ", [&] {
       m->m.save(os, extra);
       return CT_OK;
     });
-    if (st != CT_OK) return st;
-    return write_bytes(__func__, os.str(), data_out, size_out);
+    if (st != CT_OK)
+      return st;
+    return write_bytes(ct_fn_, os.str(), data_out, size_out);
   });
 }
 
 ct_status ct_module_freeze(ct_module **out, const ct_module *m) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
-    return with_code(__func__, CT_ERR_TORCH, "", [&] {
+    return with_code(ct_fn_, CT_ERR_TORCH, "", [&] {
       torch::jit::Module c = m->m.clone();
       c.eval();
-      std::unique_ptr<ct_module> h(new ct_module{torch::jit::freeze(c), m->extra_files});
+      std::unique_ptr<ct_module> h(
+          new ct_module{torch::jit::freeze(c), m->extra_files});
       *out = h.release();
       return CT_OK;
     });
   });
 }
 
-ct_status ct_module_optimize_for_inference(ct_module **out, const ct_module *m) {
-  return ct::guard(__func__, [&] {
+ct_status ct_module_optimize_for_inference(ct_module **out,
+                                           const ct_module *m) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
-    return with_code(__func__, CT_ERR_TORCH, "", [&] {
+    return with_code(ct_fn_, CT_ERR_TORCH, "", [&] {
       torch::jit::Module c = m->m.clone();
-      if (c._ivalue()->type()->hasAttribute("training")) c.eval();
+      if (c._ivalue()->type()->hasAttribute("training"))
+        c.eval();
       std::unique_ptr<ct_module> h(
           new ct_module{torch::jit::optimize_for_inference(c), m->extra_files});
       *out = h.release();
@@ -776,36 +939,45 @@ ct_status ct_module_optimize_for_inference(ct_module **out, const ct_module *m) 
   });
 }
 
-// ---- Building -----------------------------------------------------------------------
+// ---- Building
+// -----------------------------------------------------------------------
 
 ct_status ct_module_new(ct_module **out, const char *class_name) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(class_name);
     if (!valid_identifier(class_name))
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: '%s' is not a valid class name",
-                           __func__, class_name);
-    torch::jit::Module mod(c10::QualifiedName(std::string("__torch__.") + class_name));
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                           "%s: '%s' is not a valid class name", ct_fn_,
+                           class_name);
+    torch::jit::Module mod(
+        c10::QualifiedName(std::string("__torch__.") + class_name));
     mod.register_attribute("training", c10::BoolType::get(), IValue(true));
     *out = new ct_module{std::move(mod), {}};
     return CT_OK;
   });
 }
 
-ct_status ct_module_register_parameter(ct_module *m, const char *name, const ct_tensor *t,
+ct_status ct_module_register_parameter(ct_module *m, const char *name,
+                                       const ct_tensor *t,
                                        int32_t requires_grad) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
     CT_CHECK_NOT_NULL(name);
     CT_CHECK_NOT_NULL(t);
-    ct_status st = check_new_name(__func__, m->m, name);
-    if (st != CT_OK) return st;
+    ct_status st = check_new_name(ct_fn_, m->m, name);
+    if (st != CT_OK)
+      return st;
     if (!t->t.defined())
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: tensor is undefined", __func__);
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: tensor is undefined",
+                           ct_fn_);
     if (requires_grad && !(t->t.is_floating_point() || t->t.is_complex()))
       return ct::set_error(CT_ERR_TYPE,
-                           "%s: only floating point and complex tensors can require grad, got %s",
-                           __func__, c10::toString(t->t.scalar_type()));
+                           "%s: only floating point and complex tensors can "
+                           "require grad, got %s",
+                           ct_fn_, c10::toString(t->t.scalar_type()));
     // Like nn.Parameter(t): shares t's data, with its own autograd identity.
     at::Tensor p = t->t.detach();
     p.set_requires_grad(requires_grad != 0);
@@ -814,56 +986,66 @@ ct_status ct_module_register_parameter(ct_module *m, const char *name, const ct_
   });
 }
 
-ct_status ct_module_register_buffer(ct_module *m, const char *name, const ct_tensor *t) {
-  return ct::guard(__func__, [&] {
+ct_status ct_module_register_buffer(ct_module *m, const char *name,
+                                    const ct_tensor *t) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
     CT_CHECK_NOT_NULL(name);
     CT_CHECK_NOT_NULL(t);
-    ct_status st = check_new_name(__func__, m->m, name);
-    if (st != CT_OK) return st;
+    ct_status st = check_new_name(ct_fn_, m->m, name);
+    if (st != CT_OK)
+      return st;
     m->m.register_buffer(name, t->t);
     return CT_OK;
   });
 }
 
-ct_status ct_module_register_module(ct_module *m, const char *name, const ct_module *child) {
-  return ct::guard(__func__, [&] {
+ct_status ct_module_register_module(ct_module *m, const char *name,
+                                    const ct_module *child) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
     CT_CHECK_NOT_NULL(name);
     CT_CHECK_NOT_NULL(child);
-    ct_status st = check_new_name(__func__, m->m, name);
-    if (st != CT_OK) return st;
+    ct_status st = check_new_name(ct_fn_, m->m, name);
+    if (st != CT_OK)
+      return st;
     if (child->m._ivalue().get() == m->m._ivalue().get())
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: a module cannot contain itself",
-                           __func__);
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                           "%s: a module cannot contain itself", ct_fn_);
     m->m.register_module(name, child->m);
     return CT_OK;
   });
 }
 
 ct_status ct_module_define(ct_module *m, const char *source) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
     CT_CHECK_NOT_NULL(source);
-    return with_code(__func__, CT_ERR_TORCH, "", [&] {
+    return with_code(ct_fn_, CT_ERR_TORCH, "", [&] {
       m->m.define(source, op_resolver());
       return CT_OK;
     });
   });
 }
 
-// ---- Scripts ------------------------------------------------------------------------
+// ---- Scripts
+// ------------------------------------------------------------------------
 
 ct_status ct_script_compile(ct_script **out, const char *source) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(source);
     auto cu = std::make_shared<torch::jit::CompilationUnit>();
-    ct_status st = with_code(__func__, CT_ERR_TORCH, "", [&] {
+    ct_status st = with_code(ct_fn_, CT_ERR_TORCH, "", [&] {
       cu->define(c10::nullopt, source, op_resolver(), nullptr);
       return CT_OK;
     });
-    if (st != CT_OK) return st;
+    if (st != CT_OK)
+      return st;
     *out = new ct_script{std::move(cu)};
     return CT_OK;
   });
@@ -872,29 +1054,35 @@ ct_status ct_script_compile(ct_script **out, const char *source) {
 void ct_script_free(ct_script *s) { delete s; }
 
 ct_status ct_script_functions(ct_value **out, const ct_script *s) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(s);
     c10::List<std::string> names;
-    for (torch::jit::Function *f : s->cu->get_functions()) names.push_back(f->name());
+    for (torch::jit::Function *f : s->cu->get_functions())
+      names.push_back(f->name());
     *out = ct::new_value(IValue(std::move(names)));
     return CT_OK;
   });
 }
 
-ct_status ct_script_call(ct_value **out, const ct_script *s, const char *function,
-                         const ct_value *const *args, size_t n, const char *const *kwnames,
+ct_status ct_script_call(ct_value **out, const ct_script *s,
+                         const char *function, const ct_value *const *args,
+                         size_t n, const char *const *kwnames,
                          const ct_value *const *kwvalues, size_t nkw) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(s);
     CT_CHECK_NOT_NULL(function);
-    torch::jit::Function *fn = s->cu->find_function(c10::QualifiedName(function));
+    torch::jit::Function *fn =
+        s->cu->find_function(c10::QualifiedName(function));
     if (!fn)
-      return ct::set_error(CT_ERR_NOT_FOUND, "%s: no function '%s' in the script", __func__,
+      return ct::set_error(CT_ERR_NOT_FOUND,
+                           "%s: no function '%s' in the script", ct_fn_,
                            function);
-    return invoke(__func__, *fn, nullptr, out, args, n, kwnames, kwvalues, nkw);
+    return invoke(ct_fn_, *fn, nullptr, out, args, n, kwnames, kwvalues, nkw);
   });
 }
 
-}  // extern "C"
+} // extern "C"

@@ -2,6 +2,16 @@
 // containers, printing, and torch.save/torch.load interop (pickle).
 #include "internal.h"
 
+// Inside the guard lambdas __func__ is "operator()": every exported function
+// names itself in ct_fn_, and the NULL check uses that name.
+#undef CT_CHECK_NOT_NULL
+#define CT_CHECK_NOT_NULL(ptr)                                                 \
+  do {                                                                         \
+    if ((ptr) == nullptr)                                                      \
+      return ::ct::set_error(CT_ERR_INVALID_ARGUMENT,                          \
+                             "%s: argument '%s' is NULL", ct_fn_, #ptr);       \
+  } while (0)
+
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <sys/stat.h>
@@ -16,44 +26,74 @@
 namespace {
 
 int32_t tag_of(const c10::IValue &v) {
-  if (v.isNone()) return CT_VALUE_NONE;
-  if (v.isBool()) return CT_VALUE_BOOL;
-  if (v.isInt()) return CT_VALUE_INT;
-  if (v.isDouble()) return CT_VALUE_DOUBLE;
-  if (v.isString()) return CT_VALUE_STRING;
-  if (v.isTensor()) return CT_VALUE_TENSOR;
-  if (v.isDevice()) return CT_VALUE_DEVICE;
+  if (v.isNone())
+    return CT_VALUE_NONE;
+  if (v.isBool())
+    return CT_VALUE_BOOL;
+  if (v.isInt())
+    return CT_VALUE_INT;
+  if (v.isDouble())
+    return CT_VALUE_DOUBLE;
+  if (v.isString())
+    return CT_VALUE_STRING;
+  if (v.isTensor())
+    return CT_VALUE_TENSOR;
+  if (v.isDevice())
+    return CT_VALUE_DEVICE;
   if (v.isList()) {
-    if (v.isIntList()) return CT_VALUE_INT_LIST;
-    if (v.isDoubleList()) return CT_VALUE_DOUBLE_LIST;
-    if (v.isBoolList()) return CT_VALUE_BOOL_LIST;
-    if (v.isTensorList()) return CT_VALUE_TENSOR_LIST;
+    if (v.isIntList())
+      return CT_VALUE_INT_LIST;
+    if (v.isDoubleList())
+      return CT_VALUE_DOUBLE_LIST;
+    if (v.isBoolList())
+      return CT_VALUE_BOOL_LIST;
+    if (v.isTensorList())
+      return CT_VALUE_TENSOR_LIST;
     return CT_VALUE_LIST;
   }
-  if (v.isTuple()) return CT_VALUE_TUPLE;
-  if (v.isGenericDict()) return CT_VALUE_DICT;
-  if (v.isObject()) return CT_VALUE_OBJECT;
+  if (v.isTuple())
+    return CT_VALUE_TUPLE;
+  if (v.isGenericDict())
+    return CT_VALUE_DICT;
+  if (v.isObject())
+    return CT_VALUE_OBJECT;
   return CT_VALUE_OTHER;
 }
 
 const char *tag_name(int32_t tag) {
   switch (tag) {
-    case CT_VALUE_NONE: return "none";
-    case CT_VALUE_BOOL: return "bool";
-    case CT_VALUE_INT: return "int";
-    case CT_VALUE_DOUBLE: return "double";
-    case CT_VALUE_STRING: return "string";
-    case CT_VALUE_TENSOR: return "tensor";
-    case CT_VALUE_DEVICE: return "device";
-    case CT_VALUE_LIST: return "list";
-    case CT_VALUE_TUPLE: return "tuple";
-    case CT_VALUE_DICT: return "dict";
-    case CT_VALUE_INT_LIST: return "int list";
-    case CT_VALUE_DOUBLE_LIST: return "double list";
-    case CT_VALUE_BOOL_LIST: return "bool list";
-    case CT_VALUE_TENSOR_LIST: return "tensor list";
-    case CT_VALUE_OBJECT: return "object";
-    default: return "other";
+  case CT_VALUE_NONE:
+    return "none";
+  case CT_VALUE_BOOL:
+    return "bool";
+  case CT_VALUE_INT:
+    return "int";
+  case CT_VALUE_DOUBLE:
+    return "double";
+  case CT_VALUE_STRING:
+    return "string";
+  case CT_VALUE_TENSOR:
+    return "tensor";
+  case CT_VALUE_DEVICE:
+    return "device";
+  case CT_VALUE_LIST:
+    return "list";
+  case CT_VALUE_TUPLE:
+    return "tuple";
+  case CT_VALUE_DICT:
+    return "dict";
+  case CT_VALUE_INT_LIST:
+    return "int list";
+  case CT_VALUE_DOUBLE_LIST:
+    return "double list";
+  case CT_VALUE_BOOL_LIST:
+    return "bool list";
+  case CT_VALUE_TENSOR_LIST:
+    return "tensor list";
+  case CT_VALUE_OBJECT:
+    return "object";
+  default:
+    return "other";
   }
 }
 
@@ -66,57 +106,68 @@ std::string type_string(const c10::IValue &v) {
 }
 
 // "expected X, got <tag> (<type>)"
-ct_status type_error(const char *func, const char *expected, const c10::IValue &v) {
-  return ct::set_error(CT_ERR_TYPE, "%s: expected %s, got %s (%s)", func, expected,
-                       tag_name(tag_of(v)), type_string(v).c_str());
+ct_status type_error(const char *func, const char *expected,
+                     const c10::IValue &v) {
+  return ct::set_error(CT_ERR_TYPE, "%s: expected %s, got %s (%s)", func,
+                       expected, tag_name(tag_of(v)), type_string(v).c_str());
 }
 
 // Element type of a list or value type of a dict built from these types:
 // their unified type (tensor types without shapes). Items that do not unify
 // (e.g. a tensor and a string) give Any, which TorchScript also accepts.
 c10::TypePtr unify_or_any(const std::vector<c10::TypePtr> &types) {
-  if (types.empty()) return c10::AnyType::get();
+  if (types.empty())
+    return c10::AnyType::get();
   std::ostringstream why;
   auto t = c10::unifyTypeList(types, why);
-  if (!t) return c10::AnyType::get();
+  if (!t)
+    return c10::AnyType::get();
   return c10::unshapedType(*t);
 }
 
 c10::TypePtr value_type(const c10::IValue &v) {
-  if (v.isTensor()) return c10::TensorType::get();
+  if (v.isTensor())
+    return c10::TensorType::get();
   return c10::unshapedType(v.type());
 }
 
 // Reads a whole file. NOT_FOUND for a missing path, IO otherwise.
-ct_status read_file(const char *func, const char *path, std::vector<char> *out) {
+ct_status read_file(const char *func, const char *path,
+                    std::vector<char> *out) {
   struct stat st;
   if (::stat(path, &st) != 0)
-    return ct::set_error(errno == ENOENT ? CT_ERR_NOT_FOUND : CT_ERR_IO, "%s: cannot open '%s': %s",
-                         func, path, std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) return ct::set_error(CT_ERR_IO, "%s: '%s' is a directory", func, path);
+    return ct::set_error(errno == ENOENT ? CT_ERR_NOT_FOUND : CT_ERR_IO,
+                         "%s: cannot open '%s': %s", func, path,
+                         std::strerror(errno));
+  if (S_ISDIR(st.st_mode))
+    return ct::set_error(CT_ERR_IO, "%s: '%s' is a directory", func, path);
   FILE *f = std::fopen(path, "rb");
   if (!f)
-    return ct::set_error(CT_ERR_IO, "%s: cannot open '%s': %s", func, path, std::strerror(errno));
+    return ct::set_error(CT_ERR_IO, "%s: cannot open '%s': %s", func, path,
+                         std::strerror(errno));
   std::vector<char> buf;
   char chunk[1 << 16];
   size_t k;
-  while ((k = std::fread(chunk, 1, sizeof chunk, f)) > 0) buf.insert(buf.end(), chunk, chunk + k);
+  while ((k = std::fread(chunk, 1, sizeof chunk, f)) > 0)
+    buf.insert(buf.end(), chunk, chunk + k);
   bool bad = std::ferror(f) != 0;
   std::fclose(f);
-  if (bad) return ct::set_error(CT_ERR_IO, "%s: error reading '%s'", func, path);
+  if (bad)
+    return ct::set_error(CT_ERR_IO, "%s: error reading '%s'", func, path);
   *out = std::move(buf);
   return CT_OK;
 }
 
 std::string first_line(const std::exception &e) {
   const char *w = e.what();
-  if (auto *ce = dynamic_cast<const c10::Error *>(&e)) w = ce->what_without_backtrace();
+  if (auto *ce = dynamic_cast<const c10::Error *>(&e))
+    w = ce->what_without_backtrace();
   std::string s(w ? w : "");
   return s;
 }
 
-ct_status unpickle(const char *func, const std::vector<char> &bytes, ct_value **out,
-                   const char *what) {
+ct_status unpickle(const char *func, const std::vector<char> &bytes,
+                   ct_value **out, const char *what) {
   try {
     c10::IValue v = torch::jit::pickle_load(bytes);
     *out = ct::new_value(std::move(v));
@@ -124,12 +175,13 @@ ct_status unpickle(const char *func, const std::vector<char> &bytes, ct_value **
   } catch (const std::bad_alloc &) {
     throw;
   } catch (const std::exception &e) {
-    return ct::set_error(CT_ERR_IO, "%s: %s is not a readable torch.save file\n%s", func, what,
-                         first_line(e).c_str());
+    return ct::set_error(CT_ERR_IO,
+                         "%s: %s is not a readable torch.save file\n%s", func,
+                         what, first_line(e).c_str());
   }
 }
 
-}  // namespace
+} // namespace
 
 extern "C" {
 
@@ -138,7 +190,8 @@ void ct_value_free(ct_value *v) { delete v; }
 int32_t ct_value_tag(const ct_value *v) { return v ? tag_of(v->v) : -1; }
 
 ct_status ct_value_ref(ct_value **out, const ct_value *v) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
     *out = ct::new_value(v->v);
@@ -147,7 +200,8 @@ ct_status ct_value_ref(ct_value **out, const ct_value *v) {
 }
 
 ct_status ct_value_none(ct_value **out) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     *out = ct::new_value(c10::IValue());
     return CT_OK;
@@ -155,7 +209,8 @@ ct_status ct_value_none(ct_value **out) {
 }
 
 ct_status ct_value_from_bool(ct_value **out, int32_t b) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     *out = ct::new_value(c10::IValue(b != 0));
     return CT_OK;
@@ -163,7 +218,8 @@ ct_status ct_value_from_bool(ct_value **out, int32_t b) {
 }
 
 ct_status ct_value_from_int(ct_value **out, int64_t i) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     *out = ct::new_value(c10::IValue(i));
     return CT_OK;
@@ -171,7 +227,8 @@ ct_status ct_value_from_int(ct_value **out, int64_t i) {
 }
 
 ct_status ct_value_from_double(ct_value **out, double d) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     *out = ct::new_value(c10::IValue(d));
     return CT_OK;
@@ -179,16 +236,19 @@ ct_status ct_value_from_double(ct_value **out, double d) {
 }
 
 ct_status ct_value_from_string(ct_value **out, const char *s, size_t len) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
-    CT_CHECK_ARG(s != nullptr || len == 0, "%s: argument 's' is NULL with len %zu", __func__, len);
+    CT_CHECK_ARG(s != nullptr || len == 0,
+                 "%s: argument 's' is NULL with len %zu", ct_fn_, len);
     *out = ct::new_value(c10::IValue(std::string(s ? s : "", len)));
     return CT_OK;
   });
 }
 
 ct_status ct_value_from_tensor(ct_value **out, const ct_tensor *t) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(t);
     *out = ct::new_value(c10::IValue(t->t));
@@ -196,12 +256,15 @@ ct_status ct_value_from_tensor(ct_value **out, const ct_tensor *t) {
   });
 }
 
-ct_status ct_value_from_device(ct_value **out, int32_t device_type, int32_t device_index) {
-  return ct::guard(__func__, [&] {
+ct_status ct_value_from_device(ct_value **out, int32_t device_type,
+                               int32_t device_index) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     c10::Device d(c10::kCPU);
-    ct_status st = ct::to_device(__func__, device_type, device_index, &d);
-    if (st != CT_OK) return st;
+    ct_status st = ct::to_device(ct_fn_, device_type, device_index, &d);
+    if (st != CT_OK)
+      return st;
     *out = ct::new_value(c10::IValue(d));
     return CT_OK;
   });
@@ -211,75 +274,88 @@ ct_status ct_value_from_device(ct_value **out, int32_t device_type, int32_t devi
 // with T gives Optional[T]). Items that do not unify give List[Any]. An empty
 // list is List[Any], coerced to the schema's list type when passed to a
 // method, function or op.
-ct_status ct_value_list(ct_value **out, const ct_value *const *items, size_t n) {
-  return ct::guard(__func__, [&] {
+ct_status ct_value_list(ct_value **out, const ct_value *const *items,
+                        size_t n) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
-    CT_CHECK_ARG(items != nullptr || n == 0, "%s: argument 'items' is NULL with n %zu", __func__,
-                 n);
+    CT_CHECK_ARG(items != nullptr || n == 0,
+                 "%s: argument 'items' is NULL with n %zu", ct_fn_, n);
     std::vector<c10::TypePtr> types;
     types.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       if (!items[i])
-        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: items[%zu] is NULL", __func__, i);
+        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: items[%zu] is NULL",
+                             ct_fn_, i);
       types.push_back(value_type(items[i]->v));
     }
     c10::impl::GenericList list(unify_or_any(types));
     list.reserve(n);
-    for (size_t i = 0; i < n; ++i) list.push_back(items[i]->v);
+    for (size_t i = 0; i < n; ++i)
+      list.push_back(items[i]->v);
     *out = ct::new_value(c10::IValue(std::move(list)));
     return CT_OK;
   });
 }
 
 ct_status ct_value_int_list(ct_value **out, const int64_t *items, size_t n) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
-    CT_CHECK_ARG(items != nullptr || n == 0, "%s: argument 'items' is NULL with n %zu", __func__,
-                 n);
+    CT_CHECK_ARG(items != nullptr || n == 0,
+                 "%s: argument 'items' is NULL with n %zu", ct_fn_, n);
     c10::List<int64_t> l;
     l.reserve(n);
-    for (size_t i = 0; i < n; ++i) l.push_back(items[i]);
+    for (size_t i = 0; i < n; ++i)
+      l.push_back(items[i]);
     *out = ct::new_value(c10::IValue(std::move(l)));
     return CT_OK;
   });
 }
 
 ct_status ct_value_double_list(ct_value **out, const double *items, size_t n) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
-    CT_CHECK_ARG(items != nullptr || n == 0, "%s: argument 'items' is NULL with n %zu", __func__,
-                 n);
+    CT_CHECK_ARG(items != nullptr || n == 0,
+                 "%s: argument 'items' is NULL with n %zu", ct_fn_, n);
     c10::List<double> l;
     l.reserve(n);
-    for (size_t i = 0; i < n; ++i) l.push_back(items[i]);
+    for (size_t i = 0; i < n; ++i)
+      l.push_back(items[i]);
     *out = ct::new_value(c10::IValue(std::move(l)));
     return CT_OK;
   });
 }
 
 ct_status ct_value_bool_list(ct_value **out, const int32_t *items, size_t n) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
-    CT_CHECK_ARG(items != nullptr || n == 0, "%s: argument 'items' is NULL with n %zu", __func__,
-                 n);
+    CT_CHECK_ARG(items != nullptr || n == 0,
+                 "%s: argument 'items' is NULL with n %zu", ct_fn_, n);
     c10::List<bool> l;
     l.reserve(n);
-    for (size_t i = 0; i < n; ++i) l.push_back(items[i] != 0);
+    for (size_t i = 0; i < n; ++i)
+      l.push_back(items[i] != 0);
     *out = ct::new_value(c10::IValue(std::move(l)));
     return CT_OK;
   });
 }
 
-ct_status ct_value_tensor_list(ct_value **out, const ct_tensor *const *items, size_t n) {
-  return ct::guard(__func__, [&] {
+ct_status ct_value_tensor_list(ct_value **out, const ct_tensor *const *items,
+                               size_t n) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
-    CT_CHECK_ARG(items != nullptr || n == 0, "%s: argument 'items' is NULL with n %zu", __func__,
-                 n);
+    CT_CHECK_ARG(items != nullptr || n == 0,
+                 "%s: argument 'items' is NULL with n %zu", ct_fn_, n);
     c10::List<at::Tensor> l;
     l.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       if (!items[i])
-        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: items[%zu] is NULL", __func__, i);
+        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: items[%zu] is NULL",
+                             ct_fn_, i);
       l.push_back(items[i]->t);
     }
     *out = ct::new_value(c10::IValue(std::move(l)));
@@ -287,19 +363,23 @@ ct_status ct_value_tensor_list(ct_value **out, const ct_tensor *const *items, si
   });
 }
 
-ct_status ct_value_tuple(ct_value **out, const ct_value *const *items, size_t n) {
-  return ct::guard(__func__, [&] {
+ct_status ct_value_tuple(ct_value **out, const ct_value *const *items,
+                         size_t n) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
-    CT_CHECK_ARG(items != nullptr || n == 0, "%s: argument 'items' is NULL with n %zu", __func__,
-                 n);
+    CT_CHECK_ARG(items != nullptr || n == 0,
+                 "%s: argument 'items' is NULL with n %zu", ct_fn_, n);
     std::vector<c10::IValue> elems;
     elems.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       if (!items[i])
-        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: items[%zu] is NULL", __func__, i);
+        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: items[%zu] is NULL",
+                             ct_fn_, i);
       elems.push_back(items[i]->v);
     }
-    *out = ct::new_value(c10::IValue(c10::ivalue::Tuple::create(std::move(elems))));
+    *out = ct::new_value(
+        c10::IValue(c10::ivalue::Tuple::create(std::move(elems))));
     return CT_OK;
   });
 }
@@ -309,17 +389,20 @@ ct_status ct_value_tuple(ct_value **out, const ct_value *const *items, size_t n)
 // an empty dict is Dict[str, Any]).
 ct_status ct_value_dict(ct_value **out, const ct_value *const *keys,
                         const ct_value *const *values, size_t n) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_ARG((keys != nullptr && values != nullptr) || n == 0,
-                 "%s: argument 'keys' or 'values' is NULL with n %zu", __func__, n);
+                 "%s: argument 'keys' or 'values' is NULL with n %zu", ct_fn_,
+                 n);
     c10::TypePtr key_type = c10::StringType::get();
     std::vector<c10::TypePtr> vtypes;
     vtypes.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       if (!keys[i] || !values[i])
-        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: keys[%zu] or values[%zu] is NULL",
-                             __func__, i, i);
+        return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                             "%s: keys[%zu] or values[%zu] is NULL", ct_fn_, i,
+                             i);
       const c10::IValue &k = keys[i]->v;
       c10::TypePtr kt;
       if (k.isString())
@@ -330,46 +413,56 @@ ct_status ct_value_dict(ct_value **out, const ct_value *const *keys,
         kt = c10::TensorType::get();
       else
         return ct::set_error(CT_ERR_TYPE,
-                             "%s: dict keys must be strings, ints or tensors; keys[%zu] is %s (%s)",
-                             __func__, i, tag_name(tag_of(k)), type_string(k).c_str());
+                             "%s: dict keys must be strings, ints or tensors; "
+                             "keys[%zu] is %s (%s)",
+                             ct_fn_, i, tag_name(tag_of(k)),
+                             type_string(k).c_str());
       if (i == 0)
         key_type = kt;
       else if (kt->kind() != key_type->kind())
-        return ct::set_error(CT_ERR_TYPE, "%s: dict keys must all have one type: keys[0] is %s, keys[%zu] is %s",
-                             __func__, key_type->annotation_str().c_str(), i,
+        return ct::set_error(CT_ERR_TYPE,
+                             "%s: dict keys must all have one type: keys[0] is "
+                             "%s, keys[%zu] is %s",
+                             ct_fn_, key_type->annotation_str().c_str(), i,
                              kt->annotation_str().c_str());
       vtypes.push_back(value_type(values[i]->v));
     }
     c10::impl::GenericDict d(key_type, unify_or_any(vtypes));
     d.reserve(n);
-    for (size_t i = 0; i < n; ++i) d.insert_or_assign(keys[i]->v, values[i]->v);
+    for (size_t i = 0; i < n; ++i)
+      d.insert_or_assign(keys[i]->v, values[i]->v);
     *out = ct::new_value(c10::IValue(std::move(d)));
     return CT_OK;
   });
 }
 
 ct_status ct_value_to_bool(int32_t *out, const ct_value *v) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
-    if (!v->v.isBool()) return type_error(__func__, "bool", v->v);
+    if (!v->v.isBool())
+      return type_error(ct_fn_, "bool", v->v);
     *out = v->v.toBool() ? 1 : 0;
     return CT_OK;
   });
 }
 
 ct_status ct_value_to_int(int64_t *out, const ct_value *v) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
-    if (!v->v.isInt()) return type_error(__func__, "int", v->v);
+    if (!v->v.isInt())
+      return type_error(ct_fn_, "int", v->v);
     *out = v->v.toInt();
     return CT_OK;
   });
 }
 
 ct_status ct_value_to_double(double *out, const ct_value *v) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
     if (v->v.isDouble())
@@ -377,44 +470,53 @@ ct_status ct_value_to_double(double *out, const ct_value *v) {
     else if (v->v.isInt())
       *out = static_cast<double>(v->v.toInt());
     else
-      return type_error(__func__, "double (or int)", v->v);
+      return type_error(ct_fn_, "double (or int)", v->v);
     return CT_OK;
   });
 }
 
 ct_status ct_value_to_string(const char **out, size_t *len, const ct_value *v) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
-    if (!v->v.isString()) return type_error(__func__, "string", v->v);
+    if (!v->v.isString())
+      return type_error(ct_fn_, "string", v->v);
     const std::string &s = v->v.toStringRef();
     *out = s.c_str();
-    if (len) *len = s.size();
+    if (len)
+      *len = s.size();
     return CT_OK;
   });
 }
 
 ct_status ct_value_to_tensor(ct_tensor **out, const ct_value *v) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
-    if (!v->v.isTensor()) return type_error(__func__, "tensor", v->v);
+    if (!v->v.isTensor())
+      return type_error(ct_fn_, "tensor", v->v);
     *out = ct::new_tensor(v->v.toTensor());
     return CT_OK;
   });
 }
 
-ct_status ct_value_to_device(int32_t *device_type, int32_t *device_index, const ct_value *v) {
-  return ct::guard(__func__, [&] {
+ct_status ct_value_to_device(int32_t *device_type, int32_t *device_index,
+                             const ct_value *v) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(device_type);
     CT_CHECK_NOT_NULL(device_index);
     CT_CHECK_NOT_NULL(v);
-    if (!v->v.isDevice()) return type_error(__func__, "device", v->v);
+    if (!v->v.isDevice())
+      return type_error(ct_fn_, "device", v->v);
     c10::Device d = v->v.toDevice();
     int32_t code = ct::device_type_code(d.type());
     if (code == 0)
-      return ct::set_error(CT_ERR_NOT_SUPPORTED, "%s: device '%s' has no ctorch device code",
-                           __func__, d.str().c_str());
+      return ct::set_error(CT_ERR_NOT_SUPPORTED,
+                           "%s: device '%s' has no ctorch device code", ct_fn_,
+                           d.str().c_str());
     *device_type = code;
     *device_index = d.index();
     return CT_OK;
@@ -422,18 +524,20 @@ ct_status ct_value_to_device(int32_t *device_type, int32_t *device_index, const 
 }
 
 ct_status ct_value_to_module(ct_module **out, const ct_value *v) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
     if (!v->v.isObject() || !v->v.toObjectRef().type()->is_module())
-      return type_error(__func__, "a module object", v->v);
+      return type_error(ct_fn_, "a module object", v->v);
     *out = new ct_module{torch::jit::Module(v->v.toObject()), {}};
     return CT_OK;
   });
 }
 
 ct_status ct_value_len(size_t *out, const ct_value *v) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
     const c10::IValue &x = v->v;
@@ -446,63 +550,77 @@ ct_status ct_value_len(size_t *out, const ct_value *v) {
     else if (x.isString())
       *out = x.toStringRef().size();
     else
-      return type_error(__func__, "list, tuple, dict or string", x);
+      return type_error(ct_fn_, "list, tuple, dict or string", x);
     return CT_OK;
   });
 }
 
 ct_status ct_value_get(ct_value **out, const ct_value *v, size_t i) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
     const c10::IValue &x = v->v;
     if (x.isList()) {
       auto ref = x.toListRef();
       if (i >= ref.size())
-        return ct::set_error(CT_ERR_INDEX, "%s: index %zu out of range for list of length %zu",
-                             __func__, i, ref.size());
+        return ct::set_error(
+            CT_ERR_INDEX, "%s: index %zu out of range for list of length %zu",
+            ct_fn_, i, ref.size());
       *out = ct::new_value(ref[i]);
     } else if (x.isTuple()) {
       const auto &el = x.toTupleRef().elements();
       if (i >= el.size())
-        return ct::set_error(CT_ERR_INDEX, "%s: index %zu out of range for tuple of length %zu",
-                             __func__, i, el.size());
+        return ct::set_error(
+            CT_ERR_INDEX, "%s: index %zu out of range for tuple of length %zu",
+            ct_fn_, i, el.size());
       *out = ct::new_value(el[i]);
     } else {
-      return type_error(__func__, "list or tuple", x);
+      return type_error(ct_fn_, "list or tuple", x);
     }
     return CT_OK;
   });
 }
 
-ct_status ct_value_dict_item(ct_value **key, ct_value **value, const ct_value *v, size_t i) {
-  return ct::guard(__func__, [&] {
+ct_status ct_value_dict_item(ct_value **key, ct_value **value,
+                             const ct_value *v, size_t i) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(v);
-    if (!v->v.isGenericDict()) return type_error(__func__, "dict", v->v);
+    if (!v->v.isGenericDict())
+      return type_error(ct_fn_, "dict", v->v);
     auto d = v->v.toGenericDict();
     if (i >= d.size())
-      return ct::set_error(CT_ERR_INDEX, "%s: index %zu out of range for dict of length %zu",
-                           __func__, i, d.size());
+      return ct::set_error(CT_ERR_INDEX,
+                           "%s: index %zu out of range for dict of length %zu",
+                           ct_fn_, i, d.size());
     auto it = d.begin();
-    for (size_t k = 0; k < i; ++k) ++it;
+    for (size_t k = 0; k < i; ++k)
+      ++it;
     std::unique_ptr<ct_value> kv(key ? ct::new_value(it->key()) : nullptr);
     std::unique_ptr<ct_value> vv(value ? ct::new_value(it->value()) : nullptr);
-    if (key) *key = kv.release();
-    if (value) *value = vv.release();
+    if (key)
+      *key = kv.release();
+    if (value)
+      *value = vv.release();
     return CT_OK;
   });
 }
 
-ct_status ct_value_dict_get(ct_value **out, const ct_value *v, const ct_value *key) {
-  return ct::guard(__func__, [&] {
+ct_status ct_value_dict_get(ct_value **out, const ct_value *v,
+                            const ct_value *key) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
     CT_CHECK_NOT_NULL(key);
-    if (!v->v.isGenericDict()) return type_error(__func__, "dict", v->v);
+    if (!v->v.isGenericDict())
+      return type_error(ct_fn_, "dict", v->v);
     auto d = v->v.toGenericDict();
     const c10::IValue &k = key->v;
-    if (!(k.isString() || k.isInt() || k.isTensor() || k.isDouble() || k.isBool()))
-      return type_error(__func__, "a string, int or tensor key", k);
+    if (!(k.isString() || k.isInt() || k.isTensor() || k.isDouble() ||
+          k.isBool()))
+      return type_error(ct_fn_, "a string, int or tensor key", k);
     auto it = d.find(k);
     if (it == d.end()) {
       std::ostringstream os;
@@ -510,33 +628,39 @@ ct_status ct_value_dict_get(ct_value **out, const ct_value *v, const ct_value *k
         os << "<tensor>";
       else
         os << k;
-      return ct::set_error(CT_ERR_NOT_FOUND, "%s: key %s not found", __func__, os.str().c_str());
+      return ct::set_error(CT_ERR_NOT_FOUND, "%s: key %s not found", ct_fn_,
+                           os.str().c_str());
     }
     *out = ct::new_value(it->value());
     return CT_OK;
   });
 }
 
-ct_status ct_value_dict_get_str(ct_value **out, const ct_value *v, const char *key) {
-  return ct::guard(__func__, [&] {
+ct_status ct_value_dict_get_str(ct_value **out, const ct_value *v,
+                                const char *key) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
     CT_CHECK_NOT_NULL(key);
-    if (!v->v.isGenericDict()) return type_error(__func__, "dict", v->v);
+    if (!v->v.isGenericDict())
+      return type_error(ct_fn_, "dict", v->v);
     auto d = v->v.toGenericDict();
     if (d.keyType()->kind() != c10::StringType::Kind && d.size() > 0)
-      return ct::set_error(CT_ERR_TYPE, "%s: dict has %s keys, not str", __func__,
+      return ct::set_error(CT_ERR_TYPE, "%s: dict has %s keys, not str", ct_fn_,
                            d.keyType()->annotation_str().c_str());
     auto it = d.find(c10::IValue(std::string(key)));
     if (it == d.end())
-      return ct::set_error(CT_ERR_NOT_FOUND, "%s: key '%s' not found", __func__, key);
+      return ct::set_error(CT_ERR_NOT_FOUND, "%s: key '%s' not found", ct_fn_,
+                           key);
     *out = ct::new_value(it->value());
     return CT_OK;
   });
 }
 
 ct_status ct_value_to_repr(char **out, const ct_value *v) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
     std::ostringstream os;
@@ -547,62 +671,71 @@ ct_status ct_value_to_repr(char **out, const ct_value *v) {
 }
 
 ct_status ct_value_type_str(char **out, const ct_value *v) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
-    std::string s = v->v.isTensor() ? std::string("Tensor") : v->v.type()->annotation_str();
+    std::string s =
+        v->v.isTensor() ? std::string("Tensor") : v->v.type()->annotation_str();
     *out = ct::dup_string(s);
     return CT_OK;
   });
 }
 
 ct_status ct_pickle_load(ct_value **out, const char *path) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(path);
     std::vector<char> bytes;
-    ct_status st = read_file(__func__, path, &bytes);
-    if (st != CT_OK) return st;
+    ct_status st = read_file(ct_fn_, path, &bytes);
+    if (st != CT_OK)
+      return st;
     std::string what = std::string("'") + path + "'";
-    return unpickle(__func__, bytes, out, what.c_str());
+    return unpickle(ct_fn_, bytes, out, what.c_str());
   });
 }
 
 ct_status ct_pickle_load_buffer(ct_value **out, const void *data, size_t size) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(data);
     const char *p = static_cast<const char *>(data);
     std::vector<char> bytes(p, p + size);
-    return unpickle(__func__, bytes, out, "the buffer");
+    return unpickle(ct_fn_, bytes, out, "the buffer");
   });
 }
 
 ct_status ct_pickle_save(const ct_value *v, const char *path) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(v);
     CT_CHECK_NOT_NULL(path);
     std::vector<char> bytes = torch::jit::pickle_save(v->v);
     FILE *f = std::fopen(path, "wb");
     if (!f)
-      return ct::set_error(CT_ERR_IO, "%s: cannot open '%s' for writing: %s", __func__, path,
-                           std::strerror(errno));
+      return ct::set_error(CT_ERR_IO, "%s: cannot open '%s' for writing: %s",
+                           ct_fn_, path, std::strerror(errno));
     size_t w = std::fwrite(bytes.data(), 1, bytes.size(), f);
     int rc = std::fclose(f);
     if (w != bytes.size() || rc != 0)
-      return ct::set_error(CT_ERR_IO, "%s: error writing '%s'", __func__, path);
+      return ct::set_error(CT_ERR_IO, "%s: error writing '%s'", ct_fn_, path);
     return CT_OK;
   });
 }
 
-ct_status ct_pickle_save_buffer(void **data_out, size_t *size_out, const ct_value *v) {
-  return ct::guard(__func__, [&] {
+ct_status ct_pickle_save_buffer(void **data_out, size_t *size_out,
+                                const ct_value *v) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(data_out);
     CT_CHECK_NOT_NULL(size_out);
     CT_CHECK_NOT_NULL(v);
     std::vector<char> bytes = torch::jit::pickle_save(v->v);
     void *p = std::malloc(bytes.empty() ? 1 : bytes.size());
-    if (!p) throw std::bad_alloc();
+    if (!p)
+      throw std::bad_alloc();
     std::memcpy(p, bytes.data(), bytes.size());
     *data_out = p;
     *size_out = bytes.size();
@@ -610,4 +743,4 @@ ct_status ct_pickle_save_buffer(void **data_out, size_t *size_out, const ct_valu
   });
 }
 
-}  // extern "C"
+} // extern "C"
