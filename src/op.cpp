@@ -13,6 +13,15 @@
 //    one allocation for the result value.
 #include "internal.h"
 
+// Inside a guard lambda __func__ is "operator()": name the exported function
+// (each defines `fname`) in NULL-argument messages instead.
+#undef CT_CHECK_NOT_NULL
+#define CT_CHECK_NOT_NULL(ptr)                                                                   \
+  do {                                                                                           \
+    if ((ptr) == nullptr)                                                                        \
+      return ::ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", fname, #ptr); \
+  } while (0)
+
 #include <torch/csrc/jit/frontend/function_schema_parser.h>
 #include <torch/csrc/jit/runtime/custom_operator.h>
 #include <torch/csrc/jit/runtime/operator.h>
@@ -68,6 +77,13 @@ std::string arg_type_string(const c10::Argument &a) {
   std::ostringstream os;
   os << bare;
   return os.str();
+}
+
+// int[] or int[]?
+bool is_int_list_type(TypePtr t) {
+  if (t->kind() == TypeKind::OptionalType) t = t->castRaw<c10::OptionalType>()->getElementType();
+  return t->kind() == TypeKind::ListType &&
+         t->castRaw<c10::ListType>()->getElementType()->kind() == TypeKind::IntType;
 }
 
 bool is_scalar_type_arg(const c10::Argument &a) {
@@ -364,9 +380,7 @@ ct_status bind_impl(const c10::FunctionSchema &schema, const ct_value *const *ar
       }
       c = IValue(static_cast<int64_t>(st));
       ok = true;
-    } else if (!strict && v.isInt() && p.N() && p.type()->kind() == TypeKind::ListType &&
-               p.type()->castRaw<c10::ListType>()->getElementType()->kind() ==
-                   TypeKind::IntType) {
+    } else if (!strict && v.isInt() && p.N() && is_int_list_type(p.type())) {
       // int[N] accepts one int, as in Python (kernel_size=3 -> [3, 3]).
       c = IValue(c10::List<int64_t>(std::vector<int64_t>(*p.N(), v.toInt())));
       ok = true;
@@ -790,11 +804,12 @@ bool coerce(const c10::IValue &in, const c10::TypePtr &type, c10::IValue *out) {
 extern "C" {
 
 ct_status ct_op_find(ct_op **out, const char *name, const char *overload) {
-  return ct::guard(__func__, [&] {
+  const char *const fname = __func__;
+  return ct::guard(fname, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(name);
     std::shared_ptr<ct_op> h;
-    ct_status rc = find_op(__func__, &h, name, overload);
+    ct_status rc = find_op(fname, &h, name, overload);
     if (rc != CT_OK) return rc;
     *out = new ct_op(std::move(*h));
     return CT_OK;
@@ -810,12 +825,13 @@ size_t ct_op_num_overloads(const ct_op *op) { return op ? op->overloads.size() :
     CT_CHECK_NOT_NULL(op);                                                                 \
     if ((ov) >= (op)->overloads.size())                                                    \
       return ct::set_error(CT_ERR_INDEX, "%s: overload index %zu out of range (%s has %zu)", \
-                           __func__, (size_t)(ov), (op)->name.c_str(),                      \
+                           fname, (size_t)(ov), (op)->name.c_str(),                      \
                            (op)->overloads.size());                                        \
   } while (0)
 
 ct_status ct_op_schema(const char **out, const ct_op *op, size_t overload) {
-  return ct::guard(__func__, [&] {
+  const char *const fname = __func__;
+  return ct::guard(fname, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_OVERLOAD(op, overload);
     *out = op->overloads[overload].schema_str.c_str();
@@ -824,7 +840,8 @@ ct_status ct_op_schema(const char **out, const ct_op *op, size_t overload) {
 }
 
 ct_status ct_op_num_arguments(size_t *out, const ct_op *op, size_t overload) {
-  return ct::guard(__func__, [&] {
+  const char *const fname = __func__;
+  return ct::guard(fname, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_OVERLOAD(op, overload);
     *out = op->overloads[overload].args.size();
@@ -834,12 +851,13 @@ ct_status ct_op_num_arguments(size_t *out, const ct_op *op, size_t overload) {
 
 ct_status ct_op_argument(const char **name, const char **type, const char **default_value,
                          int32_t *kwarg_only, const ct_op *op, size_t overload, size_t i) {
-  return ct::guard(__func__, [&] {
+  const char *const fname = __func__;
+  return ct::guard(fname, [&] {
     CT_CHECK_OVERLOAD(op, overload);
     const Overload &o = op->overloads[overload];
     if (i >= o.args.size())
       return ct::set_error(CT_ERR_INDEX, "%s: argument index %zu out of range (%s has %zu)",
-                           __func__, i, o.schema_str.c_str(), o.args.size());
+                           fname, i, o.schema_str.c_str(), o.args.size());
     const ArgInfo &a = o.args[i];
     if (name) *name = a.name.c_str();
     if (type) *type = a.type.c_str();
@@ -850,7 +868,8 @@ ct_status ct_op_argument(const char **name, const char **type, const char **defa
 }
 
 ct_status ct_op_num_returns(size_t *out, const ct_op *op, size_t overload) {
-  return ct::guard(__func__, [&] {
+  const char *const fname = __func__;
+  return ct::guard(fname, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_OVERLOAD(op, overload);
     *out = op->overloads[overload].rets.size();
@@ -860,12 +879,13 @@ ct_status ct_op_num_returns(size_t *out, const ct_op *op, size_t overload) {
 
 ct_status ct_op_return(const char **name, const char **type, const ct_op *op, size_t overload,
                        size_t i) {
-  return ct::guard(__func__, [&] {
+  const char *const fname = __func__;
+  return ct::guard(fname, [&] {
     CT_CHECK_OVERLOAD(op, overload);
     const Overload &o = op->overloads[overload];
     if (i >= o.rets.size())
       return ct::set_error(CT_ERR_INDEX, "%s: return index %zu out of range (%s has %zu)",
-                           __func__, i, o.schema_str.c_str(), o.rets.size());
+                           fname, i, o.schema_str.c_str(), o.rets.size());
     if (name) *name = o.rets[i].first.c_str();
     if (type) *type = o.rets[i].second.c_str();
     return CT_OK;
@@ -874,17 +894,19 @@ ct_status ct_op_return(const char **name, const char **type, const ct_op *op, si
 
 ct_status ct_op_call(ct_value **out, const ct_op *op, const ct_value *const *args, size_t n,
                      const char *const *kwnames, const ct_value *const *kwvalues, size_t nkw) {
-  return ct::guard(__func__, [&] {
+  const char *const fname = __func__;
+  return ct::guard(fname, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(op);
-    return call_op(__func__, out, op, args, n, kwnames, kwvalues, nkw);
+    return call_op(fname, out, op, args, n, kwnames, kwvalues, nkw);
   });
 }
 
 ct_status ct_op_call_name(ct_value **out, const char *qualified_name, const ct_value *const *args,
                           size_t n, const char *const *kwnames, const ct_value *const *kwvalues,
                           size_t nkw) {
-  return ct::guard(__func__, [&] {
+  const char *const fname = __func__;
+  return ct::guard(fname, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(qualified_name);
     std::shared_ptr<ct_op> h;
@@ -906,17 +928,18 @@ ct_status ct_op_call_name(ct_value **out, const char *qualified_name, const ct_v
           has_ov = true;
         }
       }
-      ct_status rc = find_op(__func__, &h, name, has_ov ? ov.c_str() : nullptr);
+      ct_status rc = find_op(fname, &h, name, has_ov ? ov.c_str() : nullptr);
       if (rc != CT_OK) return rc;
       std::lock_guard<std::mutex> lk(g_cache_mu);
       g_cache.emplace(q, h);
     }
-    return call_op(__func__, out, h.get(), args, n, kwnames, kwvalues, nkw);
+    return call_op(fname, out, h.get(), args, n, kwnames, kwvalues, nkw);
   });
 }
 
 ct_status ct_op_list(ct_value **out) {
-  return ct::guard(__func__, [&] {
+  const char *const fname = __func__;
+  return ct::guard(fname, [&] {
     CT_CHECK_NOT_NULL(out);
     std::vector<std::string> names;
     std::unordered_set<std::string> seen;
@@ -935,7 +958,8 @@ ct_status ct_op_list(ct_value **out) {
 }
 
 ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
-  return ct::guard(__func__, [&] {
+  const char *const fname = __func__;
+  return ct::guard(fname, [&] {
     CT_CHECK_NOT_NULL(schema);
     CT_CHECK_NOT_NULL(fn);
     c10::FunctionSchema parsed = [&] {
@@ -953,15 +977,15 @@ ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
     if (sep == std::string::npos || sep == 0 || sep + 2 >= qname.size())
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
                            "%s: schema '%s' needs a namespaced name such as 'myns::scale'",
-                           __func__, schema);
+                           fname, schema);
     if (parsed.is_vararg() || parsed.is_varret())
       return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: variadic schemas are not supported: '%s'",
-                           __func__, schema);
+                           fname, schema);
     std::lock_guard<std::mutex> lk(g_register_mu);
     for (const auto &op : torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(qname))) {
       if (op->schema().overload_name() == parsed.overload_name())
         return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                             "%s: operator '%s' is already registered as '%s'", __func__,
+                             "%s: operator '%s' is already registered as '%s'", fname,
                              op_display_name(parsed).c_str(),
                              schema_string(op->schema()).c_str());
     }

@@ -1,0 +1,544 @@
+/* Operators by name: lookup, schemas, calls with kwargs/defaults, overload
+ * sets, in-place and out= variants, errors. */
+#include <pthread.h>
+
+#include "test_util.h"
+
+static const int64_t S4[1] = {4};
+
+static ct_value *tv(ct_tensor *t) {
+  ct_value *v = NULL;
+  CT_OK_OR_FAIL(ct_value_from_tensor(&v, t));
+  return v;
+}
+static ct_value *iv(int64_t i) {
+  ct_value *v = NULL;
+  CT_OK_OR_FAIL(ct_value_from_int(&v, i));
+  return v;
+}
+static ct_value *dv(double d) {
+  ct_value *v = NULL;
+  CT_OK_OR_FAIL(ct_value_from_double(&v, d));
+  return v;
+}
+static ct_value *bv(int32_t b) {
+  ct_value *v = NULL;
+  CT_OK_OR_FAIL(ct_value_from_bool(&v, b));
+  return v;
+}
+static ct_value *sv(const char *s) {
+  ct_value *v = NULL;
+  CT_OK_OR_FAIL(ct_value_from_string(&v, s, strlen(s)));
+  return v;
+}
+/* The tensor in a value (new handle); fails the test otherwise. */
+static ct_tensor *vt(const ct_value *v) {
+  ct_tensor *t = NULL;
+  CT_OK_OR_FAIL(ct_value_to_tensor(&t, v));
+  return t;
+}
+static ct_tensor *f32(float a, float b, float c, float d) {
+  float x[4] = {a, b, c, d};
+  return test_tensor_f32(x, S4, 1);
+}
+static void expect_f32(const ct_tensor *t, const float *want, size_t n) {
+  assert_int_equal(ct_tensor_dtype(t), CT_FLOAT32);
+  assert_int_equal(ct_tensor_numel(t), (int64_t)n);
+  const float *p = (const float *)ct_tensor_data_ptr(t);
+  assert_non_null(p);
+  for (size_t i = 0; i < n; ++i) assert_float_equal(p[i], want[i], 1e-6);
+}
+
+static void test_find_and_schema(void **state) {
+  (void)state;
+  ct_op *op = NULL;
+  CT_OK_OR_FAIL(ct_op_find(&op, "aten::add", "Tensor"));
+  assert_int_equal(ct_op_num_overloads(op), 1);
+  const char *s = NULL;
+  CT_OK_OR_FAIL(ct_op_schema(&s, op, 0));
+  assert_string_equal(s, "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+  size_t n = 0;
+  CT_OK_OR_FAIL(ct_op_num_arguments(&n, op, 0));
+  assert_int_equal(n, 3);
+  const char *name = NULL, *type = NULL, *def = "x";
+  int32_t kw = -1;
+  CT_OK_OR_FAIL(ct_op_argument(&name, &type, &def, &kw, op, 0, 0));
+  assert_string_equal(name, "self");
+  assert_string_equal(type, "Tensor");
+  assert_null(def);
+  assert_int_equal(kw, 0);
+  CT_OK_OR_FAIL(ct_op_argument(&name, &type, &def, &kw, op, 0, 2));
+  assert_string_equal(name, "alpha");
+  assert_string_equal(type, "Scalar");
+  assert_string_equal(def, "1");
+  assert_int_equal(kw, 1);
+  /* Every out-parameter may be NULL. */
+  CT_OK_OR_FAIL(ct_op_argument(NULL, NULL, NULL, NULL, op, 0, 1));
+  CT_OK_OR_FAIL(ct_op_num_returns(&n, op, 0));
+  assert_int_equal(n, 1);
+  CT_OK_OR_FAIL(ct_op_return(&name, &type, op, 0, 0));
+  assert_string_equal(type, "Tensor");
+
+  CT_EXPECT_ERROR(ct_op_argument(&name, NULL, NULL, NULL, op, 0, 3), CT_ERR_INDEX, "out of range");
+  CT_EXPECT_ERROR(ct_op_argument(&name, NULL, NULL, NULL, op, 1, 0), CT_ERR_INDEX, "overload index");
+  CT_EXPECT_ERROR(ct_op_schema(&s, op, 1), CT_ERR_INDEX, "aten::add");
+  CT_EXPECT_ERROR(ct_op_return(&name, &type, op, 0, 1), CT_ERR_INDEX, "return index");
+  CT_EXPECT_ERROR(ct_op_schema(NULL, op, 0), CT_ERR_INVALID_ARGUMENT, "NULL");
+  CT_EXPECT_ERROR(ct_op_schema(&s, NULL, 0), CT_ERR_INVALID_ARGUMENT, "NULL");
+  CT_EXPECT_ERROR(ct_op_num_arguments(NULL, op, 0), CT_ERR_INVALID_ARGUMENT, "NULL");
+  CT_EXPECT_ERROR(ct_op_num_returns(&n, NULL, 0), CT_ERR_INVALID_ARGUMENT, "NULL");
+  CT_EXPECT_ERROR(ct_op_argument(&name, NULL, NULL, NULL, NULL, 0, 0), CT_ERR_INVALID_ARGUMENT,
+                  "NULL");
+  CT_EXPECT_ERROR(ct_op_return(&name, NULL, NULL, 0, 0), CT_ERR_INVALID_ARGUMENT, "NULL");
+  assert_int_equal(ct_op_num_overloads(NULL), 0);
+  ct_op_free(op);
+  ct_op_free(NULL);
+
+  /* ScalarType and sized list types print as in the schema. */
+  CT_OK_OR_FAIL(ct_op_find(&op, "aten::sum", "dim_IntList"));
+  CT_OK_OR_FAIL(ct_op_argument(&name, &type, &def, &kw, op, 0, 1));
+  assert_string_equal(name, "dim");
+  assert_string_equal(type, "int[1]?");
+  CT_OK_OR_FAIL(ct_op_argument(&name, &type, &def, &kw, op, 0, 2));
+  assert_string_equal(name, "keepdim");
+  assert_string_equal(def, "False");
+  CT_OK_OR_FAIL(ct_op_argument(&name, &type, &def, &kw, op, 0, 3));
+  assert_string_equal(name, "dtype");
+  assert_string_equal(type, "ScalarType?");
+  assert_string_equal(def, "None");
+  assert_int_equal(kw, 1);
+  ct_op_free(op);
+
+  /* Default overload "" and the whole overload set. */
+  CT_OK_OR_FAIL(ct_op_find(&op, "aten::relu", ""));
+  assert_int_equal(ct_op_num_overloads(op), 1);
+  ct_op_free(op);
+  CT_OK_OR_FAIL(ct_op_find(&op, "aten::add", NULL));
+  assert_true(ct_op_num_overloads(op) > 3);
+  ct_op_free(op);
+}
+
+static void test_find_errors(void **state) {
+  (void)state;
+  ct_op *op = NULL;
+  CT_EXPECT_ERROR(ct_op_find(&op, "aten::definitely_not_an_op", NULL), CT_ERR_NOT_FOUND,
+                  "aten::definitely_not_an_op");
+  CT_EXPECT_ERROR(ct_op_find(&op, "aten::add", "NoSuchOverload"), CT_ERR_NOT_FOUND,
+                  "aten::add.Tensor(Tensor self");
+  assert_non_null(strstr(ct_last_error(), "NoSuchOverload"));
+  CT_EXPECT_ERROR(ct_op_find(&op, "add", NULL), CT_ERR_NOT_FOUND, "qualified name");
+  CT_EXPECT_ERROR(ct_op_find(&op, NULL, NULL), CT_ERR_INVALID_ARGUMENT, "name");
+  CT_EXPECT_ERROR(ct_op_find(NULL, "aten::add", NULL), CT_ERR_INVALID_ARGUMENT, "out");
+  assert_null(op);
+}
+
+static void test_call_positional_and_kwargs(void **state) {
+  (void)state;
+  ct_op *op = NULL;
+  CT_OK_OR_FAIL(ct_op_find(&op, "aten::add", "Tensor"));
+  ct_tensor *a = f32(1, 2, 3, 4), *b = f32(10, 20, 30, 40);
+  ct_value *args[2] = {tv(a), tv(b)};
+  ct_value *out = NULL;
+  CT_OK_OR_FAIL(ct_op_call(&out, op, (const ct_value *const *)args, 2, NULL, NULL, 0));
+  assert_int_equal(ct_value_tag(out), CT_VALUE_TENSOR);
+  ct_tensor *r = vt(out);
+  const float w1[4] = {11, 22, 33, 44};
+  expect_f32(r, w1, 4);
+  ct_tensor_free(r);
+  ct_value_free(out);
+
+  /* alpha=2 as keyword; also an int (Scalar) and a double. */
+  const char *kn[1] = {"alpha"};
+  ct_value *kv[1] = {iv(2)};
+  CT_OK_OR_FAIL(ct_op_call(&out, op, (const ct_value *const *)args, 2, kn,
+                           (const ct_value *const *)kv, 1));
+  r = vt(out);
+  const float w2[4] = {21, 42, 63, 84};
+  expect_f32(r, w2, 4);
+  ct_tensor_free(r);
+  ct_value_free(out);
+  ct_value_free(kv[0]);
+
+  /* Keyword for a positional parameter. */
+  const char *kn2[2] = {"other", "alpha"};
+  ct_value *kv2[2] = {tv(b), dv(0.5)};
+  CT_OK_OR_FAIL(ct_op_call(&out, op, (const ct_value *const *)args, 1, kn2,
+                           (const ct_value *const *)kv2, 2));
+  r = vt(out);
+  const float w3[4] = {6, 12, 18, 24};
+  expect_f32(r, w3, 4);
+  ct_tensor_free(r);
+  ct_value_free(out);
+
+  /* Errors name the op and show the schema. */
+  ct_value *bad[3] = {args[0], sv("hello"), iv(1)};
+  out = NULL;
+  CT_EXPECT_ERROR(ct_op_call(&out, op, (const ct_value *const *)bad, 2, NULL, NULL, 0), CT_ERR_TYPE,
+                  "aten::add.Tensor: argument 'other' expected Tensor but got str");
+  assert_non_null(strstr(ct_last_error(),
+                         "schema: aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1)"));
+  CT_EXPECT_ERROR(ct_op_call(&out, op, (const ct_value *const *)args, 1, NULL, NULL, 0),
+                  CT_ERR_INVALID_ARGUMENT, "aten::add.Tensor: missing argument 'other'");
+  assert_non_null(strstr(ct_last_error(), "schema: aten::add.Tensor("));
+  ct_value *three[3] = {args[0], args[1], bad[2]};
+  CT_EXPECT_ERROR(ct_op_call(&out, op, (const ct_value *const *)three, 3, NULL, NULL, 0),
+                  CT_ERR_INVALID_ARGUMENT, "too many positional arguments: expected at most 2, got 3");
+  assert_non_null(strstr(ct_last_error(), "schema: aten::add.Tensor("));
+  const char *kn3[1] = {"beta"};
+  CT_EXPECT_ERROR(ct_op_call(&out, op, (const ct_value *const *)args, 2, kn3,
+                             (const ct_value *const *)&bad[2], 1),
+                  CT_ERR_INVALID_ARGUMENT, "unknown keyword argument 'beta'");
+  const char *kn4[1] = {"self"};
+  CT_EXPECT_ERROR(ct_op_call(&out, op, (const ct_value *const *)args, 2, kn4,
+                             (const ct_value *const *)args, 1),
+                  CT_ERR_INVALID_ARGUMENT, "multiple values for argument 'self'");
+  CT_EXPECT_ERROR(ct_op_call(&out, op, (const ct_value *const *)args, 2, kn,
+                             (const ct_value *const *)&bad[1], 1),
+                  CT_ERR_TYPE, "argument 'alpha' expected Scalar but got str");
+  ct_value *withnull[2] = {args[0], NULL};
+  CT_EXPECT_ERROR(ct_op_call(&out, op, (const ct_value *const *)withnull, 2, NULL, NULL, 0),
+                  CT_ERR_INVALID_ARGUMENT, "is NULL");
+  CT_EXPECT_ERROR(ct_op_call(&out, op, NULL, 2, NULL, NULL, 0), CT_ERR_INVALID_ARGUMENT, "NULL");
+  CT_EXPECT_ERROR(ct_op_call(NULL, op, (const ct_value *const *)args, 2, NULL, NULL, 0),
+                  CT_ERR_INVALID_ARGUMENT, "out");
+  CT_EXPECT_ERROR(ct_op_call(&out, NULL, (const ct_value *const *)args, 2, NULL, NULL, 0),
+                  CT_ERR_INVALID_ARGUMENT, "op");
+  CT_EXPECT_ERROR(ct_op_call(&out, op, (const ct_value *const *)args, 2, NULL, NULL, 1),
+                  CT_ERR_INVALID_ARGUMENT, "kwnames");
+  assert_null(out);
+
+  /* Errors raised inside LibTorch (shapes that do not broadcast). */
+  float x3[3] = {1, 2, 3};
+  const int64_t s3[1] = {3};
+  ct_tensor *c = test_tensor_f32(x3, s3, 1);
+  ct_value *mism[2] = {args[0], tv(c)};
+  CT_EXPECT_ERROR(ct_op_call(&out, op, (const ct_value *const *)mism, 2, NULL, NULL, 0),
+                  CT_ERR_TORCH, "size of tensor a (4)");
+  ct_value_free(mism[1]);
+  ct_tensor_free(c);
+
+  ct_value_free(bad[1]);
+  ct_value_free(bad[2]);
+  ct_value_free(kv2[0]);
+  ct_value_free(kv2[1]);
+  ct_value_free(args[0]);
+  ct_value_free(args[1]);
+  ct_tensor_free(a);
+  ct_tensor_free(b);
+  ct_op_free(op);
+}
+
+static void test_call_name_and_overload_sets(void **state) {
+  (void)state;
+  ct_tensor *a = f32(1, 2, 3, 4), *b = f32(1, 1, 1, 1);
+  ct_value *args[2] = {tv(a), tv(b)};
+  ct_value *out = NULL;
+  for (int rep = 0; rep < 2; ++rep) { /* second round hits the cache */
+    CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::add.Tensor", (const ct_value *const *)args, 2, NULL,
+                                  NULL, 0));
+    ct_tensor *r = vt(out);
+    const float w[4] = {2, 3, 4, 5};
+    expect_f32(r, w, 4);
+    ct_tensor_free(r);
+    ct_value_free(out);
+  }
+  /* Overload set: (Tensor, int) resolves to add.Scalar. */
+  ct_value *ts[2] = {args[0], iv(10)};
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::add", (const ct_value *const *)ts, 2, NULL, NULL, 0));
+  ct_tensor *r = vt(out);
+  const float w2[4] = {11, 12, 13, 14};
+  expect_f32(r, w2, 4);
+  ct_tensor_free(r);
+  ct_value_free(out);
+  /* (int, int) -> aten::add.int; (float, int) -> a float overload. */
+  ct_value *ii[2] = {iv(2), iv(3)};
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::add", (const ct_value *const *)ii, 2, NULL, NULL, 0));
+  assert_int_equal(ct_value_tag(out), CT_VALUE_INT);
+  int64_t i = 0;
+  CT_OK_OR_FAIL(ct_value_to_int(&i, out));
+  assert_int_equal(i, 5);
+  ct_value_free(out);
+  ct_value *fi[2] = {dv(2.5), ii[1]};
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::add", (const ct_value *const *)fi, 2, NULL, NULL, 0));
+  double d = 0;
+  CT_OK_OR_FAIL(ct_value_to_double(&d, out));
+  assert_float_equal(d, 5.5, 1e-12);
+  ct_value_free(out);
+
+  /* No overload accepts (Tensor, str): every candidate is listed. */
+  ct_value *tsv[2] = {args[0], sv("x")};
+  out = NULL;
+  CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::add", (const ct_value *const *)tsv, 2, NULL, NULL, 0),
+                  CT_ERR_TYPE, "no overload of aten::add accepts these arguments");
+  assert_non_null(strstr(ct_last_error(), "aten::add.Tensor(Tensor self, Tensor other"));
+  assert_non_null(strstr(ct_last_error(), "argument 'other' expected Tensor but got str"));
+  CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::no_such_op", (const ct_value *const *)args, 2, NULL,
+                                  NULL, 0),
+                  CT_ERR_NOT_FOUND, "aten::no_such_op");
+  CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::add.NoSuch", (const ct_value *const *)args, 2, NULL,
+                                  NULL, 0),
+                  CT_ERR_NOT_FOUND, "NoSuch");
+  out = NULL;
+  CT_EXPECT_ERROR(ct_op_call_name(&out, NULL, NULL, 0, NULL, NULL, 0), CT_ERR_INVALID_ARGUMENT,
+                  "qualified_name");
+  CT_EXPECT_ERROR(ct_op_call_name(NULL, "aten::add", NULL, 0, NULL, NULL, 0),
+                  CT_ERR_INVALID_ARGUMENT, "out");
+  assert_null(out);
+
+  ct_value_free(tsv[1]);
+  ct_value_free(fi[0]);
+  ct_value_free(ii[0]);
+  ct_value_free(ii[1]);
+  ct_value_free(ts[1]);
+  ct_value_free(args[0]);
+  ct_value_free(args[1]);
+  ct_tensor_free(a);
+  ct_tensor_free(b);
+}
+
+static void test_defaults_lists_dtype(void **state) {
+  (void)state;
+  float x[6] = {1, 2, 3, 4, 5, 6};
+  const int64_t s23[2] = {2, 3};
+  ct_tensor *t = test_tensor_f32(x, s23, 2);
+  ct_value *self = tv(t);
+  ct_value *out = NULL;
+
+  /* sum.dim_IntList(self, dim=[1], keepdim=True) with dim as a generic list. */
+  ct_value *one = iv(1);
+  ct_value *dim = NULL;
+  CT_OK_OR_FAIL(ct_value_list(&dim, (const ct_value *const *)&one, 1));
+  ct_value *kt = bv(1);
+  const char *kn[1] = {"keepdim"};
+  ct_value *args[2] = {self, dim};
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::sum.dim_IntList", (const ct_value *const *)args, 2, kn,
+                                (const ct_value *const *)&kt, 1));
+  ct_tensor *r = vt(out);
+  assert_int_equal(ct_tensor_ndim(r), 2);
+  assert_int_equal(ct_tensor_sizes(r)[0], 2);
+  assert_int_equal(ct_tensor_sizes(r)[1], 1);
+  const float w[2] = {6, 15};
+  expect_f32(r, w, 2);
+  ct_tensor_free(r);
+  ct_value_free(out);
+  /* keepdim defaults to False; a bare int for int[1]; a typed int list. */
+  ct_value *args2[2] = {self, one};
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::sum.dim_IntList", (const ct_value *const *)args2, 2,
+                                NULL, NULL, 0));
+  r = vt(out);
+  assert_int_equal(ct_tensor_ndim(r), 1);
+  expect_f32(r, w, 2);
+  ct_tensor_free(r);
+  ct_value_free(out);
+  int64_t d0 = 0;
+  ct_value *il = NULL;
+  CT_OK_OR_FAIL(ct_value_int_list(&il, &d0, 1));
+  ct_value *args3[2] = {self, il};
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::sum.dim_IntList", (const ct_value *const *)args3, 2,
+                                NULL, NULL, 0));
+  r = vt(out);
+  const float w0[3] = {5, 7, 9};
+  expect_f32(r, w0, 3);
+  ct_tensor_free(r);
+  ct_value_free(out);
+  ct_value_free(il);
+  /* A list of strings is not an int[]. */
+  ct_value *str = sv("a");
+  ct_value *sl = NULL;
+  CT_OK_OR_FAIL(ct_value_list(&sl, (const ct_value *const *)&str, 1));
+  ct_value *args4[2] = {self, sl};
+  CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::sum.dim_IntList", (const ct_value *const *)args4, 2,
+                                  NULL, NULL, 0),
+                  CT_ERR_TYPE, "argument 'dim' expected int[1]? but got List[str]");
+  ct_value_free(sl);
+  ct_value_free(str);
+
+  /* mean(self, *, dtype=float64) takes ctorch dtype codes. */
+  ct_value *dt = iv(CT_FLOAT64);
+  const char *kd[1] = {"dtype"};
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::mean", (const ct_value *const *)&self, 1, kd,
+                                (const ct_value *const *)&dt, 1));
+  r = vt(out);
+  assert_int_equal(ct_tensor_dtype(r), CT_FLOAT64);
+  assert_float_equal(*(const double *)ct_tensor_data_ptr(r), 3.5, 1e-12);
+  ct_tensor_free(r);
+  ct_value_free(out);
+  ct_value *baddt = iv(999);
+  CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::mean", (const ct_value *const *)&self, 1, kd,
+                                  (const ct_value *const *)&baddt, 1),
+                  CT_ERR_TYPE, "unknown dtype code 999");
+  ct_value_free(baddt);
+  ct_value_free(dt);
+
+  /* int -> float coercion: dropout(input, float p, bool train). */
+  ct_value *zero = iv(0), *fls = bv(0);
+  ct_value *args5[3] = {self, zero, fls};
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::dropout", (const ct_value *const *)args5, 3, NULL, NULL,
+                                0));
+  r = vt(out);
+  int32_t eq = 0;
+  CT_OK_OR_FAIL(ct_tensor_equal(&eq, r, t));
+  assert_int_equal(eq, 1);
+  ct_tensor_free(r);
+  ct_value_free(out);
+  ct_value_free(zero);
+  ct_value_free(fls);
+
+  /* Several returns come back as a tuple. */
+  ct_value *args6[2] = {self, one};
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::max.dim", (const ct_value *const *)args6, 2, NULL, NULL,
+                                0));
+  assert_int_equal(ct_value_tag(out), CT_VALUE_TUPLE);
+  size_t len = 0;
+  CT_OK_OR_FAIL(ct_value_len(&len, out));
+  assert_int_equal(len, 2);
+  ct_value *idx = NULL;
+  CT_OK_OR_FAIL(ct_value_get(&idx, out, 1));
+  r = vt(idx);
+  assert_int_equal(ct_tensor_dtype(r), CT_INT64);
+  assert_int_equal(((const int64_t *)ct_tensor_data_ptr(r))[0], 2);
+  ct_tensor_free(r);
+  ct_value_free(idx);
+  ct_value_free(out);
+
+  /* Tensor[] from a generic list of tensors: cat. */
+  ct_value *tl = NULL;
+  ct_value *items[2] = {self, self};
+  CT_OK_OR_FAIL(ct_value_list(&tl, (const ct_value *const *)items, 2));
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::cat", (const ct_value *const *)&tl, 1, NULL, NULL, 0));
+  r = vt(out);
+  assert_int_equal(ct_tensor_sizes(r)[0], 4);
+  ct_tensor_free(r);
+  ct_value_free(out);
+  ct_value_free(tl);
+
+  ct_value_free(kt);
+  ct_value_free(dim);
+  ct_value_free(one);
+  ct_value_free(self);
+  ct_tensor_free(t);
+}
+
+static void test_inplace_and_out(void **state) {
+  (void)state;
+  ct_tensor *a = f32(1, 2, 3, 4), *b = f32(1, 1, 1, 1);
+  void *pa = ct_tensor_data_ptr(a);
+  ct_value *args[2] = {tv(a), tv(b)};
+  ct_value *out = NULL;
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::add_.Tensor", (const ct_value *const *)args, 2, NULL,
+                                NULL, 0));
+  ct_tensor *r = vt(out);
+  /* Same tensor: same data, and the caller's handle sees the change. */
+  assert_ptr_equal(ct_tensor_data_ptr(r), pa);
+  const float w[4] = {2, 3, 4, 5};
+  expect_f32(a, w, 4);
+  ct_tensor_fill_(r, 7.0);
+  const float w7[4] = {7, 7, 7, 7};
+  expect_f32(a, w7, 4);
+  ct_tensor_free(r);
+  ct_value_free(out);
+
+  /* out= variant. */
+  ct_tensor *z = f32(0, 0, 0, 0);
+  void *pz = ct_tensor_data_ptr(z);
+  ct_value *zv = tv(z);
+  const char *kn[1] = {"out"};
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::add.out", (const ct_value *const *)args, 2, kn,
+                                (const ct_value *const *)&zv, 1));
+  r = vt(out);
+  assert_ptr_equal(ct_tensor_data_ptr(r), pz);
+  const float w8[4] = {8, 8, 8, 8};
+  expect_f32(z, w8, 4);
+  ct_tensor_free(r);
+  ct_value_free(out);
+  /* out is required for the out overload. */
+  CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::add.out", (const ct_value *const *)args, 2, NULL,
+                                  NULL, 0),
+                  CT_ERR_INVALID_ARGUMENT, "missing argument 'out'");
+
+  ct_value_free(zv);
+  ct_tensor_free(z);
+  ct_value_free(args[0]);
+  ct_value_free(args[1]);
+  ct_tensor_free(a);
+  ct_tensor_free(b);
+}
+
+static void test_list(void **state) {
+  (void)state;
+  ct_value *l = NULL;
+  CT_OK_OR_FAIL(ct_op_list(&l));
+  size_t n = 0;
+  CT_OK_OR_FAIL(ct_value_len(&n, l));
+  assert_true(n > 1000);
+  int found_add = 0, found_relu = 0;
+  for (size_t i = 0; i < n; ++i) {
+    ct_value *s = NULL;
+    CT_OK_OR_FAIL(ct_value_get(&s, l, i));
+    const char *str = NULL;
+    CT_OK_OR_FAIL(ct_value_to_string(&str, NULL, s));
+    if (strcmp(str, "aten::add.Tensor") == 0) found_add = 1;
+    if (strcmp(str, "aten::relu") == 0) found_relu = 1;
+    ct_value_free(s);
+  }
+  assert_true(found_add);
+  assert_true(found_relu);
+  ct_value_free(l);
+  CT_EXPECT_ERROR(ct_op_list(NULL), CT_ERR_INVALID_ARGUMENT, "out");
+}
+
+/* Many threads share one op handle. */
+static ct_op *g_shared_op;
+static void *thread_body(void *arg) {
+  (void)arg;
+  float x[4] = {1, 2, 3, 4};
+  ct_tensor *t = NULL;
+  if (ct_tensor_from_data(&t, x, S4, 1, CT_FLOAT32, CT_DEVICE_CPU, -1) != CT_OK) return (void *)1;
+  ct_value *v = NULL;
+  ct_value_from_tensor(&v, t);
+  const ct_value *args[2] = {v, v};
+  intptr_t bad = 0;
+  for (int i = 0; i < 500; ++i) {
+    ct_value *out = NULL;
+    if (ct_op_call(&out, g_shared_op, args, 2, NULL, NULL, 0) != CT_OK) {
+      bad = 1;
+      break;
+    }
+    ct_tensor *r = NULL;
+    ct_value_to_tensor(&r, out);
+    const float *p = (const float *)ct_tensor_data_ptr(r);
+    if (p[3] != 8.0f) bad = 1;
+    ct_tensor_free(r);
+    ct_value_free(out);
+  }
+  ct_value_free(v);
+  ct_tensor_free(t);
+  return (void *)bad;
+}
+
+static void test_threads(void **state) {
+  (void)state;
+  CT_OK_OR_FAIL(ct_op_find(&g_shared_op, "aten::add", "Tensor"));
+  pthread_t th[4];
+  for (int i = 0; i < 4; ++i) assert_int_equal(pthread_create(&th[i], NULL, thread_body, NULL), 0);
+  for (int i = 0; i < 4; ++i) {
+    void *r = NULL;
+    pthread_join(th[i], &r);
+    assert_null(r);
+  }
+  ct_op_free(g_shared_op);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_find_and_schema),
+      cmocka_unit_test(test_find_errors),
+      cmocka_unit_test(test_call_positional_and_kwargs),
+      cmocka_unit_test(test_call_name_and_overload_sets),
+      cmocka_unit_test(test_defaults_lists_dtype),
+      cmocka_unit_test(test_inplace_and_out),
+      cmocka_unit_test(test_list),
+      cmocka_unit_test(test_threads),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
