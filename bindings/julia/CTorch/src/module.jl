@@ -1,0 +1,229 @@
+# TorchScript modules and compiled scripts.
+
+"""
+    ScriptModule
+
+A TorchScript module (`torch.jit.ScriptModule`), loaded with
+[`CTorch.load`](@ref) or built with `ScriptModule(class_name)` +
+[`define!`](@ref). Calling it runs a method:
+
+    m(x, y)                 # forward(x, y)
+    m(:encode, x; k=1)      # any method by name (a Symbol first argument)
+    CTorch.call(m, "encode", x; k=1)
+
+Arguments and results are converted as described in `CTorch.from_value`
+(tensors pass by reference, without copying). Many threads may run the same
+module at once. Freed by a finalizer or [`free!`](@ref).
+"""
+mutable struct ScriptModule
+    ptr::Ptr{Cvoid}
+    function ScriptModule(::Val{:own}, p::Ptr{Cvoid})
+        m = new(p)
+        finalizer(m) do m
+            ct_module_free(m.ptr)
+            m.ptr = C_NULL
+        end
+        return m
+    end
+end
+Base.unsafe_convert(::Type{Ptr{Cvoid}}, m::ScriptModule) = (p = m.ptr; p == C_NULL && _freed_error(); p)
+free!(m::ScriptModule) = (ct_module_free(m.ptr); m.ptr = C_NULL; nothing)
+
+"""
+    CTorch.load(path; device=nothing) -> ScriptModule
+
+Loads a TorchScript archive written by `torch.jit.save` / `ScriptModule.save`.
+`device` (`:cpu`, `:cuda`, `"cuda:1"`, a `Device`) is the map_location;
+`nothing` keeps the saved devices.
+"""
+function load(path::AbstractString; device = nothing)
+    d = _device(device)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    check(ct_module_load(out, path, d.type, d.index))
+    return ScriptModule(Val(:own), out[])
+end
+
+"Loads a TorchScript archive from bytes in memory."
+function load(data::AbstractVector{UInt8}; device = nothing)
+    d = _device(device)
+    buf = Vector{UInt8}(data)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    GC.@preserve buf check(ct_module_load_buffer(out, buf, length(buf), d.type, d.index))
+    return ScriptModule(Val(:own), out[])
+end
+
+"""
+    ScriptModule(class_name)
+
+A new empty module of class `__torch__.<class_name>`; add tensors with
+[`register_parameter!`](@ref)/[`register_buffer!`](@ref), submodules with
+[`register_module!`](@ref), and methods with [`define!`](@ref).
+"""
+function ScriptModule(class_name::AbstractString)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    check(ct_module_new(out, class_name))
+    return ScriptModule(Val(:own), out[])
+end
+
+"Compiles TorchScript source (methods using `self`) into the module."
+define!(m::ScriptModule, source::AbstractString) = (check(ct_module_define(m, source)); m)
+register_parameter!(m::ScriptModule, name::AbstractString, t::Tensor; requires_grad::Bool = true) =
+    (check(ct_module_register_parameter(m, name, t, Int32(requires_grad))); m)
+register_buffer!(m::ScriptModule, name::AbstractString, t::Tensor) =
+    (check(ct_module_register_buffer(m, name, t)); m)
+register_module!(m::ScriptModule, name::AbstractString, child::ScriptModule) =
+    (check(ct_module_register_module(m, name, child)); m)
+
+"Runs `forward(args...)`."
+function forward(m::ScriptModule, args...)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    _with_values(collect(Any, args)) do ap
+        check(ct_module_forward(out, m, ap, length(ap)))
+    end
+    return from_value(out[])
+end
+
+"""
+    CTorch.call(m::ScriptModule, method, args...; kwargs...)
+
+Runs any method by name with positional and keyword arguments (missing ones
+take the schema's defaults).
+"""
+function call(m::ScriptModule, method::Union{AbstractString,Symbol}, args...; kw...)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    _with_values(collect(Any, args)) do ap
+        _with_kwargs(kw) do kn, kv
+            check(ct_module_call(out, m, String(method), ap, length(ap), kn, kv, length(kn)))
+        end
+    end
+    return from_value(out[])
+end
+
+(m::ScriptModule)(method::Symbol, args...; kw...) = call(m, method, args...; kw...)
+function (m::ScriptModule)(args...; kw...)
+    isempty(kw) && return forward(m, args...)
+    return call(m, "forward", args...; kw...)
+end
+
+"Dict of method name => schema string."
+method_schemas(m::ScriptModule) = from_value(@_newvalue ct_module_methods(out, m))
+
+"""
+    named_parameters(m; recurse=true) -> Dict{String,Tensor}
+
+The module's parameters under Python's dotted names. The tensors are the
+module's own (no copy): writing through `unsafe_array` changes the model.
+"""
+named_parameters(m::ScriptModule; recurse::Bool = true) =
+    _tensor_dict(from_value(@_newvalue ct_module_named_parameters(out, m, Int32(recurse))))
+"Buffers (running statistics, ...) under dotted names; no copy."
+named_buffers(m::ScriptModule; recurse::Bool = true) =
+    _tensor_dict(from_value(@_newvalue ct_module_named_buffers(out, m, Int32(recurse))))
+"Child modules (all descendants with `recurse=true`) under dotted names."
+named_children(m::ScriptModule; recurse::Bool = false) =
+    from_value(@_newvalue ct_module_named_children(out, m, Int32(recurse)))
+_tensor_dict(d::AbstractDict) = Dict{String,Tensor}(String(k) => v for (k, v) in d)
+
+"Gets an attribute (dotted names allowed: \"layer1.0.conv1.weight\")."
+getattr(m::ScriptModule, name::AbstractString) = from_value(@_newvalue ct_module_get_attr(out, m, name))
+"Sets an attribute (converted to a TorchScript value)."
+function setattr!(m::ScriptModule, name::AbstractString, x)
+    _with_values(Any[x]) do p
+        check(ct_module_set_attr(m, name, p[1]))
+    end
+    return m
+end
+
+"""
+    to(m::ScriptModule; device=nothing, dtype=nothing, non_blocking=false)
+    to(m, device), to(m, T::Type)
+
+Moves parameters and buffers in place (only floating ones change dtype).
+"""
+function to(m::ScriptModule; device = nothing, dtype = nothing, non_blocking::Bool = false)
+    d = _device(device)
+    check(ct_module_to(m, d.type, d.index, dtype_code(dtype), Int32(non_blocking)))
+    return m
+end
+to(m::ScriptModule, ::Type{T}; kw...) where {T} = to(m; dtype = T, kw...)
+to(m::ScriptModule, d::Union{Symbol,AbstractString,Device}; kw...) = to(m; device = d, kw...)
+
+"Evaluation mode (`m.eval()`), in place, recursively; returns `m`."
+eval!(m::ScriptModule) = (check(ct_module_eval(m)); m)
+"Training mode (`m.train(on)`), in place, recursively; returns `m`."
+train!(m::ScriptModule, on::Bool = true) = (check(ct_module_train(m, Int32(on))); m)
+"`CTorch.eval(m)` is `eval!(m)` (`m.eval()` in PyTorch)."
+eval(m::ScriptModule) = eval!(m)
+"`CTorch.train(m, on=true)` is `train!(m, on)`."
+train(m::ScriptModule, on::Bool = true) = train!(m, on)
+is_training(m::ScriptModule) = ct_module_is_training(m) == 1
+"Deep copy (parameters and buffers copied)."
+Base.deepcopy(m::ScriptModule) = ScriptModule(Val(:own), @_newvalue ct_module_clone(out, m))
+"`torch.jit.freeze`: a new, frozen module (eval mode)."
+freeze(m::ScriptModule) = ScriptModule(Val(:own), @_newvalue ct_module_freeze(out, m))
+
+"""
+    save(m::ScriptModule, path; extra_files=Dict{String,String}())
+
+Writes a TorchScript archive that Python's `torch.jit.load` reads.
+"""
+function save(m::ScriptModule, path::AbstractString; extra_files::AbstractDict = Dict{String,String}())
+    if isempty(extra_files)
+        check(ct_module_save(m, path, C_NULL))
+    else
+        _with_values(Any[Dict{String,String}(extra_files)]) do p
+            check(ct_module_save(m, path, p[1]))
+        end
+    end
+    return path
+end
+
+function Base.show(io::IO, m::ScriptModule)
+    if m.ptr == C_NULL
+        print(io, "ScriptModule(<freed>)")
+    else
+        ms = try
+            sort!(collect(keys(method_schemas(m))))
+        catch
+            String[]
+        end
+        print(io, "ScriptModule(methods: ", join(ms, ", "), ")")
+    end
+end
+
+# ---- Compiled TorchScript functions ----------------------------------------------
+
+"""
+    Script(source)
+
+TorchScript functions compiled from source (no module):
+
+    s = CTorch.Script("def f(x: Tensor, k: int = 2):\\n    return x * k\\n")
+    s(:f, x; k=3)
+"""
+mutable struct Script
+    ptr::Ptr{Cvoid}
+    function Script(source::AbstractString)
+        out = Ref{Ptr{Cvoid}}(C_NULL)
+        check(ct_script_compile(out, source))
+        s = new(out[])
+        finalizer(s) do s
+            ct_script_free(s.ptr)
+            s.ptr = C_NULL
+        end
+        return s
+    end
+end
+Base.unsafe_convert(::Type{Ptr{Cvoid}}, s::Script) = (p = s.ptr; p == C_NULL && _freed_error(); p)
+free!(s::Script) = (ct_script_free(s.ptr); s.ptr = C_NULL; nothing)
+functions(s::Script) = from_value(@_newvalue ct_script_functions(out, s))
+function call(s::Script, fn::Union{AbstractString,Symbol}, args...; kw...)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    _with_values(collect(Any, args)) do ap
+        _with_kwargs(kw) do kn, kv
+            check(ct_script_call(out, s, String(fn), ap, length(ap), kn, kv, length(kn)))
+        end
+    end
+    return from_value(out[])
+end
+(s::Script)(fn::Symbol, args...; kw...) = call(s, fn, args...; kw...)

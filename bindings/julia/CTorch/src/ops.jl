@@ -1,0 +1,245 @@
+# Every torch operator by name, and Julia operators on Tensor.
+
+"""
+    CTorch.Op
+
+A resolved torch operator (a `ct_op*`): one overload (`"aten::add.Tensor"`) or
+a whole overload set (`"aten::add"`, resolved against the arguments at each
+call). Call it like a function: `op(args...; kwargs...)`. Arguments are
+converted as in module calls (tensors are passed by reference, no copy);
+the result is `nothing`, one Julia value, or a tuple.
+
+Handles are cached for the life of the process and are safe to use from any
+number of threads. Get one with [`CTorch.op`](@ref) or `CTorch.ops.ns.name`.
+"""
+struct Op
+    ptr::Ptr{Cvoid}
+    name::String
+end
+
+const _OP_CACHE = Dict{String,Op}()
+const _OP_CACHE_NS = Dict{Tuple{Symbol,Symbol},Op}()
+const _OP_LOCK = ReentrantLock()
+
+function _split_op_name(q::AbstractString)
+    i = findfirst("::", q)
+    i === nothing && throw(CTorchError(Int32(1), "operator name \"$q\" is not qualified (use \"aten::add\")"))
+    rest = q[last(i)+1:end]
+    j = findfirst(isequal('.'), rest)
+    j === nothing && return (String(q), nothing)
+    return (String(q[1:last(i)] * rest[1:j-1]), String(rest[j+1:end]))
+end
+
+"""
+    CTorch.op(qualified_name) -> Op
+
+Looks up (once; cached) an operator such as `"aten::add.Tensor"` (one
+overload), `"aten::add"` (the overload set) or a custom op `"myns::scale"`.
+Throws `CTorchError` (`CT_ERR_NOT_FOUND`) for unknown names.
+"""
+function op(q::AbstractString)
+    q = String(q)
+    lock(_OP_LOCK) do
+        get!(_OP_CACHE, q) do
+            name, overload = _split_op_name(q)
+            out = Ref{Ptr{Cvoid}}(C_NULL)
+            check(ct_op_find(out, name, overload === nothing ? Cstring(C_NULL) : overload))
+            Op(out[], q)
+        end
+    end
+end
+
+function Base.show(io::IO, o::Op)
+    print(io, "CTorch.Op(\"", o.name, "\")")
+end
+function Base.show(io::IO, ::MIME"text/plain", o::Op)
+    print(io, "CTorch.Op(\"", o.name, "\")")
+    for s in schemas(o)
+        print(io, "\n  ", s)
+    end
+end
+
+"The schema strings of an op's overloads."
+function schemas(o::Op)
+    n = Int(ct_op_num_overloads(o.ptr))
+    out = String[]
+    for i in 0:n-1
+        s = Ref{Ptr{UInt8}}(C_NULL)
+        check(ct_op_schema(s, o.ptr, i))
+        push!(out, unsafe_string(s[]))
+    end
+    return out
+end
+
+# --- calling ---------------------------------------------------------------------
+
+const _FastArg = Union{Tensor,Real}
+@inline _argval(t::Tensor) = _value_ptr(t)
+@inline _argval(x::Real) = _new_value(x)
+@inline _freeval(::Tensor, v::Ptr{Cvoid}) = nothing
+@inline _freeval(::Real, v::Ptr{Cvoid}) = ct_value_free(v)
+
+# The lean path: tensors and numbers only, no keywords. Arguments live in a
+# stack tuple; tensors lend the ct_value they carry, numbers make one.
+@inline function _call_raw(p::Ptr{Cvoid}, args::Tuple{Vararg{_FastArg,N}}) where {N}
+    vals = map(_argval, args)
+    r = Ref(vals)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = GC.@preserve args r ccall(_fp_ct_op_call[], Int32,
+        (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Csize_t, Ptr{Cvoid}, Ptr{Cvoid}, Csize_t),
+        out, p, N == 0 ? C_NULL : Base.unsafe_convert(Ptr{Cvoid}, r), N, C_NULL, C_NULL, 0)
+    foreach(_freeval, args, vals)
+    st == 0 || _throw_last_error(st)
+    return out[]
+end
+
+function _call_generic(p::Ptr{Cvoid}, args::Tuple, kw)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    _with_values(collect(Any, args)) do ap
+        _with_kwargs(kw) do kn, kv
+            check(ct_op_call(out, p, ap, length(ap), kn, kv, length(kn)))
+        end
+    end
+    return out[]
+end
+
+@inline function (o::Op)(args...; kw...)
+    if isempty(kw) && args isa Tuple{Vararg{_FastArg}}
+        return from_value(_call_raw(o.ptr, args))
+    else
+        return from_value(_call_generic(o.ptr, args, kw))
+    end
+end
+
+# Result known to be one tensor (Julia operators): skips the generic conversion.
+@inline function _as_tensor(v::Ptr{Cvoid})
+    ct_value_tag(v) == TAG_TENSOR && return _tensor_from_value(v)
+    x = from_value(v)
+    throw(CTorchError(Int32(2), "expected a tensor result, got $(typeof(x))"))
+end
+
+"""
+    CTorch.call_tensor(op, args...)
+
+Like `op(args...)` for tensor/number arguments, with the result asserted to be
+one `Tensor` (type-stable; the fastest way to call an op from Julia).
+"""
+@inline call_tensor(o::Op, args::_FastArg...) = _as_tensor(_call_raw(o.ptr, args))
+
+# --- ops.<namespace>.<name> ---------------------------------------------------------
+
+struct OpsRoot end
+struct OpNamespace
+    name::Symbol
+end
+
+"""
+    CTorch.ops
+
+Every registered operator by name, as in PyTorch's `torch.ops`:
+`CTorch.ops.aten.add(a, b; alpha=2)`, `CTorch.ops.aten.var"add.Tensor"(a, b)`,
+`CTorch.ops.myns.scale(x, 2.0)`. `ops.aten.add` is an [`Op`](@ref) (cached).
+"""
+const ops = OpsRoot()
+
+Base.getproperty(::OpsRoot, ns::Symbol) = OpNamespace(ns)
+function Base.getproperty(ns::OpNamespace, name::Symbol)
+    nsname = getfield(ns, :name)
+    key = (nsname, name)
+    o = lock(_OP_LOCK) do
+        get(_OP_CACHE_NS, key, nothing)
+    end
+    o === nothing || return o
+    o = op(string(nsname, "::", name))
+    lock(_OP_LOCK) do
+        _OP_CACHE_NS[key] = o
+    end
+    return o
+end
+Base.show(io::IO, ::OpsRoot) = print(io, "CTorch.ops")
+Base.show(io::IO, ns::OpNamespace) = print(io, "CTorch.ops.", getfield(ns, :name))
+
+"""
+    CTorch.list_ops() -> Vector{String}
+
+Every registered operator as "ns::name" or "ns::name.overload".
+"""
+list_ops() = from_value(@_newvalue ct_op_list(out))
+
+# --- Julia operators on Tensor (torch semantics: elementwise, broadcasting) ----------
+
+# Resolved on first use (after __init__ loaded the library).
+mutable struct LazyOp
+    name::String
+    ptr::Ptr{Cvoid}
+end
+LazyOp(name::String) = LazyOp(name, C_NULL)
+@inline function _ptr(l::LazyOp)
+    p = l.ptr
+    p == C_NULL || return p
+    return (l.ptr = op(l.name).ptr)
+end
+@inline _t(l::LazyOp, args::_FastArg...) = _as_tensor(_call_raw(_ptr(l), args))
+
+const _ADD_T = LazyOp("aten::add.Tensor")
+const _ADD_S = LazyOp("aten::add.Scalar")
+const _SUB_T = LazyOp("aten::sub.Tensor")
+const _SUB_S = LazyOp("aten::sub.Scalar")
+const _RSUB_S = LazyOp("aten::rsub.Scalar")
+const _MUL_T = LazyOp("aten::mul.Tensor")
+const _MUL_S = LazyOp("aten::mul.Scalar")
+const _DIV_T = LazyOp("aten::div.Tensor")
+const _DIV_S = LazyOp("aten::div.Scalar")
+const _RECIP = LazyOp("aten::reciprocal")
+const _NEG = LazyOp("aten::neg")
+const _POW_TT = LazyOp("aten::pow.Tensor_Tensor")
+const _POW_TS = LazyOp("aten::pow.Tensor_Scalar")
+const _POW_ST = LazyOp("aten::pow.Scalar")
+const _MATMUL = LazyOp("aten::matmul")
+const _SUM = LazyOp("aten::sum")
+const _MEAN = LazyOp("aten::mean")
+
+Base.:+(a::Tensor, b::Tensor) = _t(_ADD_T, a, b)
+Base.:+(a::Tensor, b::Real) = _t(_ADD_S, a, b)
+Base.:+(a::Real, b::Tensor) = _t(_ADD_S, b, a)
+Base.:-(a::Tensor, b::Tensor) = _t(_SUB_T, a, b)
+Base.:-(a::Tensor, b::Real) = _t(_SUB_S, a, b)
+Base.:-(a::Real, b::Tensor) = _t(_RSUB_S, b, a)
+Base.:*(a::Tensor, b::Tensor) = _t(_MUL_T, a, b)
+Base.:*(a::Tensor, b::Real) = _t(_MUL_S, a, b)
+Base.:*(a::Real, b::Tensor) = _t(_MUL_S, b, a)
+Base.:/(a::Tensor, b::Tensor) = _t(_DIV_T, a, b)
+Base.:/(a::Tensor, b::Real) = _t(_DIV_S, a, b)
+Base.:/(a::Real, b::Tensor) = _t(_MUL_S, _t(_RECIP, b), a)
+Base.:-(a::Tensor) = _t(_NEG, a)
+Base.:+(a::Tensor) = a
+Base.:^(a::Tensor, b::Tensor) = _t(_POW_TT, a, b)
+Base.:^(a::Tensor, b::Real) = _t(_POW_TS, a, b)
+Base.:^(a::Tensor, b::Integer) = _t(_POW_TS, a, b)   # literal powers (x^2)
+Base.:^(a::Real, b::Tensor) = _t(_POW_ST, a, b)
+
+"""
+    matmul(a, b)
+
+`torch.matmul` (matrix product with torch's broadcasting rules). `a * b` on
+tensors is elementwise, as in torch.
+"""
+matmul(a::Tensor, b::Tensor) = _t(_MATMUL, a, b)
+
+"Sum of all elements (a 0-dim tensor); `sum(t; dims=(0,), keepdim=false)` reduces torch dims (0-based)."
+function Base.sum(t::Tensor; dims = nothing, keepdim::Bool = false)
+    dims === nothing && return _t(_SUM, t)
+    return ops.aten.var"sum.dim_IntList"(t, Int64[d for d in dims]; keepdim = keepdim)::Tensor
+end
+"Mean of all elements (a 0-dim tensor)."
+mean(t::Tensor) = _t(_MEAN, t)
+
+"`reshape(t, dims...)`: torch.reshape with torch-order sizes (may share memory)."
+Base.reshape(t::Tensor, dims::Integer...) = ops.aten.reshape(t, Int64[dims...])::Tensor
+Base.reshape(t::Tensor, dims::Tuple) = reshape(t, dims...)
+
+for f in (:abs, :exp, :log, :sqrt, :sin, :cos, :tanh)
+    l = Symbol("_", uppercase(string(f)))
+    @eval const $l = LazyOp($("aten::" * string(f)))
+    @eval Base.$f(t::Tensor) = _t($l, t)
+end

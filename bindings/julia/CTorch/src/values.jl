@@ -1,0 +1,279 @@
+# Julia values <-> ct_value (TorchScript IValue).
+#
+#   nothing            <-> None
+#   Bool               <-> bool
+#   Integer            <-> int (Int64)
+#   AbstractFloat      <-> float (Float64)
+#   AbstractString, Symbol  -> str  -> String
+#   Tensor             <-> Tensor (same tensor, no copy)
+#   Device             <-> Device
+#   Tuple              <-> Tuple
+#   Vector{Bool}/{<:Integer}/{<:AbstractFloat}/{Tensor} <-> bool[]/int[]/float[]/Tensor[]
+#   other AbstractVector <-> List (generic)
+#   AbstractDict       <-> Dict (keys all strings, all ints or all tensors)
+#   modules (objects)   -> ScriptModule
+#   anything else       -> CTorch.Value (an opaque handle; passes back unchanged)
+
+const TAG_NONE = 0
+const TAG_BOOL = 1
+const TAG_INT = 2
+const TAG_DOUBLE = 3
+const TAG_STRING = 4
+const TAG_TENSOR = 5
+const TAG_DEVICE = 6
+const TAG_LIST = 7
+const TAG_TUPLE = 8
+const TAG_DICT = 9
+const TAG_INT_LIST = 10
+const TAG_DOUBLE_LIST = 11
+const TAG_BOOL_LIST = 12
+const TAG_TENSOR_LIST = 13
+const TAG_OBJECT = 14
+const TAG_OTHER = 15
+
+"""
+    CTorch.Value
+
+An opaque TorchScript value with no Julia equivalent (a complex number, a
+generator, a non-module object, ...). It can be passed back to ctorch calls
+unchanged; `repr` shows TorchScript's form, `CTorch.type_str(v)` its type.
+"""
+mutable struct Value
+    ptr::Ptr{Cvoid}
+    function Value(::Val{:own}, p::Ptr{Cvoid})
+        v = new(p)
+        finalizer(v) do v
+            ct_value_free(v.ptr)
+            v.ptr = C_NULL
+        end
+        return v
+    end
+end
+Base.unsafe_convert(::Type{Ptr{Cvoid}}, v::Value) = (p = v.ptr; p == C_NULL && _freed_error(); p)
+free!(v::Value) = (ct_value_free(v.ptr); v.ptr = C_NULL; nothing)
+function Base.show(io::IO, v::Value)
+    out = Ref{Ptr{UInt8}}(C_NULL)
+    check(ct_value_to_repr(out, v))
+    print(io, "CTorch.Value(", _take_string(out[]), ")")
+end
+function type_str(v::Value)
+    out = Ref{Ptr{UInt8}}(C_NULL)
+    check(ct_value_type_str(out, v))
+    return _take_string(out[])
+end
+
+macro _newvalue(call)
+    out = esc(:out)
+    quote
+        local $out = Ref{Ptr{Cvoid}}(C_NULL)
+        check($(esc(call)))
+        $out[]
+    end
+end
+
+# ---- Julia -> new ct_value* (caller frees) ------------------------------------------
+
+_new_value(::Nothing) = @_newvalue ct_value_none(out)
+_new_value(x::Bool) = @_newvalue ct_value_from_bool(out, Int32(x))
+_new_value(x::Integer) = @_newvalue ct_value_from_int(out, Int64(x))
+_new_value(x::AbstractFloat) = @_newvalue ct_value_from_double(out, Float64(x))
+_new_value(x::Irrational) = _new_value(Float64(x))
+function _new_value(x::AbstractString)
+    s = String(x)
+    GC.@preserve s begin
+        @_newvalue ct_value_from_string(out, pointer(s), sizeof(s))
+    end
+end
+_new_value(x::Symbol) = _new_value(String(x))
+_new_value(x::Device) = @_newvalue ct_value_from_device(out, x.type, x.index)
+_new_value(x::Tensor) = @_newvalue ct_value_ref(out, _value_ptr(x))
+_new_value(x::Value) = @_newvalue ct_value_ref(out, x)
+_new_value(x::AbstractVector{Bool}) = (v = Int32[b for b in x]; @_newvalue ct_value_bool_list(out, v, length(v)))
+_new_value(x::AbstractVector{<:Integer}) = (v = Int64[i for i in x]; @_newvalue ct_value_int_list(out, v, length(v)))
+_new_value(x::AbstractVector{<:AbstractFloat}) = (v = Float64[f for f in x]; @_newvalue ct_value_double_list(out, v, length(v)))
+function _new_value(x::AbstractVector{Tensor})
+    ptrs = P[Base.unsafe_convert(P, t) for t in x]
+    GC.@preserve x @_newvalue ct_value_tensor_list(out, ptrs, length(ptrs))
+end
+_new_value(x::Tuple) = _with_values(collect(Any, x)) do ptrs
+    @_newvalue ct_value_tuple(out, ptrs, length(ptrs))
+end
+function _new_value(x::AbstractVector)
+    if !isempty(x) && all(e -> e isa Tensor, x)
+        return _new_value(Tensor[e for e in x])
+    end
+    _with_values(collect(Any, x)) do ptrs
+        @_newvalue ct_value_list(out, ptrs, length(ptrs))
+    end
+end
+function _new_value(x::AbstractDict)
+    ks = collect(Any, keys(x))
+    vs = Any[x[k] for k in ks]
+    _with_values(ks) do kp
+        _with_values(vs) do vp
+            @_newvalue ct_value_dict(out, kp, vp, length(kp))
+        end
+    end
+end
+_new_value(x::Complex) = throw(CTorchError(Int32(2), "complex scalars cannot be passed as TorchScript values " *
+                                                     "(the C API has no constructor); use a one-element tensor"))
+_new_value(x::AbstractArray) = throw(CTorchError(Int32(2),
+    "a $(typeof(x)) is not a TorchScript value; wrap it as a tensor with Tensor(A) (no copy) or CTorch.tensor(A)"))
+_new_value(x) = throw(CTorchError(Int32(2), "cannot convert a $(typeof(x)) to a TorchScript value"))
+
+# Calls f(ptrs::Vector{Ptr}) with borrowed ct_value* for every item of xs:
+# tensors lend their cached value, everything else is converted and freed after.
+function _with_values(f, xs::AbstractVector)
+    n = length(xs)
+    ptrs = Vector{P}(undef, n)
+    owned = falses(n)
+    fill!(ptrs, C_NULL)
+    try
+        for i in 1:n
+            x = xs[i]
+            if x isa Tensor
+                ptrs[i] = _value_ptr(x)
+            elseif x isa Value
+                ptrs[i] = Base.unsafe_convert(P, x)
+            else
+                ptrs[i] = _new_value(x)
+                owned[i] = true
+            end
+        end
+        return GC.@preserve xs f(ptrs)
+    finally
+        for i in 1:n
+            owned[i] && ct_value_free(ptrs[i])
+        end
+    end
+end
+
+# Same for keyword arguments: names as C strings (Symbols are interned, so
+# their name pointers never move).
+function _with_kwargs(f, kw)
+    names = Ptr{UInt8}[Base.unsafe_convert(Ptr{UInt8}, k) for k in keys(kw)]
+    _with_values(collect(Any, values(kw))) do vals
+        f(names, vals)
+    end
+end
+
+# ---- ct_value* -> Julia -----------------------------------------------------------------
+
+"""
+    CTorch.from_value(p::Ptr{Cvoid}; own=true)
+
+Converts a ct_value* into a Julia value. With `own=true` the handle is consumed
+(freed, or kept by the returned Tensor/Value).
+"""
+function from_value(v::Ptr{Cvoid}; own::Bool = true)
+    v == C_NULL && return nothing
+    tag = ct_value_tag(v)
+    if tag == TAG_TENSOR
+        own && return _tensor_from_value(v)
+        return _tensor_from_value(@_newvalue ct_value_ref(out, v))
+    end
+    if tag == TAG_OTHER || tag == TAG_OBJECT
+        keep = own ? v : (@_newvalue ct_value_ref(out, v))
+        tag == TAG_OBJECT && (m = _try_module(keep)) !== nothing && (ct_value_free(keep); return m)
+        return Value(Val(:own), keep)
+    end
+    try
+        return _from_value_plain(v, tag)
+    finally
+        own && ct_value_free(v)
+    end
+end
+
+function _try_module(v::Ptr{Cvoid})
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = ct_value_to_module(out, v)
+    st == 0 || (ct_clear_error(); return nothing)
+    return ScriptModule(Val(:own), out[])
+end
+
+function _from_value_plain(v::Ptr{Cvoid}, tag::Int32)
+    if tag == TAG_NONE
+        return nothing
+    elseif tag == TAG_BOOL
+        r = Ref{Int32}(0); check(ct_value_to_bool(r, v)); return r[] != 0
+    elseif tag == TAG_INT
+        r = Ref{Int64}(0); check(ct_value_to_int(r, v)); return r[]
+    elseif tag == TAG_DOUBLE
+        r = Ref{Float64}(0); check(ct_value_to_double(r, v)); return r[]
+    elseif tag == TAG_STRING
+        s = Ref{Ptr{UInt8}}(C_NULL); n = Ref{Csize_t}(0)
+        check(ct_value_to_string(s, n, v))
+        return unsafe_string(s[], n[])
+    elseif tag == TAG_DEVICE
+        a = Ref{Int32}(0); b = Ref{Int32}(0)
+        check(ct_value_to_device(a, b, v))
+        return Device(a[], b[])
+    elseif tag == TAG_TUPLE
+        return Tuple(_items(v))
+    elseif tag == TAG_INT_LIST
+        return Int64[x for x in _items(v)]
+    elseif tag == TAG_DOUBLE_LIST
+        return Float64[x for x in _items(v)]
+    elseif tag == TAG_BOOL_LIST
+        return Bool[x for x in _items(v)]
+    elseif tag == TAG_TENSOR_LIST
+        return Tensor[x for x in _items(v)]
+    elseif tag == TAG_LIST
+        items = _items(v)
+        return isempty(items) ? items : [x for x in items]   # narrowest element type
+    elseif tag == TAG_DICT
+        n = Ref{Csize_t}(0)
+        check(ct_value_len(n, v))
+        ks = Vector{Any}(undef, n[]); vs = Vector{Any}(undef, n[])
+        for i in 1:Int(n[])
+            kp = Ref{Ptr{Cvoid}}(C_NULL); vp = Ref{Ptr{Cvoid}}(C_NULL)
+            check(ct_value_dict_item(kp, vp, v, i - 1))
+            ks[i] = from_value(kp[])
+            vs[i] = from_value(vp[])
+        end
+        isempty(ks) && return Dict{Any,Any}()
+        K = mapreduce(typeof, typejoin, ks); V = mapreduce(typeof, typejoin, vs)
+        return Dict{K,V}(zip(ks, vs))
+    end
+    throw(CTorchError(Int32(10), "unknown value tag $tag"))
+end
+
+function _items(v::Ptr{Cvoid})
+    n = Ref{Csize_t}(0)
+    check(ct_value_len(n, v))
+    items = Vector{Any}(undef, n[])
+    for i in 1:Int(n[])
+        ip = @_newvalue ct_value_get(out, v, i - 1)
+        items[i] = from_value(ip)
+    end
+    return items
+end
+
+"""
+    CTorch.to_value(x) -> CTorch.Value
+
+Converts a Julia value to an explicit TorchScript value handle (normally not
+needed: every call converts its arguments).
+"""
+to_value(x) = Value(Val(:own), _new_value(x))
+
+"""
+    CTorch.pickle_load(path)
+
+Loads a file written by Python's `torch.save` (tensors, state_dicts, lists,
+tuples, dicts of tensors and scalars) and converts it to Julia values.
+"""
+pickle_load(path::AbstractString) = from_value(@_newvalue ct_pickle_load(out, path))
+
+"""
+    CTorch.pickle_save(x, path)
+
+Writes `x` (converted to a TorchScript value) in `torch.save`'s format, readable
+by Python's `torch.load`.
+"""
+function pickle_save(x, path::AbstractString)
+    _with_values(Any[x]) do ptrs
+        check(ct_pickle_save(ptrs[1], path))
+    end
+    return path
+end

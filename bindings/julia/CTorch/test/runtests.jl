@@ -1,0 +1,582 @@
+# Tests of the CTorch Julia binding.
+#
+# Run (the preload is required where julia links libunwind, e.g. Debian's):
+#   LD_PRELOAD=/lib/x86_64-linux-gnu/libgcc_s.so.1 CTORCH_LIBRARY=build/libctorch.so \
+#     julia --startup-file=no --project=bindings/julia/CTorch bindings/julia/CTorch/test/runtests.jl
+# CTORCH_TEST_MODELS: directory with <name>.pt / <name>_io.pt made by
+# tests/models/make_models.py (PyTorch reference outputs); skipped if absent.
+
+using Test
+using CTorch
+using CTorch: ops
+
+const C = CTorch
+
+# Relative-tolerance comparison of Julia arrays / numbers.
+approx(a, b; rtol = 1e-5, atol = 1e-6) = all(isapprox.(a, b; rtol = rtol, atol = atol))
+
+# ---- custom layers written in Julia (the seed scenario) ----------------------
+
+f!(x) = (x .*= 2)                               # in place
+function g_kernel!(y::AbstractArray, x::AbstractArray)   # function barrier
+    @inbounds for i in eachindex(x, y)
+        y[i] = x[i]^3 + sin(x[i])
+    end
+    return y
+end
+function g(x::Tensor)                           # output allocated by torch
+    y = C.empty_like(x)
+    g_kernel!(unsafe_array(y), unsafe_array(x))
+    return y
+end
+
+const Double = AutogradFunction(
+    (ctx, x) -> (y = C.clone(x); f!(unsafe_array(y)); y),
+    (ctx, gy) -> (gx = C.clone(gy); f!(unsafe_array(gx)); gx);
+    name = "JuliaDouble")
+
+const CubeSin = AutogradFunction(
+    function (ctx, x)
+        save_for_backward!(ctx, x)
+        return g(x)
+    end,
+    function (ctx, gy)
+        (x,) = saved_tensors(ctx)
+        gx = C.empty_like(x)
+        X, GY, GX = unsafe_array(x), unsafe_array(C.contiguous(gy)), unsafe_array(gx)
+        GX .= GY .* (3 .* X .^ 2 .+ cos.(X))
+        return gx
+    end;
+    name = "JuliaCubeSin")
+
+# Two inputs, two outputs: (x*y, x+y)
+const MulAdd = AutogradFunction(
+    function (ctx, x, y)
+        save_for_backward!(ctx, x, y)
+        p = C.empty_like(x); s = C.empty_like(x)
+        unsafe_array(p) .= unsafe_array(x) .* unsafe_array(y)
+        unsafe_array(s) .= unsafe_array(x) .+ unsafe_array(y)
+        return (p, s)
+    end,
+    function (ctx, gp, gs)
+        x, y = saved_tensors(ctx)
+        gp = gp === nothing ? C.zeros_like(x) : gp
+        gs = gs === nothing ? C.zeros_like(x) : gs
+        return (gp * y + gs, gp * x + gs)
+    end;
+    name = "JuliaMulAdd", n_outputs = 2)
+
+function fd_grad(f, x::Vector{Float64}; h = 1e-6)
+    gr = similar(x)
+    for i in eachindex(x)
+        xp = copy(x); xp[i] += h
+        xm = copy(x); xm[i] -= h
+        gr[i] = (f(xp) - f(xm)) / (2h)
+    end
+    return gr
+end
+
+@testset "CTorch" begin
+
+@testset "library" begin
+    @test C.isloaded()
+    @test C.ct_abi_version() == C.ABI_VERSION
+    @test C.version() isa VersionNumber
+    @test !isempty(C.torch_version())
+    @test isfile(C.library_path()) || C.library_path() != ""
+    # The test runner preloads libgcc_s, so C++ exceptions are safe.
+    @test !C.unwind_pitfall()
+    @test C.unwinder_library() === nothing || occursin("libgcc_s", C.unwinder_library())
+end
+
+@testset "pitfall warning without LD_PRELOAD" begin
+    # A fresh process without the preload must warn, naming the fix, before
+    # anything can abort. (Only meaningful where julia links libunwind.)
+    if any(l -> occursin("libunwind", l), C.Libdl.dllist())
+        env = copy(ENV)
+        env["LD_PRELOAD"] = join(filter(p -> !occursin("libgcc_s", p), split(get(ENV, "LD_PRELOAD", ""), ':')), ':')
+        proj = dirname(@__DIR__)
+        cmd = `$(Base.julia_cmd()) --startup-file=no --project=$proj -e "using CTorch; print(CTorch.unwind_pitfall())"`
+        err = Pipe()
+        out = read(pipeline(setenv(cmd, env); stderr = err), String)
+        close(err.in)
+        msg = read(err, String)
+        @test out == "true"
+        @test occursin("LD_PRELOAD=/lib/x86_64-linux-gnu/libgcc_s.so.1", msg)
+        @test occursin("SIGABRT", msg)
+    else
+        @test_skip "julia does not link libunwind here"
+    end
+end
+
+@testset "errors" begin
+    e = try
+        C.load("/nonexistent/model.pt"); nothing
+    catch err
+        err
+    end
+    @test e isa CTorchError
+    @test e.code == 4                       # CT_ERR_NOT_FOUND
+    @test occursin("/nonexistent/model.pt", e.message)
+    @test occursin("CT_ERR_NOT_FOUND", sprint(showerror, e))
+    # a shape mismatch inside LibTorch (C++ exception caught by ctorch)
+    e2 = try
+        C.zeros(2, 3) + C.zeros(4, 5); nothing
+    catch err
+        err
+    end
+    @test e2 isa CTorchError
+    @test e2.code in (1, 2, 8)
+    @test !isempty(e2.message)
+    @test_throws CTorchError C.op("aten::definitely_not_an_op")
+    @test_throws CTorchError C.Script("def f(x):\n    return undefined_name\n")
+    t = C.zeros(2)
+    free!(t)
+    @test_throws CTorchError size(t)
+    free!(t)   # twice is fine
+end
+
+@testset "tensor metadata and factories" begin
+    t = C.zeros(Float32, 2, 3, 4)
+    @test size(t) == (2, 3, 4)                  # torch's order
+    @test strides(t) == (12, 4, 1)
+    @test size(t, 1) == 2 && size(t, 3) == 4
+    @test ndims(t) == 3 && length(t) == 24
+    @test eltype(t) == Float32
+    @test device(t) == Device(:cpu) || device(t).type == 1
+    @test C.is_contiguous(t)
+    @test pointer(t) isa Ptr{Float32}
+    @test occursin("CPUFloatType{2,3,4}", string(t))
+    @test occursin("CPUFloatType", sprint(show, MIME"text/plain"(), t))
+    @test C.item(C.full((1,), 3.5)) == 3.5f0
+    @test C.item(sum(C.ones(Float64, 3, 3))) == 9.0
+    @test Array(C.arange(0, 5)) == collect(0:4)
+    @test Array(C.eye(3)) == Float32[1 0 0; 0 1 0; 0 0 1]
+    @test eltype(C.arange(0, 5)) == Int64
+    @test size(C.rand(5)) == (5,)
+    @test size(C.randn(Float64, (2, 2))) == (2, 2)
+    r = C.zeros(3; requires_grad = true)
+    @test requires_grad(r)
+    for T in (Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64, ComplexF32, ComplexF64)
+        A = T == BFloat16 ? BFloat16.(Float32[1 2; 3 4]) : T == Bool ? [true false; false true] : T[1 2; 3 4]
+        x = Tensor(A)
+        @test eltype(x) == T
+        @test size(x) == (2, 2)
+        @test C.ct_tensor_element_size(x) == sizeof(T)
+        @test unsafe_array(x) == A
+        @test Array(C.tensor(A)) == A        # copying constructor
+    end
+    @test Float32(BFloat16(1.5f0)) == 1.5f0
+    @test Float32(BFloat16(3.14159f0)) ≈ 3.14159f0 rtol = 1e-2
+    @test Device("cuda:1") == Device(:cuda, 1)
+    @test C.to(C.ones(2), Float64) |> eltype == Float64
+    x = C.ones(3)
+    @test C.clone(x) == x
+    c = copy(x)
+    @test pointer(c) != pointer(x)
+    n = C.newref(x)
+    @test pointer(n) == pointer(x)
+    fill!(x, 2)
+    @test Array(n) == Float32[2, 2, 2]
+    copyto!(x, C.zeros(3))
+    @test Array(x) == zeros(Float32, 3)
+    @test isapprox(C.ones(2), C.full(2, 1.0000001))
+end
+
+@testset "zero-copy: torch memory as Julia arrays" begin
+    t = reshape(C.arange(Float32, 0, 24), 2, 3, 4)     # torch (2,3,4), value = 12i+4j+k
+    tv(i, j, k) = Float32(12i + 4j + k)
+    A = unsafe_array(t)
+    @test A isa Array{Float32,3}
+    @test size(A) == (4, 3, 2)                          # reversed
+    @test pointer(A) == pointer(t)                      # same memory
+    @test all(A[k+1, j+1, i+1] == tv(i, j, k) for i in 0:1, j in 0:2, k in 0:3)
+    V = torch_view(t)
+    @test size(V) == (2, 3, 4)                          # torch's order
+    @test V isa PermutedDimsArray
+    @test all(V[i+1, j+1, k+1] == tv(i, j, k) for i in 0:1, j in 0:2, k in 0:3)
+    # writes from Julia are seen by torch, and the other way round
+    A[1, 1, 1] = 100
+    @test C.item(ops.aten.select(ops.aten.select(ops.aten.select(t, 0, 0), 0, 0), 0, 0)) == 100
+    V[2, 3, 4] = -1
+    @test C.item(ops.aten.select(ops.aten.select(ops.aten.select(t, 0, 1), 0, 2), 0, 3)) == -1
+    ops.aten.mul_(t, 2)
+    @test A[1, 1, 1] == 200 && V[2, 3, 4] == -2
+    # broadcasting over the views is plain Julia
+    s = C.ones(3, 4)
+    S = unsafe_array(s)
+    S .= S .* 2 .+ 1
+    @test Array(s) == fill(3f0, 4, 3)
+    W = torch_view(s)
+    W .+= reshape(Float32.(1:4), 1, 4)
+    @test W[2, 4] == 7 && unsafe_array(s)[4, 2] == 7
+    @test C.with_array(sum, s) == sum(Array(s))
+
+    # non-contiguous: transpose and a narrowed slice (storage offset)
+    u = reshape(C.arange(Float64, 0, 12), 3, 4)         # u[i,j] = 4i+j
+    ut = ops.aten.transpose(u, 0, 1)                     # (4,3), strides (1,4)
+    @test !C.is_contiguous(ut)
+    @test_throws CTorchError unsafe_array(ut)
+    VT = torch_view(ut)
+    @test VT isa C.StridedTensorView{Float64,2}
+    @test size(VT) == (4, 3) && strides(VT) == (1, 4)
+    @test all(VT[j+1, i+1] == 4i + j for i in 0:2, j in 0:3)
+    VT[4, 1] = 99                                        # u[0,3]
+    @test unsafe_array(u)[4, 1] == 99
+    sl = ops.aten.narrow(u, 1, 1, 2)                     # u[:, 1:3]
+    @test C.storage_offset(sl) == 1
+    VS = torch_view(sl)
+    @test all(VS[i+1, j+1] == (i == 0 && j == 2 ? 99 : 4i + j + 1) for i in 0:2, j in 0:1)
+    VS .= 0
+    @test unsafe_array(u)[2:3, :] == zeros(2, 3)
+    ex = ops.aten.expand(C.arange(Float32, 0, 3), [2, 3])  # stride 0
+    @test torch_view(ex) == Float32[0 1 2; 0 1 2]
+    # 0-dim and empty tensors
+    z = C.full((), 5.0)
+    @test size(z) == () && unsafe_array(z)[] == 5
+    e = C.zeros(0, 3)
+    @test size(unsafe_array(e)) == (3, 0)
+    @test unsafe_array(Float32, C.ones(2)) isa Vector{Float32}
+    @test_throws CTorchError unsafe_array(Float64, C.ones(2))
+end
+
+@testset "zero-copy: Julia arrays as tensors" begin
+    A = reshape(collect(Float64, 1:24), 4, 3, 2)
+    t = Tensor(A)                                  # order=:reversed
+    @test size(t) == (2, 3, 4)
+    @test strides(t) == (12, 4, 1)
+    @test pointer(t) == pointer(A)
+    @test unsafe_array(t) === A || pointer(unsafe_array(t)) == pointer(A)
+    @test all(torch_view(t)[k, j, i] == A[i, j, k] for i in 1:4, j in 1:3, k in 1:2)
+    A[2, 3, 1] = -5                                # Julia write, torch sees it
+    @test C.item(ops.aten.select(ops.aten.select(ops.aten.select(t, 0, 0), 0, 2), 0, 1)) == -5
+    ops.aten.add_(t, 1)                            # torch write, Julia sees it
+    @test A[2, 3, 1] == -4 && A[1, 1, 1] == 2
+    fill!(t, 7)
+    @test all(==(7), A)
+
+    B = reshape(collect(Int32, 1:6), 2, 3)
+    s = Tensor(B; order = :same)
+    @test size(s) == (2, 3)
+    @test strides(s) == (1, 2)                     # column-major strides
+    @test pointer(s) == pointer(B)
+    @test !C.is_contiguous(s)
+    @test all(torch_view(s)[i, j] == B[i, j] for i in 1:2, j in 1:3)
+    @test C.item(ops.aten.select(ops.aten.select(s, 0, 1), 0, 2)) == B[2, 3]
+    @test Array(s; order = :same) == B
+    @test Array(s) == permutedims(B)
+    ops.aten.mul_(s, 10)
+    @test B == reshape(collect(Int32, 10:10:60), 2, 3)
+    # torch ops on Julia memory
+    x = [1f0, 2f0, 3f0]
+    y = Tensor(x) * 2 + 1
+    @test Array(y) == [3f0, 5f0, 7f0]
+    @test_throws CTorchError Tensor(["a", "b"])
+    @test_throws ArgumentError Tensor(x; order = :weird)
+end
+
+@testset "release queue and finalizers" begin
+    GC.gc(); GC.gc(); C.release_unused!()
+    base = C.rooted_count()
+    for i in 1:200
+        t = Tensor(rand(Float32, 100))
+        u = t * 2
+    end
+    @test C.rooted_count() >= base        # some may still be alive
+    GC.gc(); GC.gc()
+    C.release_unused!()
+    @test C.rooted_count() == base
+
+    # The array stays rooted while any torch view of its memory lives.
+    A = collect(Float64, 1:10)
+    p = pointer(A)
+    t = Tensor(A)
+    v = ops.aten.narrow(t, 0, 2, 3)       # a view: shares A's memory
+    @test pointer(v) == p + 2 * sizeof(Float64)
+    free!(t)
+    A = nothing
+    GC.gc(); GC.gc(); C.release_unused!()
+    @test C.rooted_count() == base + 1    # v still uses the memory
+    @test Array(v) == [3.0, 4.0, 5.0]
+    free!(v)                              # last user: queued and polled by free!
+    @test C.rooted_count() == base
+    # explicit free! of many handles, then GC of the rest
+    ts = [C.rand(10) for _ in 1:100]
+    foreach(free!, ts[1:50])
+    ts = nothing
+    GC.gc()
+    @test true
+end
+
+@testset "values" begin
+    s = C.Script("""
+def ident_all(d: Dict[str, Tensor], l: List[int], s: str, i: int, f: float, b: bool,
+              o: Optional[Tensor], t: Tuple[int, str], fl: List[float], tl: List[Tensor]):
+    return d, l, s, i, f, b, o, t, fl, tl
+
+def kw(x: Tensor, k: int = 2, name: str = "a"):
+    return x * k, name
+
+def none_out(x: Tensor):
+    return None
+
+def dev(x: Tensor):
+    return x.device
+""")
+    @test Set(C.functions(s)) == Set(["ident_all", "kw", "none_out", "dev"])
+    x = C.ones(2)
+    d = Dict("a" => x)
+    r = s(:ident_all, d, [1, 2, 3], "hé", 7, 2.5, true, nothing, (4, "four"), [1.5, 2.5], [x, x])
+    @test r isa Tuple && length(r) == 10
+    @test r[1] isa Dict{String,Tensor} && pointer(r[1]["a"]) == pointer(x)   # same tensor, no copy
+    @test r[2] == [1, 2, 3] && r[2] isa Vector{Int64}
+    @test r[3] == "hé"
+    @test r[4] === 7
+    @test r[5] === 2.5
+    @test r[6] === true
+    @test r[7] === nothing
+    @test r[8] == (4, "four")
+    @test r[9] == [1.5, 2.5]
+    @test r[10] isa Vector{Tensor} && pointer(r[10][2]) == pointer(x)
+    y, nm = C.call(s, "kw", x; k = 5, name = "z")
+    @test Array(y) == [5f0, 5f0] && nm == "z"
+    @test s(:kw, x)[2] == "a"
+    @test s(:none_out, x) === nothing
+    @test s(:dev, x) == Device(:cpu) || s(:dev, x).type == 1
+    e = try
+        s(:kw, x; bogus = 1); nothing
+    catch err
+        err
+    end
+    @test e isa CTorchError
+    # pickle round trip
+    f = tempname() * ".pt"
+    C.pickle_save(Dict("w" => C.arange(Float32, 0, 4), "n" => C.ones(2)), f)
+    back = C.pickle_load(f)
+    @test Array(back["w"]) == Float32[0, 1, 2, 3]
+    rm(f)
+end
+
+@testset "ops by name and operators" begin
+    a = Tensor(Float32[1, 2, 3, 4])
+    b = Tensor(Float32[10, 20, 30, 40])
+    A, B = Array(a), Array(b)
+    @test Array(ops.aten.add(a, b; alpha = 2)) == A .+ 2 .* B
+    @test Array(ops.aten.var"add.Tensor"(a, b)) == A .+ B
+    @test Array(C.op("aten::add.Tensor")(a, b)) == A .+ B
+    @test ops.aten.add === ops.aten.add || ops.aten.add.ptr == ops.aten.add.ptr    # cached
+    @test Array(a + b) == A .+ B
+    @test Array(a - b) == A .- B
+    @test Array(a * b) == A .* B          # elementwise, as in torch
+    @test Array(b / a) ≈ B ./ A
+    @test Array(-a) == -A
+    @test Array(a + 1) == A .+ 1 && Array(1 + a) == A .+ 1
+    @test Array(10 - a) == 10 .- A && Array(a - 1) == A .- 1
+    @test Array(2 * a) == 2A && Array(a * 2.5) == 2.5A
+    @test Array(a / 2) == A ./ 2 && Array(1 / a) ≈ 1 ./ A
+    @test Array(a^2) == A .^ 2
+    @test approx(Array(a^b), A .^ B; rtol = 1e-4)
+    @test Array(exp(a)) ≈ exp.(A)
+    M = Tensor(Float32[1 2; 3 4])             # torch [[1,3],[2,4]]
+    N = Tensor(Float32[5 6; 7 8])
+    # torch matmul in torch's order equals Julia's product of the reversed
+    # (transposed) matrices: (Mᵀ Nᵀ)ᵀ = N M
+    @test Array(matmul(M, N)) == Float32[5 6; 7 8] * Float32[1 2; 3 4]
+    @test C.item(sum(a)) == 10
+    @test Array(sum(M; dims = (0,))) == [3f0, 7f0]
+    @test C.item(C.mean(a)) == 2.5
+    # multiple results
+    v, i = ops.aten.max(Tensor(Float32[3, 9, 1]), 0)
+    @test C.item(v) == 9 && C.item(i) == 1
+    @test C.call_tensor(ops.aten.var"add.Tensor", a, b) isa Tensor
+    @test occursin("aten::add.Tensor", join(C.schemas(C.op("aten::add.Tensor"))))
+    @test "aten::add.Tensor" in C.list_ops()
+    @test_throws CTorchError ops.aten.add(a, "nope")
+end
+
+@testset "modules" begin
+    m = ScriptModule("JuliaMade")
+    w = Tensor(Float32[1 2 3; 4 5 6])          # torch (3,2)
+    C.register_parameter!(m, "w", w)
+    C.register_buffer!(m, "b", C.ones(2))
+    C.define!(m, """
+def forward(self, x):
+    return torch.matmul(x, self.w) + self.b
+
+def scaled(self, x, k: float = 1.0, shift: int = 0):
+    return self.forward(x) * k + shift
+""")
+    x = C.ones(1, 3)
+    y = m(x)
+    @test Array(y) == Float32[5 + 1 + 2 + 3; 4 + 5 + 6 + 1][:, :] || Array(y) == reshape(Float32[7, 16], 2, 1)
+    @test Array(forward(m, x)) == Array(y)
+    @test Array(m(:scaled, x; k = 2.0, shift = 1)) == 2 .* Array(y) .+ 1
+    @test Array(C.call(m, "scaled", x, 3.0)) == 3 .* Array(y)
+    @test haskey(C.method_schemas(m), "scaled")
+    ps = named_parameters(m)
+    @test collect(keys(ps)) == ["w"]
+    P = unsafe_array(ps["w"])                  # the module's own memory
+    @test pointer(ps["w"]) == pointer(w)
+    P .= 0
+    @test Array(m(x)) == reshape(Float32[1, 1], 2, 1)
+    @test haskey(named_buffers(m), "b")
+    @test C.getattr(m, "b") isa Tensor
+    C.setattr!(m, "b", C.zeros(2))
+    @test Array(m(x)) == zeros(Float32, 2, 1)
+    eval!(m); @test !C.is_training(m)
+    train!(m); @test C.is_training(m)
+    C.eval(m); @test !C.is_training(m)
+    C.to(m, Float64)
+    @test eltype(named_parameters(m)["w"]) == Float64
+    f = tempname() * ".pt"
+    C.save(m, f; extra_files = Dict("meta" => "from julia"))
+    m2 = C.load(f)
+    @test eltype(named_parameters(m2)["w"]) == Float64
+    @test Array(m2(C.ones(Float64, 1, 3))) == zeros(2, 1)
+    m3 = C.load(read(f))
+    @test Array(m3(:scaled, C.ones(Float64, 1, 3); shift = 2)) == fill(2.0, 2, 1)
+    rm(f)
+    e = try
+        m(C.ones(1, 7)); nothing
+    catch err
+        err
+    end
+    @test e isa CTorchError && e.code == 8
+    @test_throws CTorchError m(:no_such_method, x)
+    free!(m)
+    @test_throws CTorchError m(x)
+end
+
+@testset "PyTorch reference models" begin
+    dir = get(ENV, "CTORCH_TEST_MODELS", "")
+    ios = isdir(dir) ? filter(f -> endswith(f, "_io.pt"), readdir(dir)) : String[]
+    if isempty(ios)
+        @test_skip "no reference models in CTORCH_TEST_MODELS=$(repr(dir))"
+    end
+    same(a::Tensor, b::Tensor) = size(a) == size(b) && eltype(a) == eltype(b) &&
+        (eltype(a) <: AbstractFloat ? isapprox(a, b; rtol = 1e-4, atol = 1e-5) : a == b)
+    same(a::Union{Tuple,AbstractVector}, b::Union{Tuple,AbstractVector}) =
+        length(a) == length(b) && all(same(x, y) for (x, y) in zip(a, b))
+    same(a::AbstractDict, b::AbstractDict) = Set(keys(a)) == Set(keys(b)) && all(same(a[k], b[k]) for k in keys(a))
+    same(a, b) = a == b
+    for io in ios
+        name = io[1:end-length("_io.pt")]
+        path = joinpath(dir, name * ".pt")
+        isfile(path) || continue
+        @testset "$name" begin
+            ref = C.pickle_load(joinpath(dir, io))
+            m = C.load(path)
+            eval!(m)
+            out = C.no_grad(() -> m(ref["inputs"]...))
+            @test same(out, ref["output"])
+            if haskey(ref, "param_names")
+                @test Set(keys(named_parameters(m))) == Set(String.(ref["param_names"]))
+            end
+        end
+    end
+end
+
+@testset "autograd" begin
+    x = requires_grad!(Tensor([1.0, 2.0, 3.0]))
+    l = sum(x * x)
+    @test C.grad_fn_name(l) !== nothing
+    backward(l)
+    @test Array(grad(x)) == [2.0, 4.0, 6.0]
+    zero_grad!(x)
+    @test Array(grad(x)) == zeros(3)
+    @test C.is_leaf(x) && !C.is_leaf(l)
+    C.grad!(x, nothing)
+    @test grad(x) === nothing
+    gs = C.autograd_grad(sum(x^3), [x])
+    @test Array(gs[1]) == 3 .* [1.0, 2.0, 3.0] .^ 2
+    @test C.no_grad(() -> requires_grad(x * 2)) == false
+end
+
+@testset "custom autograd functions in Julia" begin
+    # f! (in place on a torch-allocated clone)
+    x = requires_grad!(Tensor([1.0, -2.0, 3.5]))
+    y = Double(x)
+    @test Array(y) == [2.0, -4.0, 7.0]
+    @test C.grad_fn_name(y) isa String
+    backward(sum(y * y))                         # d/dx sum((2x)^2) = 8x
+    @test Array(grad(x)) ≈ 8 .* [1.0, -2.0, 3.5]
+
+    # g (output allocated with torch's empty_like): finite differences ...
+    x0 = [0.3, -1.2, 2.0, 0.7]
+    x = requires_grad!(Tensor(copy(x0)))
+    y = CubeSin(x)
+    @test Array(y) ≈ x0 .^ 3 .+ sin.(x0)
+    w = Tensor([1.0, -0.5, 2.0, 0.25])
+    backward(sum(y * w))
+    gjl = Array(grad(x))
+    loss(v) = sum((v .^ 3 .+ sin.(v)) .* [1.0, -0.5, 2.0, 0.25])
+    @test approx(gjl, fd_grad(loss, x0); rtol = 1e-5, atol = 1e-6)
+    # ... and the same layer written with torch ops
+    xt = requires_grad!(Tensor(copy(x0)))
+    yt = xt^3 + sin(xt)
+    backward(sum(yt * w))
+    @test approx(gjl, Array(grad(xt)); rtol = 1e-12, atol = 1e-12)
+    @test approx(Array(y), Array(yt))
+
+    # Float32, 2-D, inside a larger graph, and two inputs / two outputs
+    a = requires_grad!(C.rand(3, 4))
+    b = requires_grad!(C.rand(3, 4))
+    p, s = MulAdd(a * 1, b)
+    backward(sum(p * 3 + s))
+    @test isapprox(grad(a), b * 3 + 1; rtol = 1e-6)
+    @test isapprox(grad(b), a * 3 + 1; rtol = 1e-6)
+    ga = C.autograd_grad(sum(MulAdd(a, b)[1]), [a, b])
+    @test isapprox(ga[1], b) && isapprox(ga[2], a)
+
+    # A Julia exception in forward: a CTorchError from apply, no crash
+    Bad = AutogradFunction((ctx, x) -> error("forward exploded"), (ctx, g) -> g)
+    e = try
+        Bad(C.ones(2)); nothing
+    catch err
+        err
+    end
+    @test e isa CTorchError && e.code == 9
+    @test occursin("forward exploded", e.message)
+    # ... and in backward: a CTorchError from backward
+    BadB = AutogradFunction((ctx, x) -> C.clone(x), (ctx, g) -> throw(DomainError(-1, "backward exploded")))
+    x = requires_grad!(C.ones(2))
+    y = BadB(x)
+    e = try
+        backward(sum(y)); nothing
+    catch err
+        err
+    end
+    @test e isa CTorchError && e.code == 9
+    @test occursin("backward exploded", e.message)
+    # wrong number of gradients
+    Wrong = AutogradFunction((ctx, x) -> C.clone(x), (ctx, g) -> (g, g))
+    @test_throws CTorchError backward(sum(Wrong(requires_grad!(C.ones(2)))))
+
+    # The Julia state is released when torch drops the graph.
+    GC.gc(); GC.gc(); C.release_unused!()
+    base = C.rooted_count()
+    for i in 1:20
+        z = requires_grad!(C.ones(3))
+        backward(sum(CubeSin(z)))
+    end
+    GC.gc(); GC.gc(); C.release_unused!()
+    @test C.rooted_count() == base
+    # no graph recorded (grad mode off): released right away
+    C.no_grad(() -> CubeSin(C.ones(2)))
+    C.release_unused!()
+    @test C.rooted_count() == base
+end
+
+@testset "threads" begin
+    # Ops and module calls from several Julia threads (if started with -t N).
+    m = ScriptModule("T")
+    C.define!(m, "def forward(self, x):\n    return x * 2 + 1\n")
+    res = Vector{Bool}(undef, 8)
+    Threads.@threads for i in 1:8
+        x = C.full((16,), Float64(i); dtype = Float64)
+        res[i] = Array(m(x)) == fill(2.0i + 1, 16)
+    end
+    @test all(res)
+end
+
+end # testset CTorch
