@@ -350,9 +350,67 @@ class Value:
 # Generic op calls
 # ===========================================================================
 
+_broadcast_maps = {}
+_LIST_N = None
+
+
+def _broadcast_map(op):
+    """{position or name: N} for arguments typed int[N] / SymInt[N] (N given)
+    in every overload that has them, where no overload takes a plain int there:
+    a Python int passed there is repeated N times, as torch's Python does
+    (t.sum(dim=1), conv stride=2)."""
+    global _LIST_N
+    if _LIST_N is None:
+        import re
+        _LIST_N = re.compile(r"^(?:int|SymInt)\[(\d+)\]\??$")
+    found = {}
+    blocked = set()
+    name, typ = c_char_p(), c_char_p()
+    kwonly = c_int32()
+    for ov in range(G.op_num_overloads(op)):
+        na = c_size_t()
+        if G.op_num_arguments(_byref(na), op, ov):
+            G.clear_error()
+            continue
+        pos = 0
+        for i in range(na.value):
+            if G.op_argument(_byref(name), _byref(typ), None, _byref(kwonly), op, ov, i):
+                G.clear_error()
+                break
+            nm, ty = name.value.decode(), typ.value.decode()
+            m = _LIST_N.match(ty)
+            keys = (nm,) if kwonly.value else (nm, pos)
+            for k in keys:
+                if m:
+                    found.setdefault(k, set()).add(int(m.group(1)))
+                elif ty.rstrip("?") in ("int", "SymInt", "Scalar", "float", "Any"):
+                    blocked.add(k)
+            if not kwonly.value:
+                pos += 1
+    return {k: next(iter(v)) for k, v in found.items() if len(v) == 1 and k not in blocked}
+
+
+def _apply_broadcast(bmap, args, kwargs):
+    args = list(args)
+    for i, a in enumerate(args):
+        if type(a) is int and i in bmap:
+            args[i] = [a] * bmap[i]
+    if kwargs:
+        kwargs = dict(kwargs)
+        for k, a in kwargs.items():
+            if type(a) is int and k in bmap:
+                kwargs[k] = [a] * bmap[k]
+    return args, kwargs
+
+
 def call_op(op, args, kwargs):
     """Calls the ct_op handle `op` with Python arguments; returns the Python
     result. Used by ctorch.ops and Tensor methods."""
+    bmap = _broadcast_maps.get(op)
+    if bmap is None:
+        bmap = _broadcast_maps[op] = _broadcast_map(op)
+    if bmap:
+        args, kwargs = _apply_broadcast(bmap, args, kwargs)
     owned = []
     try:
         ptrs = []

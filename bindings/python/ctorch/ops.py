@@ -17,6 +17,12 @@ from . import _lib
 from ._core import call_op, find_op, from_value, _invalidate_op_cache
 from ._lib import G, check
 
+
+
+class OpNotFoundError(_lib.NotFoundError, AttributeError):
+    """An unknown op or overload (also an AttributeError, so hasattr() works)."""
+
+
 _index_lock = threading.Lock()
 _index = None  # {ns: {name: set(overloads)}}
 
@@ -111,8 +117,9 @@ class OpPacket:
         try:
             fn = _make_op(self._qualname, name)
         except _lib.NotFoundError:
-            raise AttributeError("%s has no overload %r (overloads: %s)" % (
-                self._qualname, ov, ", ".join(o or "default" for o in self.overloads())))
+            raise OpNotFoundError("%s has no overload %r (overloads: %s)" % (
+                self._qualname, ov, ", ".join(o or "default" for o in self.overloads())), 4) \
+                from None
         self.__dict__[ov] = fn
         return fn
 
@@ -143,7 +150,7 @@ class OpNamespace(types.ModuleType):
         try:
             fn = _make_op(q, None)
         except _lib.NotFoundError as e:
-            raise AttributeError("no operator %s: %s" % (q, e.message.splitlines()[0])) \
+            raise OpNotFoundError("no operator %s: %s" % (q, e.message.splitlines()[0]), 4) \
                 from None
         # One small class per op: calling the packet goes straight to fn, and
         # help(packet) shows the schemas (the class docstring).
