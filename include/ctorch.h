@@ -1,0 +1,788 @@
+/*
+ * ctorch.h - a stable C99 interface to LibTorch.
+ *
+ * Conventions (docs/conventions.md has the long form):
+ *  - Every object is an opaque handle. Input handles are BORROWED. Every handle
+ *    returned through an out-parameter is NEW and owned by the caller, who frees
+ *    it with the matching ct_<object>_free(). Every _free accepts NULL.
+ *  - Calls that can fail return ct_status (CT_OK == 0). On failure the
+ *    out-parameters are untouched, nothing leaks, and ct_last_error() holds a
+ *    message for the calling thread.
+ *  - Out-parameters come first, inputs after.
+ *  - Strings returned as `const char *` are borrowed (each says how long it
+ *    lives); strings and buffers returned as `char **`/`void **` are owned by
+ *    the caller and freed with ct_free().
+ *  - Sizes and strides are int64_t element counts; byte counts are size_t;
+ *    array lengths are size_t. Booleans are int32_t 0/1.
+ *  - Devices are (int32_t device_type, int32_t device_index); index -1 means
+ *    "the current device of that type".
+ *  - Thread safety: any number of threads may use the same handles for reading
+ *    and may run the same module at once. Mutating one tensor from two threads
+ *    at once is the caller's business, as in torch.
+ *  - Nothing is ever thrown across this interface, and ctorch never prints,
+ *    aborts or exits on an error.
+ */
+#ifndef CTORCH_H
+#define CTORCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define CT_API __declspec(dllimport)
+#elif defined(__GNUC__)
+#define CT_API __attribute__((visibility("default")))
+#else
+#define CT_API
+#endif
+
+/* ===================================================================== */
+/* Versions                                                              */
+/* ===================================================================== */
+
+#define CTORCH_VERSION_MAJOR 0
+#define CTORCH_VERSION_MINOR 1
+#define CTORCH_VERSION_PATCH 0
+#define CTORCH_VERSION_STRING "0.1.0"
+/* Bumped only when an existing symbol changes meaning (never, we hope). */
+#define CTORCH_ABI_VERSION 1
+
+/* Runtime twin of CTORCH_VERSION_STRING. Static string; never NULL. */
+CT_API const char *ct_version(void);
+/* Runtime twin of CTORCH_ABI_VERSION. Bindings compare it with the header. */
+CT_API int32_t ct_abi_version(void);
+/* Version of the LibTorch this library was built against, e.g. "1.13.1".
+ * Static string; never NULL. */
+CT_API const char *ct_torch_version(void);
+
+/* ===================================================================== */
+/* Errors                                                                */
+/* ===================================================================== */
+
+typedef int32_t ct_status;
+
+/* Frozen status codes; never renumbered. */
+#define CT_OK 0
+#define CT_ERR_INVALID_ARGUMENT 1 /* bad value, NULL where not allowed, bad shape */
+#define CT_ERR_TYPE 2             /* wrong dtype, value tag or argument type */
+#define CT_ERR_INDEX 3            /* index out of range */
+#define CT_ERR_NOT_FOUND 4        /* unknown op, method, attribute, file */
+#define CT_ERR_IO 5               /* cannot read/write, not a model, corrupt */
+#define CT_ERR_OUT_OF_MEMORY 6
+#define CT_ERR_NOT_SUPPORTED 7 /* e.g. CUDA in a CPU-only build */
+#define CT_ERR_TORCH 8         /* any other error raised inside LibTorch */
+#define CT_ERR_CALLBACK 9      /* a foreign callback reported failure */
+#define CT_ERR_INTERNAL 10     /* a bug in ctorch */
+
+/* Message of the last failing ctorch call on this thread. Never NULL ("" if
+ * no call failed yet). Library-owned; valid until the next failing ctorch call
+ * on the same thread. The first line is short; detail (such as a TorchScript
+ * traceback) may follow on later lines. Thread-safe (thread-local). */
+CT_API const char *ct_last_error(void);
+/* Status code of the last failing call on this thread (CT_OK if none). */
+CT_API ct_status ct_last_error_code(void);
+/* Sets this thread's last error. For callbacks: a foreign forward/backward or
+ * op callback calls this before returning a non-zero status, and the message
+ * reaches the caller of the ctorch call that ran the callback. `message` may be
+ * NULL (treated as ""); it is copied. Returns `code`, so a callback can write
+ * `return ct_set_error(CT_ERR_CALLBACK, "bad input");`. */
+CT_API ct_status ct_set_error(ct_status code, const char *message);
+/* Clears this thread's last error (code CT_OK, message ""). */
+CT_API void ct_clear_error(void);
+
+/* Frees a string or buffer that ctorch returned as caller-owned (char **,
+ * void ** out-parameters). Accepts NULL. Any thread. */
+CT_API void ct_free(void *p);
+
+/* LibTorch 1.13+ symbolizes a full C++ backtrace for every error it raises,
+ * costing milliseconds. ctorch disables that when it loads (process-wide, via
+ * c10::SetStackTraceFetcher; this also affects other LibTorch users in the
+ * process). Messages are otherwise unchanged. Pass 1 to restore the C++
+ * backtraces (or set CTORCH_CPP_BACKTRACE=1 before loading). Not thread-safe
+ * against concurrent failing calls; call it at start-up. */
+CT_API void ct_set_cpp_backtraces(int32_t enabled);
+
+/* ===================================================================== */
+/* Library-wide settings                                                 */
+/* ===================================================================== */
+
+/* 1 if this build of ctorch has CUDA compiled in, else 0. */
+CT_API int32_t ct_cuda_is_compiled(void);
+/* 1 if CUDA is compiled in and at least one device is usable, else 0. */
+CT_API int32_t ct_cuda_is_available(void);
+
+/* Intra-op (at::get_num_threads) and inter-op thread counts. Setting the
+ * inter-op count fails with CT_ERR_TORCH once inter-op work has started.
+ * n must be >= 1 (CT_ERR_INVALID_ARGUMENT). */
+CT_API int32_t ct_get_num_threads(void);
+CT_API ct_status ct_set_num_threads(int32_t n);
+CT_API int32_t ct_get_num_interop_threads(void);
+CT_API ct_status ct_set_num_interop_threads(int32_t n);
+/* Seeds the default CPU generator (and CUDA generators when available). */
+CT_API ct_status ct_manual_seed(uint64_t seed);
+
+/* Loads a shared library (dlopen RTLD_NOW|RTLD_GLOBAL), typically one that
+ * registers custom TorchScript operators (e.g. torchvision's). Models that
+ * need those ops load afterwards. path: not NULL. Errors: CT_ERR_INVALID_ARGUMENT,
+ * CT_ERR_IO (with dlerror()'s message). The library is never unloaded. */
+CT_API ct_status ct_load_library(const char *path);
+
+/* Grad mode and inference mode are per thread, as in torch. */
+CT_API void ct_grad_mode_set(int32_t enabled);
+CT_API int32_t ct_grad_mode_is_enabled(void);
+/* Enters inference mode (enabled=1) or explicitly leaves it (enabled=0) for
+ * this thread, pushing onto a per-thread stack; ct_inference_mode_pop()
+ * restores the previous state. Pop on an empty stack: CT_ERR_INVALID_ARGUMENT.
+ * Tensors created in inference mode cannot be used in autograd later. */
+CT_API ct_status ct_inference_mode_push(int32_t enabled);
+CT_API ct_status ct_inference_mode_pop(void);
+CT_API int32_t ct_inference_mode_is_enabled(void);
+
+/* ===================================================================== */
+/* Dtypes and devices                                                    */
+/* ===================================================================== */
+
+/* Frozen dtype codes. 0 is never a valid dtype. */
+#define CT_BOOL 1
+#define CT_UINT8 2
+#define CT_INT8 3
+#define CT_INT16 4
+#define CT_INT32 5
+#define CT_INT64 6
+#define CT_FLOAT16 7
+#define CT_BFLOAT16 8
+#define CT_FLOAT32 9
+#define CT_FLOAT64 10
+#define CT_COMPLEX64 11
+#define CT_COMPLEX128 12
+/* In ct_tensor_to / ct_module_to: leave the dtype as it is. */
+#define CT_DTYPE_KEEP (-1)
+
+/* Bytes per element of a dtype; 0 for an unknown code. */
+CT_API size_t ct_dtype_element_size(int32_t dtype);
+/* Name such as "float32"; static string; "unknown" for an unknown code. */
+CT_API const char *ct_dtype_name(int32_t dtype);
+
+/* Frozen device type codes; equal to DLPack's DLDeviceType values. */
+#define CT_DEVICE_KEEP 0 /* in "to"/"load": leave the device as it is */
+#define CT_DEVICE_CPU 1
+#define CT_DEVICE_CUDA 2
+/* Name such as "cpu"; static string; "unknown" for an unknown code. */
+CT_API const char *ct_device_type_name(int32_t device_type);
+
+/* ===================================================================== */
+/* Handles                                                               */
+/* ===================================================================== */
+
+typedef struct ct_tensor ct_tensor; /* a torch::Tensor reference */
+typedef struct ct_value ct_value;   /* a TorchScript value (c10::IValue) */
+typedef struct ct_module ct_module; /* a torch::jit::Module */
+typedef struct ct_script ct_script; /* a compiled TorchScript unit */
+typedef struct ct_op ct_op;         /* a resolved operator (or overload set) */
+
+/* ===================================================================== */
+/* Tensors: creation                                                     */
+/* ===================================================================== */
+
+/* Factories. sizes: ndim int64_t (may be NULL when ndim == 0), each >= 0.
+ * dtype: a CT_<dtype> code. device_type/index: where to allocate.
+ * requires_grad: 0/1 (floating and complex dtypes only).
+ * Errors: CT_ERR_INVALID_ARGUMENT (NULL out, negative size, bad device),
+ * CT_ERR_TYPE (unknown dtype), CT_ERR_NOT_SUPPORTED (CUDA in CPU build),
+ * CT_ERR_OUT_OF_MEMORY. Any thread. */
+CT_API ct_status ct_tensor_empty(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
+                                 int32_t device_type, int32_t device_index, int32_t requires_grad);
+CT_API ct_status ct_tensor_zeros(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
+                                 int32_t device_type, int32_t device_index, int32_t requires_grad);
+CT_API ct_status ct_tensor_ones(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
+                                int32_t device_type, int32_t device_index, int32_t requires_grad);
+/* Every element set to `value` (converted to dtype). */
+CT_API ct_status ct_tensor_full(ct_tensor **out, const int64_t *sizes, size_t ndim, double value,
+                                int32_t dtype, int32_t device_type, int32_t device_index,
+                                int32_t requires_grad);
+/* Uniform [0,1) and standard normal; floating dtypes only (CT_ERR_TYPE). */
+CT_API ct_status ct_tensor_rand(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
+                                int32_t device_type, int32_t device_index, int32_t requires_grad);
+CT_API ct_status ct_tensor_randn(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
+                                 int32_t device_type, int32_t device_index, int32_t requires_grad);
+/* [start, end) with `step` (non-zero, with the sign of end - start). */
+CT_API ct_status ct_tensor_arange(ct_tensor **out, double start, double end, double step,
+                                  int32_t dtype, int32_t device_type, int32_t device_index,
+                                  int32_t requires_grad);
+/* n x m identity (m < 0 means m = n). */
+CT_API ct_status ct_tensor_eye(ct_tensor **out, int64_t n, int64_t m, int32_t dtype,
+                               int32_t device_type, int32_t device_index, int32_t requires_grad);
+
+/* Copies prod(sizes) * element_size(dtype) bytes of contiguous row-major host
+ * memory at `data` into a new tensor on the given device. data: borrowed, not
+ * kept; may be NULL only when the tensor has no elements. */
+CT_API ct_status ct_tensor_from_data(ct_tensor **out, const void *data, const int64_t *sizes,
+                                     size_t ndim, int32_t dtype, int32_t device_type,
+                                     int32_t device_index);
+
+/* Deleter for memory that torch borrows. Called exactly once, on any thread
+ * (whichever frees the last tensor using the memory), at any time after the
+ * last tensor (or view of it) is freed. It must not call back into ctorch
+ * with handles it does not own, and must not throw/longjmp. */
+typedef void (*ct_deleter)(void *data, void *ctx);
+
+/* Wraps existing memory as a tensor, with no copy. data: host memory for
+ * CT_DEVICE_CPU or a device pointer for CT_DEVICE_CUDA; not NULL unless the
+ * tensor has no elements. strides: ndim element strides, or NULL for
+ * contiguous row-major. deleter: may be NULL (the memory must then outlive
+ * every tensor using it); otherwise deleter(data, ctx) runs when torch lets go
+ * of the memory. If this call FAILS the deleter is NOT called: the caller
+ * still owns `data`. Errors: CT_ERR_INVALID_ARGUMENT (NULL out/data, negative
+ * size/stride), CT_ERR_TYPE (unknown dtype), CT_ERR_NOT_SUPPORTED. */
+CT_API ct_status ct_tensor_from_blob(ct_tensor **out, void *data, const int64_t *sizes,
+                                     size_t ndim, const int64_t *strides, int32_t dtype,
+                                     int32_t device_type, int32_t device_index,
+                                     ct_deleter deleter, void *ctx);
+
+/* Like ct_tensor_from_blob, for garbage-collected hosts that must not be
+ * called back from foreign threads. Instead of calling a deleter, ctorch
+ * appends `ctx` to a thread-safe library-owned release queue when torch lets
+ * go of the memory; the host polls the queue (ct_release_queue_poll) and then
+ * un-roots its buffer. If this call fails, nothing is queued. */
+CT_API ct_status ct_tensor_from_blob_queued(ct_tensor **out, void *data, const int64_t *sizes,
+                                            size_t ndim, const int64_t *strides, int32_t dtype,
+                                            int32_t device_type, int32_t device_index,
+                                            void *ctx);
+/* Moves up to `capacity` released ctx values (oldest first) into `ctxs` and
+ * stores how many in *n. ctxs may be NULL when capacity is 0. n: not NULL.
+ * Thread-safe. */
+CT_API ct_status ct_release_queue_poll(void **ctxs, size_t capacity, size_t *n);
+/* Number of ctx values waiting in the release queue. Thread-safe. */
+CT_API size_t ct_release_queue_length(void);
+
+/* ===================================================================== */
+/* Tensors: handles and conversions                                      */
+/* ===================================================================== */
+
+/* Frees one handle. Other handles to the same tensor stay valid. NULL ok. */
+CT_API void ct_tensor_free(ct_tensor *t);
+/* A new handle to the same tensor (same storage, same autograd identity). */
+CT_API ct_status ct_tensor_ref(ct_tensor **out, const ct_tensor *t);
+/* Deep copy (differentiable, like torch.clone). */
+CT_API ct_status ct_tensor_clone(ct_tensor **out, const ct_tensor *t);
+/* Shares storage, detached from autograd. */
+CT_API ct_status ct_tensor_detach(ct_tensor **out, const ct_tensor *t);
+/* The tensor itself (new handle) if already contiguous, else a contiguous copy. */
+CT_API ct_status ct_tensor_contiguous(ct_tensor **out, const ct_tensor *t);
+/* Converts device and/or dtype. device_type CT_DEVICE_KEEP and dtype
+ * CT_DTYPE_KEEP leave that part alone. copy=0 returns the same tensor when
+ * nothing changes; copy=1 always copies. non_blocking=1 allows asynchronous
+ * host/device copies (pinned memory). */
+CT_API ct_status ct_tensor_to(ct_tensor **out, const ct_tensor *t, int32_t device_type,
+                              int32_t device_index, int32_t dtype, int32_t non_blocking,
+                              int32_t copy);
+/* dst.copy_(src): copies values, converting dtype and device, broadcasting
+ * src to dst's shape. Errors: CT_ERR_INVALID_ARGUMENT/CT_ERR_TORCH. */
+CT_API ct_status ct_tensor_copy_(ct_tensor *dst, const ct_tensor *src, int32_t non_blocking);
+/* t.fill_(value). */
+CT_API ct_status ct_tensor_fill_(ct_tensor *t, double value);
+/* A pinned (page-locked) host copy of a CPU tensor. CUDA only:
+ * CT_ERR_NOT_SUPPORTED otherwise. */
+CT_API ct_status ct_tensor_pin_memory(ct_tensor **out, const ct_tensor *t);
+/* 1 if the tensor lives in pinned host memory; 0 otherwise or for NULL. */
+CT_API int32_t ct_tensor_is_pinned(const ct_tensor *t);
+
+/* ===================================================================== */
+/* Tensors: metadata (infallible; say what NULL gives)                   */
+/* ===================================================================== */
+
+/* Number of dimensions; -1 for NULL. */
+CT_API int64_t ct_tensor_ndim(const ct_tensor *t);
+/* Borrowed arrays of ndim sizes/strides (elements). Valid until the tensor is
+ * freed or its shape changes (resize_, in-place view ops). NULL for NULL. */
+CT_API const int64_t *ct_tensor_sizes(const ct_tensor *t);
+CT_API const int64_t *ct_tensor_strides(const ct_tensor *t);
+/* Size / stride of one dimension (negative dims count from the end).
+ * Errors: CT_ERR_INVALID_ARGUMENT (NULL), CT_ERR_INDEX (bad dim). */
+CT_API ct_status ct_tensor_size(int64_t *out, const ct_tensor *t, int64_t dim);
+CT_API ct_status ct_tensor_stride(int64_t *out, const ct_tensor *t, int64_t dim);
+/* Number of elements; -1 for NULL. */
+CT_API int64_t ct_tensor_numel(const ct_tensor *t);
+/* Storage offset in elements; -1 for NULL. */
+CT_API int64_t ct_tensor_storage_offset(const ct_tensor *t);
+/* Bytes per element; 0 for NULL. */
+CT_API size_t ct_tensor_element_size(const ct_tensor *t);
+/* numel * element size; 0 for NULL. */
+CT_API size_t ct_tensor_nbytes(const ct_tensor *t);
+/* CT_<dtype> code; 0 for NULL or a dtype ctorch has no code for. */
+CT_API int32_t ct_tensor_dtype(const ct_tensor *t);
+/* CT_DEVICE_* code; 0 for NULL. Device index (-1 for CPU or NULL). */
+CT_API int32_t ct_tensor_device_type(const ct_tensor *t);
+CT_API int32_t ct_tensor_device_index(const ct_tensor *t);
+/* Address of the first element, with the storage offset applied. Host or
+ * device address depending on the device. NULL for NULL, for an empty
+ * tensor, or for a tensor without storage. Valid while the tensor lives and
+ * is not resized. */
+CT_API void *ct_tensor_data_ptr(const ct_tensor *t);
+/* 0/1; 0 for NULL. */
+CT_API int32_t ct_tensor_is_contiguous(const ct_tensor *t);
+CT_API int32_t ct_tensor_requires_grad(const ct_tensor *t);
+/* 1 if the handle refers to a defined tensor; 0 for NULL/undefined. */
+CT_API int32_t ct_tensor_is_defined(const ct_tensor *t);
+
+/* Torch's own printable form (as `std::cout << tensor`). *out: caller-owned,
+ * free with ct_free. */
+CT_API ct_status ct_tensor_to_string(char **out, const ct_tensor *t);
+/* torch.equal: same shape and same values (1/0). */
+CT_API ct_status ct_tensor_equal(int32_t *out, const ct_tensor *a, const ct_tensor *b);
+/* torch.allclose. Errors: CT_ERR_TORCH if shapes do not broadcast. */
+CT_API ct_status ct_tensor_allclose(int32_t *out, const ct_tensor *a, const ct_tensor *b,
+                                    double rtol, double atol, int32_t equal_nan);
+
+/* ===================================================================== */
+/* Autograd on tensors                                                   */
+/* ===================================================================== */
+
+CT_API ct_status ct_tensor_set_requires_grad(ct_tensor *t, int32_t requires_grad);
+/* t.backward(grad, retain_graph, create_graph). grad may be NULL for a scalar
+ * t. Errors raised by foreign backward callbacks come back here with code
+ * CT_ERR_CALLBACK and the callback's message. Runs CPU backward on the
+ * calling thread. */
+CT_API ct_status ct_tensor_backward(const ct_tensor *t, const ct_tensor *grad,
+                                    int32_t retain_graph, int32_t create_graph);
+/* t.grad: *out is a new handle, or NULL when t has no gradient. */
+CT_API ct_status ct_tensor_grad(ct_tensor **out, const ct_tensor *t);
+/* Sets t.grad (grad NULL clears it). */
+CT_API ct_status ct_tensor_set_grad(ct_tensor *t, const ct_tensor *grad);
+/* Zeroes t.grad in place if it exists. */
+CT_API ct_status ct_tensor_zero_grad(ct_tensor *t);
+/* 1 if t is a leaf of the autograd graph; 0 otherwise or for NULL. */
+CT_API int32_t ct_tensor_is_leaf(const ct_tensor *t);
+/* Name of the node that created t ("AddBackward0"), or *out = NULL for
+ * leaves. *out: caller-owned, free with ct_free. */
+CT_API ct_status ct_tensor_grad_fn_name(char **out, const ct_tensor *t);
+/* torch.autograd.grad. grads: caller array of n_inputs slots; each receives a
+ * new handle (NULL for an unused input when allow_unused=1). grad_outputs:
+ * NULL or an array of n_outputs handles (each may be NULL). */
+CT_API ct_status ct_autograd_grad(ct_tensor **grads, const ct_tensor *const *outputs,
+                                  size_t n_outputs, const ct_tensor *const *inputs,
+                                  size_t n_inputs, const ct_tensor *const *grad_outputs,
+                                  int32_t retain_graph, int32_t create_graph,
+                                  int32_t allow_unused);
+
+/* Custom autograd functions written in the host language.
+ *
+ * forward(ctx, inputs, n_inputs, outputs, n_outputs): inputs are borrowed
+ *   handles (valid during the call); the callback stores n_outputs NEW handles
+ *   in outputs[] (ctorch takes them, also on failure). Runs on the thread
+ *   that called ct_autograd_function_apply, with grad mode off.
+ * backward(ctx, grad_outputs, n_outputs, grad_inputs, n_inputs): grad_outputs
+ *   are borrowed; the callback stores a NEW handle or NULL (no gradient) in
+ *   each of the n_inputs slots. For CPU tensors it runs on the thread that
+ *   called ct_tensor_backward / ct_autograd_grad; for CUDA tensors it runs on
+ *   torch's autograd device thread. Grad mode is on only when create_graph=1.
+ * Each returns CT_OK, or an error status after calling ct_set_error(); the
+ *   error reaches the caller of apply (forward) or backward (backward) with
+ *   code CT_ERR_CALLBACK and the callback's message.
+ * destroy(ctx): may be NULL; called exactly once, when the graph node is
+ *   released (after the last backward that can use it, when the outputs and
+ *   graph are freed), or before apply returns when no graph was recorded or
+ *   apply failed. It may run on any thread. */
+typedef ct_status (*ct_autograd_forward_fn)(void *ctx, const ct_tensor *const *inputs,
+                                            size_t n_inputs, ct_tensor **outputs,
+                                            size_t n_outputs);
+typedef ct_status (*ct_autograd_backward_fn)(void *ctx, const ct_tensor *const *grad_outputs,
+                                             size_t n_outputs, ct_tensor **grad_inputs,
+                                             size_t n_inputs);
+typedef void (*ct_ctx_destroy_fn)(void *ctx);
+
+/* Applies a foreign autograd function. outputs: caller array of n_outputs
+ * slots, each receives a new handle connected to the graph. name: node name
+ * reported by ct_tensor_grad_fn_name (NULL gives "CTorchFunction").
+ * Errors: CT_ERR_INVALID_ARGUMENT, CT_ERR_CALLBACK. */
+CT_API ct_status ct_autograd_function_apply(ct_tensor **outputs, size_t n_outputs,
+                                            const ct_tensor *const *inputs, size_t n_inputs,
+                                            const char *name, ct_autograd_forward_fn forward,
+                                            ct_autograd_backward_fn backward, void *ctx,
+                                            ct_ctx_destroy_fn destroy);
+
+/* ===================================================================== */
+/* DLPack (layout-compatible declarations of DLPack 1.1)                 */
+/* ===================================================================== */
+
+#ifndef DLPACK_DLPACK_H_
+#define DLPACK_DLPACK_H_
+#define DLPACK_MAJOR_VERSION 1
+#define DLPACK_MINOR_VERSION 1
+typedef struct {
+  uint32_t major;
+  uint32_t minor;
+} DLPackVersion;
+typedef enum {
+  kDLCPU = 1,
+  kDLCUDA = 2,
+  kDLCUDAHost = 3,
+  kDLOpenCL = 4,
+  kDLVulkan = 7,
+  kDLMetal = 8,
+  kDLVPI = 9,
+  kDLROCM = 10,
+  kDLROCMHost = 11,
+  kDLExtDev = 12,
+  kDLCUDAManaged = 13,
+  kDLOneAPI = 14,
+  kDLWebGPU = 15,
+  kDLHexagon = 16,
+  kDLMAIA = 17
+} DLDeviceType;
+typedef struct {
+  DLDeviceType device_type;
+  int32_t device_id;
+} DLDevice;
+typedef enum {
+  kDLInt = 0U,
+  kDLUInt = 1U,
+  kDLFloat = 2U,
+  kDLOpaqueHandle = 3U,
+  kDLBfloat = 4U,
+  kDLComplex = 5U,
+  kDLBool = 6U
+} DLDataTypeCode;
+typedef struct {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} DLDataType;
+typedef struct {
+  void *data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t *shape;
+  int64_t *strides;
+  uint64_t byte_offset;
+} DLTensor;
+typedef struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(struct DLManagedTensor *self);
+} DLManagedTensor;
+#define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
+#define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
+#define DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED (1UL << 2UL)
+typedef struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void *manager_ctx;
+  void (*deleter)(struct DLManagedTensorVersioned *self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+#endif /* DLPACK_DLPACK_H_ */
+
+/* Exports a tensor as DLPack, with no copy unless copy=1 (then the data is
+ * copied and, for the versioned form, DLPACK_FLAG_BITMASK_IS_COPIED is set).
+ * *out is owned by the caller: call (*out)->deleter(*out) once when done.
+ * The tensor's memory stays alive until then, even if `t` is freed.
+ * stream (CUDA only): -1 means no synchronisation; otherwise the consumer's
+ * cudaStream_t (1 = legacy default stream, 2 = per-thread default), on which
+ * ctorch makes the data safe to use by recording an event on torch's current
+ * stream and making `stream` wait for it (no device sync). Ignored for CPU.
+ * Errors: CT_ERR_INVALID_ARGUMENT, CT_ERR_TYPE (dtype DLPack cannot describe),
+ * CT_ERR_NOT_SUPPORTED (tensor that requires grad: detach it first). */
+CT_API ct_status ct_tensor_to_dlpack(DLManagedTensor **out, const ct_tensor *t, int32_t copy,
+                                     int64_t stream);
+CT_API ct_status ct_tensor_to_dlpack_versioned(DLManagedTensorVersioned **out,
+                                               const ct_tensor *t, int32_t copy, int64_t stream);
+/* Imports a DLPack tensor, taking ownership of `src` in every case: on
+ * success its deleter runs exactly once, when the last tensor using the
+ * memory is freed; on failure it runs before this call returns. src may be
+ * NULL (CT_ERR_INVALID_ARGUMENT, nothing to delete). byte_offset is honoured,
+ * NULL strides mean contiguous. A READ_ONLY versioned tensor is copied (and
+ * its deleter run at once), since torch tensors are always writable.
+ * Versions with a major other than 1 are refused (CT_ERR_NOT_SUPPORTED). */
+CT_API ct_status ct_tensor_from_dlpack(ct_tensor **out, DLManagedTensor *src);
+CT_API ct_status ct_tensor_from_dlpack_versioned(ct_tensor **out, DLManagedTensorVersioned *src);
+
+/* ===================================================================== */
+/* Values (TorchScript arguments and results)                            */
+/* ===================================================================== */
+
+/* Frozen value tags. */
+#define CT_VALUE_NONE 0
+#define CT_VALUE_BOOL 1
+#define CT_VALUE_INT 2
+#define CT_VALUE_DOUBLE 3
+#define CT_VALUE_STRING 4
+#define CT_VALUE_TENSOR 5
+#define CT_VALUE_DEVICE 6
+#define CT_VALUE_LIST 7 /* generic list */
+#define CT_VALUE_TUPLE 8
+#define CT_VALUE_DICT 9
+#define CT_VALUE_INT_LIST 10
+#define CT_VALUE_DOUBLE_LIST 11
+#define CT_VALUE_BOOL_LIST 12
+#define CT_VALUE_TENSOR_LIST 13
+#define CT_VALUE_OBJECT 14 /* a TorchScript object, e.g. a submodule */
+#define CT_VALUE_OTHER 15  /* anything else (complex, generator, ...) */
+
+CT_API void ct_value_free(ct_value *v);
+/* Tag of a value; -1 for NULL. */
+CT_API int32_t ct_value_tag(const ct_value *v);
+/* A new handle to the same value (containers are shared, not copied). */
+CT_API ct_status ct_value_ref(ct_value **out, const ct_value *v);
+
+/* Constructors. Items passed to containers are borrowed and copied by
+ * reference (a tensor inside stays the same tensor). */
+CT_API ct_status ct_value_none(ct_value **out);
+CT_API ct_status ct_value_from_bool(ct_value **out, int32_t b);
+CT_API ct_status ct_value_from_int(ct_value **out, int64_t i);
+CT_API ct_status ct_value_from_double(ct_value **out, double d);
+/* s: UTF-8, `len` bytes (may contain NUL); s may be NULL only if len == 0. */
+CT_API ct_status ct_value_from_string(ct_value **out, const char *s, size_t len);
+CT_API ct_status ct_value_from_tensor(ct_value **out, const ct_tensor *t);
+CT_API ct_status ct_value_from_device(ct_value **out, int32_t device_type, int32_t device_index);
+/* A list whose element type is the unified type of the items (an empty list
+ * takes its type from the schema it is passed to). */
+CT_API ct_status ct_value_list(ct_value **out, const ct_value *const *items, size_t n);
+CT_API ct_status ct_value_int_list(ct_value **out, const int64_t *items, size_t n);
+CT_API ct_status ct_value_double_list(ct_value **out, const double *items, size_t n);
+CT_API ct_status ct_value_bool_list(ct_value **out, const int32_t *items, size_t n);
+CT_API ct_status ct_value_tensor_list(ct_value **out, const ct_tensor *const *items, size_t n);
+CT_API ct_status ct_value_tuple(ct_value **out, const ct_value *const *items, size_t n);
+/* A dict from n key/value pairs (insertion order kept). Keys must all be
+ * strings, all ints or all tensors (CT_ERR_TYPE otherwise). */
+CT_API ct_status ct_value_dict(ct_value **out, const ct_value *const *keys,
+                               const ct_value *const *values, size_t n);
+
+/* Accessors. CT_ERR_TYPE when the tag does not match (an int is accepted
+ * where a double is asked for). */
+CT_API ct_status ct_value_to_bool(int32_t *out, const ct_value *v);
+CT_API ct_status ct_value_to_int(int64_t *out, const ct_value *v);
+CT_API ct_status ct_value_to_double(double *out, const ct_value *v);
+/* *out: borrowed UTF-8, NUL-terminated, valid while v (or any handle to the
+ * same string) lives. len may be NULL. */
+CT_API ct_status ct_value_to_string(const char **out, size_t *len, const ct_value *v);
+CT_API ct_status ct_value_to_tensor(ct_tensor **out, const ct_value *v);
+CT_API ct_status ct_value_to_device(int32_t *device_type, int32_t *device_index,
+                                    const ct_value *v);
+/* A CT_VALUE_OBJECT that is a module, as a module handle. */
+CT_API ct_status ct_value_to_module(ct_module **out, const ct_value *v);
+/* Length of a list, tuple, dict or string. */
+CT_API ct_status ct_value_len(size_t *out, const ct_value *v);
+/* Item i of a list (any kind) or tuple: a new handle. CT_ERR_INDEX. */
+CT_API ct_status ct_value_get(ct_value **out, const ct_value *v, size_t i);
+/* The i-th entry of a dict in iteration order: new handles for key and value
+ * (either out-parameter may be NULL). CT_ERR_INDEX. */
+CT_API ct_status ct_value_dict_item(ct_value **key, ct_value **value, const ct_value *v,
+                                    size_t i);
+/* Dict lookup. CT_ERR_NOT_FOUND when the key is absent. */
+CT_API ct_status ct_value_dict_get(ct_value **out, const ct_value *v, const ct_value *key);
+/* Dict lookup by string key. */
+CT_API ct_status ct_value_dict_get_str(ct_value **out, const ct_value *v, const char *key);
+/* TorchScript's printable form of any value. Caller-owned, ct_free. */
+CT_API ct_status ct_value_to_repr(char **out, const ct_value *v);
+/* Python-compatible type string, e.g. "Dict[str, Tensor]". Caller-owned. */
+CT_API ct_status ct_value_type_str(char **out, const ct_value *v);
+
+/* torch.save / torch.load interop (zip pickle format). Loads a tensor, a
+ * state_dict, lists/tuples/dicts of tensors and scalars. Errors: CT_ERR_IO.
+ * Buffers: data borrowed; *data_out caller-owned (ct_free). */
+CT_API ct_status ct_pickle_load(ct_value **out, const char *path);
+CT_API ct_status ct_pickle_load_buffer(ct_value **out, const void *data, size_t size);
+CT_API ct_status ct_pickle_save(const ct_value *v, const char *path);
+CT_API ct_status ct_pickle_save_buffer(void **data_out, size_t *size_out, const ct_value *v);
+
+/* ===================================================================== */
+/* Modules (TorchScript)                                                 */
+/* ===================================================================== */
+
+/* Loads a TorchScript archive (torch.jit.save). device_type CT_DEVICE_KEEP
+ * keeps the saved devices, otherwise it is the map_location. Every extra file
+ * in the archive is read (see ct_module_extra_files). Errors: CT_ERR_NOT_FOUND
+ * (no such file), CT_ERR_IO (not a TorchScript archive: empty, corrupt,
+ * truncated, a torch.save pickle), CT_ERR_TORCH. */
+CT_API ct_status ct_module_load(ct_module **out, const char *path, int32_t device_type,
+                                int32_t device_index);
+/* Same from memory; data is borrowed and not kept. */
+CT_API ct_status ct_module_load_buffer(ct_module **out, const void *data, size_t size,
+                                       int32_t device_type, int32_t device_index);
+CT_API void ct_module_free(ct_module *m);
+/* The archive's extra files (_extra_files) as a Dict[str, str] value (empty
+ * for modules that were not loaded from an archive). */
+CT_API ct_status ct_module_extra_files(ct_value **out, const ct_module *m);
+
+/* Runs forward(*args). args: n borrowed values (may be NULL if n == 0).
+ * *out: the result (None, a value, or a tuple for several results).
+ * Errors: CT_ERR_TYPE/CT_ERR_INVALID_ARGUMENT for arguments that do not match
+ * the schema (message shows the schema), CT_ERR_TORCH for errors inside the
+ * model (message has the TorchScript traceback after the first line).
+ * Thread-safe: many threads may run the same module at once. */
+CT_API ct_status ct_module_forward(ct_value **out, ct_module *m, const ct_value *const *args,
+                                   size_t n);
+/* Runs any method with positional and keyword arguments. kwnames/kwvalues:
+ * nkw names and values (may be NULL if nkw == 0). Arguments not given take the
+ * schema's defaults. CT_ERR_NOT_FOUND for an unknown method. */
+CT_API ct_status ct_module_call(ct_value **out, ct_module *m, const char *method,
+                                const ct_value *const *args, size_t n,
+                                const char *const *kwnames, const ct_value *const *kwvalues,
+                                size_t nkw);
+/* Methods as a Dict[str, str] value: name -> schema string. */
+CT_API ct_status ct_module_methods(ct_value **out, const ct_module *m);
+/* Dict[str, Tensor] with Python's dotted names; recurse=1 includes children.
+ * The tensors are the module's own (no copy). */
+CT_API ct_status ct_module_named_parameters(ct_value **out, const ct_module *m,
+                                            int32_t recurse);
+CT_API ct_status ct_module_named_buffers(ct_value **out, const ct_module *m, int32_t recurse);
+/* Dict[str, Any]: every attribute (parameters, buffers, submodules as
+ * objects, plain attributes), dotted when recurse=1. */
+CT_API ct_status ct_module_named_attributes(ct_value **out, const ct_module *m,
+                                            int32_t recurse);
+/* Dict[str, Object] of child modules; recurse=1 gives all descendants with
+ * dotted names (named_modules without the root). */
+CT_API ct_status ct_module_named_children(ct_value **out, const ct_module *m, int32_t recurse);
+/* Gets / sets one attribute (name may be dotted, "layer1.0.conv1.weight").
+ * CT_ERR_NOT_FOUND, CT_ERR_TYPE (set with a value of the wrong type). */
+CT_API ct_status ct_module_get_attr(ct_value **out, const ct_module *m, const char *name);
+CT_API ct_status ct_module_set_attr(ct_module *m, const char *name, const ct_value *v);
+/* In place: moves parameters and buffers (device and/or dtype, see
+ * ct_tensor_to). dtype must be floating; only floating tensors change dtype. */
+CT_API ct_status ct_module_to(ct_module *m, int32_t device_type, int32_t device_index,
+                              int32_t dtype, int32_t non_blocking);
+/* train(on) / eval() in place, recursively. */
+CT_API ct_status ct_module_train(ct_module *m, int32_t on);
+CT_API ct_status ct_module_eval(ct_module *m);
+/* 1 if training, 0 if eval, -1 for NULL. */
+CT_API int32_t ct_module_is_training(const ct_module *m);
+/* Deep copy: parameters and buffers are copied. */
+CT_API ct_status ct_module_clone(ct_module **out, const ct_module *m);
+/* Saves a TorchScript archive that Python's torch.jit.load reads.
+ * extra_files: NULL or a Dict[str, str] value stored as _extra_files. */
+CT_API ct_status ct_module_save(const ct_module *m, const char *path,
+                                const ct_value *extra_files);
+CT_API ct_status ct_module_save_buffer(void **data_out, size_t *size_out, const ct_module *m,
+                                       const ct_value *extra_files);
+/* torch.jit.freeze (module is put in eval mode first; the input is left
+ * unchanged) and torch.jit.optimize_for_inference; both give new modules. */
+CT_API ct_status ct_module_freeze(ct_module **out, const ct_module *m);
+CT_API ct_status ct_module_optimize_for_inference(ct_module **out, const ct_module *m);
+
+/* Building modules without Python. ct_module_new makes an empty module of
+ * class `__torch__.<class_name>`; register tensors and submodules on it,
+ * then define methods from TorchScript source, e.g.
+ *   "def forward(self, x):\n    return x * self.w + self.b\n".
+ * Source may call registered foreign ops as `myns.scale(x, 2.0)` or
+ * `torch.ops.myns.scale(x, 2.0)`. Errors: CT_ERR_TORCH with the compiler's
+ * message for bad source, CT_ERR_INVALID_ARGUMENT for a name in use. */
+CT_API ct_status ct_module_new(ct_module **out, const char *class_name);
+CT_API ct_status ct_module_register_parameter(ct_module *m, const char *name,
+                                              const ct_tensor *t, int32_t requires_grad);
+CT_API ct_status ct_module_register_buffer(ct_module *m, const char *name, const ct_tensor *t);
+CT_API ct_status ct_module_register_module(ct_module *m, const char *name,
+                                           const ct_module *child);
+CT_API ct_status ct_module_define(ct_module *m, const char *source);
+
+/* TorchScript functions compiled from source (no module). */
+CT_API ct_status ct_script_compile(ct_script **out, const char *source);
+CT_API void ct_script_free(ct_script *s);
+/* List[str] of the function names. */
+CT_API ct_status ct_script_functions(ct_value **out, const ct_script *s);
+/* Calls a function by name, like ct_module_call. */
+CT_API ct_status ct_script_call(ct_value **out, const ct_script *s, const char *function,
+                                const ct_value *const *args, size_t n,
+                                const char *const *kwnames, const ct_value *const *kwvalues,
+                                size_t nkw);
+
+/* ===================================================================== */
+/* Operators by name                                                     */
+/* ===================================================================== */
+
+/* Looks up an operator, e.g. ("aten::add", "Tensor"). overload "" is the
+ * default overload; overload NULL gives the whole overload set, resolved
+ * against the arguments at each call (the first overload whose schema
+ * accepts them). Also finds foreign ops registered with ct_op_register.
+ * Errors: CT_ERR_NOT_FOUND (message names the op and lists overloads).
+ * The handle is immutable and may be used from any number of threads. */
+CT_API ct_status ct_op_find(ct_op **out, const char *name, const char *overload);
+CT_API void ct_op_free(ct_op *op);
+/* Number of overloads in the handle (1 for a specific overload). */
+CT_API size_t ct_op_num_overloads(const ct_op *op);
+/* Schema of overload i, e.g. "aten::add.Tensor(Tensor self, Tensor other, *,
+ * Scalar alpha=1) -> Tensor". Borrowed; valid while op lives. */
+CT_API ct_status ct_op_schema(const char **out, const ct_op *op, size_t overload);
+CT_API ct_status ct_op_num_arguments(size_t *out, const ct_op *op, size_t overload);
+/* Argument i of overload `overload`. Each out may be NULL. Strings borrowed
+ * (valid while op lives); *default_value is NULL when there is no default,
+ * else its TorchScript repr ("1", "None", "[0, 1]"). */
+CT_API ct_status ct_op_argument(const char **name, const char **type, const char **default_value,
+                                int32_t *kwarg_only, const ct_op *op, size_t overload,
+                                size_t i);
+CT_API ct_status ct_op_num_returns(size_t *out, const ct_op *op, size_t overload);
+CT_API ct_status ct_op_return(const char **name, const char **type, const ct_op *op,
+                              size_t overload, size_t i);
+
+/* Calls the operator. args: n positional values; kwnames/kwvalues: nkw keyword
+ * arguments; missing arguments take their defaults. Python-like coercions
+ * apply (int for float, list for int[], a tensor for Scalar is not allowed).
+ * *out: None (no results), the single result, or a tuple of results. An
+ * in-place op returns a value referring to the same tensor it mutated.
+ * Errors: CT_ERR_TYPE / CT_ERR_INVALID_ARGUMENT (message names the op and
+ * shows its schema), CT_ERR_TORCH, CT_ERR_CALLBACK (foreign op failed). */
+CT_API ct_status ct_op_call(ct_value **out, const ct_op *op, const ct_value *const *args,
+                            size_t n, const char *const *kwnames,
+                            const ct_value *const *kwvalues, size_t nkw);
+/* One-shot call by qualified name: "aten::add.Tensor", "aten::add" (overload
+ * set) or "myns::scale". Lookups are cached. */
+CT_API ct_status ct_op_call_name(ct_value **out, const char *qualified_name,
+                                 const ct_value *const *args, size_t n,
+                                 const char *const *kwnames, const ct_value *const *kwvalues,
+                                 size_t nkw);
+/* List[str] of every registered operator, as "ns::name" or
+ * "ns::name.overload". */
+CT_API ct_status ct_op_list(ct_value **out);
+
+/* Foreign operators callable from TorchScript and ct_op_call.
+ * fn(ctx, args, n, out): args are n borrowed values in schema order (defaults
+ * filled in); the callback stores one NEW value in *out: None, the single
+ * result, or a tuple for several results (ctorch checks it against the
+ * schema). It runs on the thread that calls the op. Returns CT_OK or an error
+ * status after ct_set_error(); the caller gets CT_ERR_CALLBACK with that
+ * message. The op stays registered for the life of the process; destroy (may
+ * be NULL) is never called before exit. schema: e.g.
+ * "myns::scale(Tensor x, float a) -> Tensor". Errors: CT_ERR_INVALID_ARGUMENT
+ * (bad schema, op already registered). */
+typedef ct_status (*ct_op_fn)(void *ctx, const ct_value *const *args, size_t n, ct_value **out);
+CT_API ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx);
+
+/* ===================================================================== */
+/* CUDA (every function exists in every build; without CUDA they return    */
+/* CT_ERR_NOT_SUPPORTED, and the int-returning queries return 0)           */
+/* ===================================================================== */
+
+/* Number of CUDA devices (0 without CUDA). */
+CT_API int32_t ct_cuda_device_count(void);
+CT_API ct_status ct_cuda_current_device(int32_t *out);
+CT_API ct_status ct_cuda_set_device(int32_t device);
+/* Waits for all work on a device (device -1: current). */
+CT_API ct_status ct_cuda_synchronize(int32_t device);
+/* Bytes allocated by / reserved in torch's caching allocator on a device. */
+CT_API ct_status ct_cuda_memory_allocated(size_t *out, int32_t device);
+CT_API ct_status ct_cuda_memory_reserved(size_t *out, int32_t device);
+CT_API ct_status ct_cuda_empty_cache(void);
+CT_API ct_status ct_cuda_manual_seed_all(uint64_t seed);
+/* torch's current stream on a device (-1: current device), as a raw
+ * cudaStream_t (borrowed; owned by torch). Per thread, as in torch. */
+CT_API ct_status ct_cuda_current_stream(void **out, int32_t device);
+/* Makes an external cudaStream_t torch's current stream on `device` for the
+ * calling thread; *previous receives the stream it replaces (may be NULL).
+ * Restore by calling again with the previous stream. The stream must outlive
+ * its use by torch. */
+CT_API ct_status ct_cuda_set_stream(void **previous, int32_t device, void *stream);
+CT_API ct_status ct_cuda_stream_synchronize(void *stream, int32_t device);
+/* Makes `waiting` wait (on the device) for all work queued so far on
+ * `producer`: records an event on producer, cudaStreamWaitEvent on waiting.
+ * No host synchronisation. */
+CT_API ct_status ct_cuda_stream_wait_stream(void *waiting, void *producer, int32_t device);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTORCH_H */

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Sets up, builds, and runs every test: C (cmocka), header and ABI checks,
+# install check, Python (pytest), Julia; then the C tests once more under
+# AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
+set -eu
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+./scripts/build.sh build
+(cd build && ctest --output-on-failure -j2)
+if [ "${CTORCH_SKIP_ASAN:-0}" != "1" ]; then
+  ./scripts/build.sh build-asan -DCTORCH_SANITIZE=ON -DCTORCH_BUILD_BENCH=OFF -DCTORCH_BUILD_EXAMPLES=OFF
+  # LibTorch itself is not instrumented; tests/asan.supp lists (and explains)
+  # the only reports we suppress, all from inside LibTorch.
+  (cd build-asan && \
+   ASAN_OPTIONS="detect_leaks=1:detect_odr_violation=0:${ASAN_OPTIONS:-}" \
+   LSAN_OPTIONS="suppressions=$PWD/../tests/lsan.supp:print_suppressions=0" \
+   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$PWD/../tests/ubsan.supp" \
+   ctest --output-on-failure -j2 -R '^c\.')
+fi
+echo "all tests passed"

@@ -1,0 +1,256 @@
+// DLPack export and import, legacy (DLManagedTensor) and versioned
+// (DLManagedTensorVersioned, DLPack 1.x), implemented here rather than through
+// at::toDLPack, whose signature and DLPack version differ between LibTorch
+// releases. The struct declarations come from ctorch.h; the static_asserts
+// below pin their layout to the DLPack specification (x86-64/aarch64 LP64).
+#include "internal.h"
+
+#include <cstring>
+#include <vector>
+
+static_assert(sizeof(DLPackVersion) == 8, "DLPackVersion layout");
+static_assert(sizeof(DLDevice) == 8, "DLDevice layout");
+static_assert(sizeof(DLDataType) == 4, "DLDataType layout");
+static_assert(offsetof(DLTensor, data) == 0, "DLTensor.data");
+static_assert(offsetof(DLTensor, device) == 8, "DLTensor.device");
+static_assert(offsetof(DLTensor, ndim) == 16, "DLTensor.ndim");
+static_assert(offsetof(DLTensor, dtype) == 20, "DLTensor.dtype");
+static_assert(offsetof(DLTensor, shape) == 24, "DLTensor.shape");
+static_assert(offsetof(DLTensor, strides) == 32, "DLTensor.strides");
+static_assert(offsetof(DLTensor, byte_offset) == 40, "DLTensor.byte_offset");
+static_assert(sizeof(DLTensor) == 48, "DLTensor size");
+static_assert(offsetof(DLManagedTensor, manager_ctx) == 48, "DLManagedTensor.manager_ctx");
+static_assert(offsetof(DLManagedTensor, deleter) == 56, "DLManagedTensor.deleter");
+static_assert(sizeof(DLManagedTensor) == 64, "DLManagedTensor size");
+static_assert(offsetof(DLManagedTensorVersioned, version) == 0, "Versioned.version");
+static_assert(offsetof(DLManagedTensorVersioned, manager_ctx) == 8, "Versioned.manager_ctx");
+static_assert(offsetof(DLManagedTensorVersioned, deleter) == 16, "Versioned.deleter");
+static_assert(offsetof(DLManagedTensorVersioned, flags) == 24, "Versioned.flags");
+static_assert(offsetof(DLManagedTensorVersioned, dl_tensor) == 32, "Versioned.dl_tensor");
+static_assert(sizeof(DLManagedTensorVersioned) == 80, "Versioned size");
+
+namespace {
+
+bool to_dl_dtype(c10::ScalarType st, DLDataType *out) {
+  uint8_t code;
+  switch (st) {
+    case c10::kBool: code = kDLBool; break;
+    case c10::kByte: code = kDLUInt; break;
+    case c10::kChar: case c10::kShort: case c10::kInt: case c10::kLong: code = kDLInt; break;
+    case c10::kHalf: case c10::kFloat: case c10::kDouble: code = kDLFloat; break;
+    case c10::kBFloat16: code = kDLBfloat; break;
+    case c10::kComplexFloat: case c10::kComplexDouble: code = kDLComplex; break;
+    default: return false;
+  }
+  out->code = code;
+  out->bits = static_cast<uint8_t>(c10::elementSize(st) * 8);
+  out->lanes = 1;
+  return true;
+}
+
+bool from_dl_dtype(DLDataType d, c10::ScalarType *out) {
+  if (d.lanes != 1) return false;
+  switch (d.code) {
+    case kDLBool: if (d.bits == 8) { *out = c10::kBool; return true; } return false;
+    case kDLUInt:
+      if (d.bits == 8) { *out = c10::kByte; return true; }
+      return false;
+    case kDLInt:
+      switch (d.bits) {
+        case 8: *out = c10::kChar; return true;
+        case 16: *out = c10::kShort; return true;
+        case 32: *out = c10::kInt; return true;
+        case 64: *out = c10::kLong; return true;
+      }
+      return false;
+    case kDLFloat:
+      switch (d.bits) {
+        case 16: *out = c10::kHalf; return true;
+        case 32: *out = c10::kFloat; return true;
+        case 64: *out = c10::kDouble; return true;
+      }
+      return false;
+    case kDLBfloat: if (d.bits == 16) { *out = c10::kBFloat16; return true; } return false;
+    case kDLComplex:
+      if (d.bits == 64) { *out = c10::kComplexFloat; return true; }
+      if (d.bits == 128) { *out = c10::kComplexDouble; return true; }
+      return false;
+  }
+  return false;
+}
+
+// Owns the exported tensor and the shape/strides arrays the DLTensor points to.
+template <class Managed>
+struct ExportCtx {
+  Managed managed;
+  at::Tensor tensor;
+  std::vector<int64_t> shape, strides;
+};
+
+template <class Managed>
+void export_deleter(Managed *self) {
+  if (self) delete static_cast<ExportCtx<Managed> *>(self->manager_ctx);
+}
+
+template <class Managed>
+ct_status export_tensor(const char *func, Managed **out, const ct_tensor *t, int32_t copy,
+                        int64_t stream, uint64_t *flags) {
+  if (!out) return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument 'out' is NULL", func);
+  if (!t) return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument 't' is NULL", func);
+  const at::Tensor &src = t->t;
+  if (!src.defined())
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: the tensor is undefined", func);
+  if (src.requires_grad())
+    return ct::set_error(CT_ERR_NOT_SUPPORTED,
+                         "%s: cannot export a tensor that requires grad; detach it first", func);
+  DLDataType dt;
+  if (!to_dl_dtype(src.scalar_type(), &dt))
+    return ct::set_error(CT_ERR_TYPE, "%s: dtype %s has no DLPack equivalent", func,
+                         c10::toString(src.scalar_type()));
+  int32_t dev_type = ct::device_type_code(src.device().type());
+  if (dev_type == 0)
+    return ct::set_error(CT_ERR_NOT_SUPPORTED, "%s: device %s cannot be exported", func,
+                         src.device().str().c_str());
+  if (src.is_cuda() && stream != -1) {
+    if (ct_status s = ct::cuda_make_safe_for_stream(src, stream)) return s;
+  }
+  auto *ctx = new ExportCtx<Managed>();
+  ctx->tensor = copy ? src.clone() : src;
+  const at::Tensor &x = ctx->tensor;
+  ctx->shape.assign(x.sizes().begin(), x.sizes().end());
+  ctx->strides.assign(x.strides().begin(), x.strides().end());
+  DLTensor &dl = ctx->managed.dl_tensor;
+  dl.data = x.numel() > 0 ? x.data_ptr() : nullptr;
+  dl.device.device_type = static_cast<DLDeviceType>(dev_type);
+  dl.device.device_id = x.is_cuda() ? x.device().index() : 0;
+  dl.ndim = static_cast<int32_t>(x.dim());
+  dl.dtype = dt;
+  dl.shape = ctx->shape.data();
+  dl.strides = ctx->strides.data();
+  dl.byte_offset = 0;
+  ctx->managed.manager_ctx = ctx;
+  ctx->managed.deleter = &export_deleter<Managed>;
+  if (flags) *flags = copy ? DLPACK_FLAG_BITMASK_IS_COPIED : 0;
+  *out = &ctx->managed;
+  return CT_OK;
+}
+
+// Calls the producer's deleter exactly once, on scope exit, unless released.
+template <class Managed>
+struct DeleteOnFailure {
+  Managed *m;
+  ~DeleteOnFailure() {
+    if (m && m->deleter) m->deleter(m);
+  }
+};
+
+template <class Managed>
+ct_status import_tensor(const char *func, ct_tensor **out, Managed *src, bool read_only) {
+  DeleteOnFailure<Managed> guard{src};
+  if (!out) return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument 'out' is NULL", func);
+  const DLTensor &dl = src->dl_tensor;
+  c10::ScalarType st;
+  if (!from_dl_dtype(dl.dtype, &st))
+    return ct::set_error(CT_ERR_TYPE, "%s: unsupported DLPack dtype (code %u, bits %u, lanes %u)",
+                         func, dl.dtype.code, dl.dtype.bits, dl.dtype.lanes);
+  if (dl.ndim < 0 || dl.ndim > 64)
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: invalid ndim %d", func, dl.ndim);
+  if (dl.ndim > 0 && !dl.shape)
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: DLTensor.shape is NULL", func);
+  c10::Device dev(c10::DeviceType::CPU);
+  switch (dl.device.device_type) {
+    case kDLCPU:
+    case kDLCUDAHost:
+      break;
+    case kDLCUDA:
+    case kDLCUDAManaged:
+      if (!ct_cuda_is_available())
+        return ct::set_error(CT_ERR_NOT_SUPPORTED,
+                             "%s: a CUDA DLPack tensor cannot be imported: CUDA is not available",
+                             func);
+      dev = c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(dl.device.device_id));
+      break;
+    default:
+      return ct::set_error(CT_ERR_NOT_SUPPORTED, "%s: unsupported DLPack device type %d", func,
+                           static_cast<int>(dl.device.device_type));
+  }
+  at::IntArrayRef shape(dl.shape, static_cast<size_t>(dl.ndim));
+  for (int64_t s : shape)
+    if (s < 0) return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: negative size in shape", func);
+  int64_t numel = c10::multiply_integers(shape);
+  if (!dl.data && numel > 0)
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: DLTensor.data is NULL", func);
+  char *data = static_cast<char *>(dl.data) + dl.byte_offset;
+  auto opts = at::TensorOptions().dtype(st).device(dev);
+  at::Tensor t;
+  if (read_only) {
+    // Torch tensors are writable: never alias read-only memory, copy it.
+    at::Tensor view = dl.strides
+                          ? at::from_blob(data, shape, at::IntArrayRef(dl.strides, dl.ndim), opts)
+                          : at::from_blob(data, shape, opts);
+    t = view.clone(at::MemoryFormat::Preserve);
+    // guard deletes the producer's tensor now
+  } else {
+    Managed *m = src;
+    auto deleter = [m](void *) {
+      if (m->deleter) m->deleter(m);
+    };
+    t = dl.strides ? at::from_blob(data, shape, at::IntArrayRef(dl.strides, dl.ndim), deleter,
+                                   opts)
+                   : at::from_blob(data, shape, deleter, opts);
+    guard.m = nullptr;  // the tensor's storage owns the producer's tensor now
+  }
+  *out = ct::new_tensor(std::move(t));
+  return CT_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+ct_status ct_tensor_to_dlpack(DLManagedTensor **out, const ct_tensor *t, int32_t copy,
+                              int64_t stream) {
+  return ct::guard(__func__, [&] {
+    return export_tensor<DLManagedTensor>(CT_FUNC, out, t, copy, stream, nullptr);
+  });
+}
+
+ct_status ct_tensor_to_dlpack_versioned(DLManagedTensorVersioned **out, const ct_tensor *t,
+                                        int32_t copy, int64_t stream) {
+  return ct::guard(__func__, [&] {
+    CT_CHECK_NOT_NULL(out);
+    DLManagedTensorVersioned *m = nullptr;
+    uint64_t flags = 0;
+    if (ct_status s = export_tensor<DLManagedTensorVersioned>(CT_FUNC, &m, t, copy, stream, &flags))
+      return s;
+    m->version.major = DLPACK_MAJOR_VERSION;
+    m->version.minor = DLPACK_MINOR_VERSION;
+    m->flags = flags;
+    *out = m;
+    return CT_OK;
+  });
+}
+
+ct_status ct_tensor_from_dlpack(ct_tensor **out, DLManagedTensor *src) {
+  return ct::guard(__func__, [&] {
+    CT_CHECK_NOT_NULL(src);
+    return import_tensor(CT_FUNC, out, src, false);
+  });
+}
+
+ct_status ct_tensor_from_dlpack_versioned(ct_tensor **out, DLManagedTensorVersioned *src) {
+  return ct::guard(__func__, [&] {
+    CT_CHECK_NOT_NULL(src);
+    if (src->version.major != 1) {
+      DeleteOnFailure<DLManagedTensorVersioned> g{src};
+      return ct::set_error(CT_ERR_NOT_SUPPORTED,
+                           "ct_tensor_from_dlpack_versioned: DLPack version %u.%u is not "
+                           "supported (need 1.x)",
+                           src->version.major, src->version.minor);
+    }
+    bool read_only = (src->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+    return import_tensor(CT_FUNC, out, src, read_only);
+  });
+}
+
+}  // extern "C"

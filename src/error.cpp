@@ -1,0 +1,180 @@
+// Errors: the thread-local last-error slot, the exception-to-status mapping
+// used by the barrier (ct::guard), and ct_free.
+#include "internal.h"
+
+#include <c10/util/Backtrace.h>
+#include <c10/util/Logging.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace {
+
+struct LastError {
+  ct_status code = CT_OK;
+  std::string message;
+};
+thread_local LastError tls_error;
+
+void store(ct_status code, const char *func, const std::string &what) noexcept {
+  try {
+    tls_error.code = code;
+    tls_error.message.clear();
+    if (func && std::strcmp(func, "operator()") == 0) func = ct::current_api;
+    if (func && *func) {
+      tls_error.message += func;
+      tls_error.message += ": ";
+    }
+    // A message formatted with __func__ inside a guard lambda names
+    // "operator()": name the exported function instead.
+    static const char lambda_name[] = "operator()";
+    if (what.compare(0, sizeof lambda_name - 1, lambda_name) == 0 && ct::current_api) {
+      tls_error.message += ct::current_api;
+      tls_error.message.append(what, sizeof lambda_name - 1, std::string::npos);
+    } else {
+      tls_error.message += what;
+    }
+  } catch (...) {
+    tls_error.code = code;  // message left as it was: out of memory
+  }
+}
+
+std::string vformat(const char *fmt, va_list ap) {
+  char buf[512];
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
+  std::string s;
+  if (n < 0) {
+    s = fmt;
+  } else if (static_cast<size_t>(n) < sizeof buf) {
+    s.assign(buf, static_cast<size_t>(n));
+  } else {
+    s.resize(static_cast<size_t>(n) + 1);
+    std::vsnprintf(&s[0], s.size(), fmt, ap2);
+    s.resize(static_cast<size_t>(n));
+  }
+  va_end(ap2);
+  return s;
+}
+
+// LibTorch symbolizes a C++ backtrace for every c10::Error (~2 ms). Replace
+// the fetcher with an empty one when the library loads, unless the user
+// asked for backtraces (CTORCH_CPP_BACKTRACE=1). See ct_set_cpp_backtraces.
+void set_backtraces(bool enabled) {
+  if (enabled) {
+    c10::SetStackTraceFetcher(std::function<std::string()>(
+        [] { return c10::get_backtrace(/*frames_to_skip=*/1); }));
+  } else {
+    c10::SetStackTraceFetcher(std::function<std::string()>([] { return std::string(); }));
+  }
+}
+
+struct BacktraceInit {
+  BacktraceInit() {
+    try {
+      const char *env = std::getenv("CTORCH_CPP_BACKTRACE");
+      set_backtraces(env && std::strcmp(env, "1") == 0);
+    } catch (...) {
+    }
+  }
+} backtrace_init;
+
+}  // namespace
+
+namespace ct {
+
+thread_local const char *current_api = nullptr;
+
+ct_status set_error(ct_status code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::string s;
+  try {
+    s = vformat(fmt, ap);
+  } catch (...) {
+  }
+  va_end(ap);
+  store(code, nullptr, s);
+  return code;
+}
+
+void raise(ct_status code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::string s = vformat(fmt, ap);
+  va_end(ap);
+  throw Error(code, std::move(s));
+}
+
+ct_status set_error_from_current_exception(const char *func) noexcept {
+  try {
+    throw;
+  } catch (const Error &e) {
+    store(e.code, func, e.msg);
+    return e.code;
+  } catch (const c10::OutOfMemoryError &e) {
+    store(CT_ERR_OUT_OF_MEMORY, func, e.what_without_backtrace());
+    return CT_ERR_OUT_OF_MEMORY;
+  } catch (const c10::IndexError &e) {
+    store(CT_ERR_INDEX, func, e.what_without_backtrace());
+    return CT_ERR_INDEX;
+  } catch (const c10::TypeError &e) {
+    store(CT_ERR_TYPE, func, e.what_without_backtrace());
+    return CT_ERR_TYPE;
+  } catch (const c10::ValueError &e) {
+    store(CT_ERR_INVALID_ARGUMENT, func, e.what_without_backtrace());
+    return CT_ERR_INVALID_ARGUMENT;
+  } catch (const c10::Error &e) {
+    store(CT_ERR_TORCH, func, e.what_without_backtrace());
+    return CT_ERR_TORCH;
+  } catch (const std::bad_alloc &) {
+    store(CT_ERR_OUT_OF_MEMORY, func, "out of memory");
+    return CT_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception &e) {
+    store(CT_ERR_TORCH, func, e.what());
+    return CT_ERR_TORCH;
+  } catch (...) {
+    store(CT_ERR_INTERNAL, func, "unknown C++ exception");
+    return CT_ERR_INTERNAL;
+  }
+}
+
+char *dup_string(const std::string &s) {
+  char *p = static_cast<char *>(std::malloc(s.size() + 1));
+  if (!p) throw std::bad_alloc();
+  std::memcpy(p, s.data(), s.size());
+  p[s.size()] = '\0';
+  return p;
+}
+
+}  // namespace ct
+
+extern "C" {
+
+const char *ct_last_error(void) { return tls_error.message.c_str(); }
+
+ct_status ct_last_error_code(void) { return tls_error.code; }
+
+ct_status ct_set_error(ct_status code, const char *message) {
+  store(code, nullptr, message ? message : "");
+  return code;
+}
+
+void ct_clear_error(void) {
+  tls_error.code = CT_OK;
+  tls_error.message.clear();
+}
+
+void ct_free(void *p) { std::free(p); }
+
+void ct_set_cpp_backtraces(int32_t enabled) {
+  try {
+    set_backtraces(enabled != 0);
+  } catch (...) {
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,124 @@
+// Internal definitions shared by every src/*.cpp file. Not installed.
+#pragma once
+
+#include "ctorch.h"
+
+#include <torch/script.h>
+
+#include <cstdarg>
+#include <string>
+#include <utility>
+
+// ---- Handle structs: an opaque C handle is a heap object holding one C++ value.
+struct ct_tensor {
+  at::Tensor t;
+};
+struct ct_value {
+  c10::IValue v;
+};
+struct ct_module {
+  torch::jit::Module m;
+  std::unordered_map<std::string, std::string> extra_files;
+};
+
+namespace ct {
+
+// ---- Errors (error.cpp) ------------------------------------------------
+// Sets this thread's last error; returns code. `fmt` is printf-style.
+ct_status set_error(ct_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// Sets the error from the exception in flight (call only inside catch).
+ct_status set_error_from_current_exception(const char *func) noexcept;
+
+// A ctorch error raised deep inside C++ code (for example in a callback
+// trampoline) that must reach the barrier with its own code.
+struct Error : std::exception {
+  ct_status code;
+  std::string msg;
+  Error(ct_status c, std::string m) : code(c), msg(std::move(m)) {}
+  const char *what() const noexcept override { return msg.c_str(); }
+};
+[[noreturn]] void raise(ct_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// The one exception barrier. Every exported function that can fail returns
+// `ct::guard(__func__, [&] { ...; return CT_OK; })`. Validation failures
+// return set_error(...) directly (no throw: cheap); anything thrown below is
+// caught here and turned into a status and a message.
+// Name of the exported function running on this thread (set by guard), for
+// messages: inside a guard lambda __func__ is "operator()", so use CT_FUNC.
+extern thread_local const char *current_api;
+#define CT_FUNC (::ct::current_api)
+
+template <class F>
+inline ct_status guard(const char *func, F &&body) noexcept {
+  current_api = func;
+  try {
+    return body();
+  } catch (...) {
+    return set_error_from_current_exception(func);
+  }
+}
+
+// Barrier for void/value-returning functions that must never fail loudly.
+template <class R, class F>
+inline R guard_value(R fallback, F &&body) noexcept {
+  try {
+    return body();
+  } catch (...) {
+    return fallback;
+  }
+}
+
+// ---- Argument checks (return from the enclosing guard lambda) ----------
+#define CT_CHECK_NOT_NULL(ptr)                                                       \
+  do {                                                                               \
+    if ((ptr) == nullptr)                                                            \
+      return ::ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", \
+                             CT_FUNC, #ptr);                                         \
+  } while (0)
+
+#define CT_CHECK_ARG(cond, ...)                                  \
+  do {                                                           \
+    if (!(cond)) return ::ct::set_error(CT_ERR_INVALID_ARGUMENT, __VA_ARGS__); \
+  } while (0)
+
+// ---- Dtypes and devices (tensor.cpp) -------------------------------------
+// Returns false for unknown codes.
+bool to_scalar_type(int32_t dtype, c10::ScalarType *out) noexcept;
+// 0 for scalar types without a ctorch code.
+int32_t from_scalar_type(c10::ScalarType st) noexcept;
+// Validates and converts (type, index); sets the error and returns non-OK.
+ct_status to_device(const char *func, int32_t device_type, int32_t device_index,
+                    c10::Device *out) noexcept;
+int32_t device_type_code(c10::DeviceType t) noexcept;
+// Validates a dtype code; sets the error (CT_ERR_TYPE) on failure.
+ct_status check_dtype(const char *func, int32_t dtype, c10::ScalarType *out) noexcept;
+// Validates sizes (NULL allowed only for ndim == 0, no negative entries).
+ct_status check_sizes(const char *func, const int64_t *sizes, size_t ndim) noexcept;
+
+// ---- Handle helpers --------------------------------------------------------
+inline ct_tensor *new_tensor(at::Tensor t) { return new ct_tensor{std::move(t)}; }
+inline ct_value *new_value(c10::IValue v) { return new ct_value{std::move(v)}; }
+// Caller-owned copy of a string, freed with ct_free (malloc'ed).
+char *dup_string(const std::string &s);
+
+// ---- Calls with schemas (value.cpp) ---------------------------------------
+// Builds a full argument stack for `schema` from positional and keyword
+// arguments: fills defaults, coerces Python-like values (int->float,
+// generic list->typed list, ...). On mismatch, sets the error (naming the
+// schema) and returns non-OK. `strict` forbids lossy coercions (for overload
+// resolution).
+ct_status bind_arguments(const char *func, const c10::FunctionSchema &schema,
+                         const ct_value *const *args, size_t n, const char *const *kwnames,
+                         const ct_value *const *kwvalues, size_t nkw, bool skip_self,
+                         torch::jit::Stack *stack, bool set_errors = true);
+// Converts a value to a schema type where Python would (returns false if not).
+bool coerce(const c10::IValue &in, const c10::TypePtr &type, c10::IValue *out);
+
+}  // namespace ct
+
+namespace ct {
+// CUDA stream rule for DLPack export (device.cpp): make `t`'s data safe to use
+// on the consumer's `stream` (event on torch's current stream + wait, no device
+// sync). CT_ERR_NOT_SUPPORTED in builds without CUDA.
+ct_status cuda_make_safe_for_stream(const at::Tensor &t, int64_t stream);
+}  // namespace ct

@@ -1,0 +1,100 @@
+// Library-wide calls: versions, feature queries, threads, seeds, grad and
+// inference mode switches, and loading extension libraries.
+#include "internal.h"
+
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+
+#include <memory>
+#include <vector>
+
+#include <torch/version.h>
+
+#ifdef TORCH_VERSION
+#define CTORCH_TORCH_VERSION TORCH_VERSION
+#else
+#define CTORCH_TORCH_VERSION "unknown"
+#endif
+
+extern "C" {
+
+const char *ct_version(void) { return CTORCH_VERSION_STRING; }
+int32_t ct_abi_version(void) { return CTORCH_ABI_VERSION; }
+const char *ct_torch_version(void) { return CTORCH_TORCH_VERSION; }
+
+int32_t ct_get_num_threads(void) {
+  return ct::guard_value<int32_t>(-1, [] { return static_cast<int32_t>(at::get_num_threads()); });
+}
+
+ct_status ct_set_num_threads(int32_t n) {
+  return ct::guard(__func__, [&] {
+    CT_CHECK_ARG(n >= 1, "ct_set_num_threads: n must be >= 1, got %d", n);
+    at::set_num_threads(n);
+    return CT_OK;
+  });
+}
+
+int32_t ct_get_num_interop_threads(void) {
+  return ct::guard_value<int32_t>(
+      -1, [] { return static_cast<int32_t>(at::get_num_interop_threads()); });
+}
+
+ct_status ct_set_num_interop_threads(int32_t n) {
+  return ct::guard(__func__, [&] {
+    CT_CHECK_ARG(n >= 1, "ct_set_num_interop_threads: n must be >= 1, got %d", n);
+    at::set_num_interop_threads(n);
+    return CT_OK;
+  });
+}
+
+ct_status ct_manual_seed(uint64_t seed) {
+  return ct::guard(__func__, [&] {
+    torch::manual_seed(seed);
+    return CT_OK;
+  });
+}
+
+ct_status ct_load_library(const char *path) {
+  return ct::guard(__func__, [&] {
+    CT_CHECK_NOT_NULL(path);
+    void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    if (!h) {
+      const char *msg = dlerror();
+      return ct::set_error(CT_ERR_IO, "ct_load_library: cannot load '%s': %s", path,
+                           msg ? msg : "unknown error");
+    }
+    return CT_OK;
+  });
+}
+
+void ct_grad_mode_set(int32_t enabled) { c10::GradMode::set_enabled(enabled != 0); }
+int32_t ct_grad_mode_is_enabled(void) { return c10::GradMode::is_enabled() ? 1 : 0; }
+
+}  // extern "C"
+
+namespace {
+thread_local std::vector<std::unique_ptr<c10::InferenceMode>> inference_stack;
+}
+
+extern "C" {
+
+ct_status ct_inference_mode_push(int32_t enabled) {
+  return ct::guard(__func__, [&] {
+    inference_stack.emplace_back(new c10::InferenceMode(enabled != 0));
+    return CT_OK;
+  });
+}
+
+ct_status ct_inference_mode_pop(void) {
+  return ct::guard(__func__, [&] {
+    if (inference_stack.empty())
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                           "ct_inference_mode_pop: no inference mode was pushed on this thread");
+    inference_stack.pop_back();
+    return CT_OK;
+  });
+}
+
+int32_t ct_inference_mode_is_enabled(void) { return c10::InferenceMode::is_enabled() ? 1 : 0; }
+
+}  // extern "C"

@@ -1,0 +1,512 @@
+// Tensors: dtype/device codes, factories, from_blob (with deleter or release
+// queue), handles and conversions, metadata accessors, printing, comparison.
+#include "internal.h"
+
+#include <deque>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+namespace ct {
+
+bool to_scalar_type(int32_t dtype, c10::ScalarType *out) noexcept {
+  switch (dtype) {
+    case CT_BOOL: *out = c10::kBool; return true;
+    case CT_UINT8: *out = c10::kByte; return true;
+    case CT_INT8: *out = c10::kChar; return true;
+    case CT_INT16: *out = c10::kShort; return true;
+    case CT_INT32: *out = c10::kInt; return true;
+    case CT_INT64: *out = c10::kLong; return true;
+    case CT_FLOAT16: *out = c10::kHalf; return true;
+    case CT_BFLOAT16: *out = c10::kBFloat16; return true;
+    case CT_FLOAT32: *out = c10::kFloat; return true;
+    case CT_FLOAT64: *out = c10::kDouble; return true;
+    case CT_COMPLEX64: *out = c10::kComplexFloat; return true;
+    case CT_COMPLEX128: *out = c10::kComplexDouble; return true;
+    default: return false;
+  }
+}
+
+int32_t from_scalar_type(c10::ScalarType st) noexcept {
+  switch (st) {
+    case c10::kBool: return CT_BOOL;
+    case c10::kByte: return CT_UINT8;
+    case c10::kChar: return CT_INT8;
+    case c10::kShort: return CT_INT16;
+    case c10::kInt: return CT_INT32;
+    case c10::kLong: return CT_INT64;
+    case c10::kHalf: return CT_FLOAT16;
+    case c10::kBFloat16: return CT_BFLOAT16;
+    case c10::kFloat: return CT_FLOAT32;
+    case c10::kDouble: return CT_FLOAT64;
+    case c10::kComplexFloat: return CT_COMPLEX64;
+    case c10::kComplexDouble: return CT_COMPLEX128;
+    default: return 0;
+  }
+}
+
+ct_status check_dtype(const char *func, int32_t dtype, c10::ScalarType *out) noexcept {
+  if (!to_scalar_type(dtype, out))
+    return set_error(CT_ERR_TYPE, "%s: unknown dtype code %d", func, dtype);
+  return CT_OK;
+}
+
+int32_t device_type_code(c10::DeviceType t) noexcept {
+  switch (t) {
+    case c10::DeviceType::CPU: return CT_DEVICE_CPU;
+    case c10::DeviceType::CUDA: return CT_DEVICE_CUDA;
+    default: return 0;
+  }
+}
+
+ct_status to_device(const char *func, int32_t device_type, int32_t device_index,
+                    c10::Device *out) noexcept {
+  if (device_index < -1 || device_index > 127)
+    return set_error(CT_ERR_INVALID_ARGUMENT, "%s: invalid device index %d", func, device_index);
+  switch (device_type) {
+    case CT_DEVICE_CPU:
+      *out = c10::Device(c10::DeviceType::CPU);
+      return CT_OK;
+    case CT_DEVICE_CUDA:
+      if (!ct_cuda_is_available())
+        return set_error(CT_ERR_NOT_SUPPORTED,
+                         "%s: CUDA device requested but CUDA is not available in this build "
+                         "of ctorch or on this machine",
+                         func);
+      *out = c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device_index));
+      return CT_OK;
+    default:
+      return set_error(CT_ERR_INVALID_ARGUMENT, "%s: unknown device type %d", func, device_type);
+  }
+}
+
+ct_status check_sizes(const char *func, const int64_t *sizes, size_t ndim) noexcept {
+  if (ndim > 0 && sizes == nullptr)
+    return set_error(CT_ERR_INVALID_ARGUMENT, "%s: sizes is NULL but ndim is %zu", func, ndim);
+  if (ndim > 64)
+    return set_error(CT_ERR_INVALID_ARGUMENT, "%s: ndim %zu exceeds 64", func, ndim);
+  for (size_t i = 0; i < ndim; ++i)
+    if (sizes[i] < 0)
+      return set_error(CT_ERR_INVALID_ARGUMENT, "%s: negative size %lld in dimension %zu", func,
+                       static_cast<long long>(sizes[i]), i);
+  return CT_OK;
+}
+
+}  // namespace ct
+
+namespace {
+
+// Validated tensor options for the factories.
+ct_status factory_options(const char *func, int32_t dtype, int32_t device_type,
+                          int32_t device_index, int32_t requires_grad, at::TensorOptions *out) {
+  c10::ScalarType st;
+  c10::Device dev(c10::DeviceType::CPU);
+  if (ct_status s = ct::check_dtype(func, dtype, &st)) return s;
+  if (ct_status s = ct::to_device(func, device_type, device_index, &dev)) return s;
+  if (requires_grad && !(c10::isFloatingType(st) || c10::isComplexType(st)))
+    return ct::set_error(CT_ERR_TYPE, "%s: requires_grad needs a floating or complex dtype, got %s",
+                         func, ct_dtype_name(dtype));
+  *out = at::TensorOptions().dtype(st).device(dev).requires_grad(requires_grad != 0);
+  return CT_OK;
+}
+
+// Shared body of the size-taking factories.
+template <class Make>
+ct_status make_sized(const char *func, ct_tensor **out, const int64_t *sizes, size_t ndim,
+                     int32_t dtype, int32_t device_type, int32_t device_index,
+                     int32_t requires_grad, Make make) {
+  return ct::guard(func, [&] {
+    if (!out) return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument 'out' is NULL", func);
+    if (ct_status s = ct::check_sizes(func, sizes, ndim)) return s;
+    at::TensorOptions opts;
+    if (ct_status s = factory_options(func, dtype, device_type, device_index, requires_grad, &opts))
+      return s;
+    at::IntArrayRef shape(sizes, ndim);
+    at::Tensor t;
+    t = make(shape, opts.requires_grad(false));  // a leaf; requires_grad set below
+    if (requires_grad) t.set_requires_grad(true);
+    *out = ct::new_tensor(std::move(t));
+    return CT_OK;
+  });
+}
+
+// The library-owned release queue for garbage-collected hosts.
+std::mutex release_mutex;
+std::deque<void *> &release_queue() {
+  static auto *q = new std::deque<void *>();  // never destroyed: deleters may run at exit
+  return *q;
+}
+
+void push_release(void *ctx) {
+  std::lock_guard<std::mutex> lock(release_mutex);
+  release_queue().push_back(ctx);
+}
+
+ct_status check_strides(const char *func, const int64_t *strides, size_t ndim) {
+  if (!strides) return CT_OK;
+  for (size_t i = 0; i < ndim; ++i)
+    if (strides[i] < 0)
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                           "%s: negative stride %lld in dimension %zu (not supported by torch)",
+                           func, static_cast<long long>(strides[i]), i);
+  return CT_OK;
+}
+
+ct_status wrap_blob(const char *func, ct_tensor **out, void *data, const int64_t *sizes,
+                    size_t ndim, const int64_t *strides, int32_t dtype, int32_t device_type,
+                    int32_t device_index, std::function<void(void *)> deleter) {
+  if (!out) return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument 'out' is NULL", func);
+  if (ct_status s = ct::check_sizes(func, sizes, ndim)) return s;
+  if (ct_status s = check_strides(func, strides, ndim)) return s;
+  c10::ScalarType st;
+  c10::Device dev(c10::DeviceType::CPU);
+  if (ct_status s = ct::check_dtype(func, dtype, &st)) return s;
+  if (ct_status s = ct::to_device(func, device_type, device_index, &dev)) return s;
+  int64_t numel = 1;
+  for (size_t i = 0; i < ndim; ++i) numel *= sizes[i];
+  if (!data && numel > 0)
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument 'data' is NULL", func);
+  auto opts = at::TensorOptions().dtype(st).device(dev);
+  at::IntArrayRef shape(sizes, ndim);
+  at::Tensor t;
+  if (strides) {
+    t = torch::from_blob(data, shape, at::IntArrayRef(strides, ndim), std::move(deleter), opts);
+  } else {
+    t = torch::from_blob(data, shape, std::move(deleter), opts);
+  }
+  *out = ct::new_tensor(std::move(t));
+  return CT_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+size_t ct_dtype_element_size(int32_t dtype) {
+  c10::ScalarType st;
+  if (!ct::to_scalar_type(dtype, &st)) return 0;
+  return c10::elementSize(st);
+}
+
+const char *ct_dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case CT_BOOL: return "bool";
+    case CT_UINT8: return "uint8";
+    case CT_INT8: return "int8";
+    case CT_INT16: return "int16";
+    case CT_INT32: return "int32";
+    case CT_INT64: return "int64";
+    case CT_FLOAT16: return "float16";
+    case CT_BFLOAT16: return "bfloat16";
+    case CT_FLOAT32: return "float32";
+    case CT_FLOAT64: return "float64";
+    case CT_COMPLEX64: return "complex64";
+    case CT_COMPLEX128: return "complex128";
+    default: return "unknown";
+  }
+}
+
+const char *ct_device_type_name(int32_t device_type) {
+  switch (device_type) {
+    case CT_DEVICE_CPU: return "cpu";
+    case CT_DEVICE_CUDA: return "cuda";
+    default: return "unknown";
+  }
+}
+
+// ---- Factories -------------------------------------------------------------
+
+ct_status ct_tensor_empty(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
+                          int32_t device_type, int32_t device_index, int32_t requires_grad) {
+  return make_sized(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
+                    [](at::IntArrayRef s, const at::TensorOptions &o) { return at::empty(s, o); });
+}
+
+ct_status ct_tensor_zeros(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
+                          int32_t device_type, int32_t device_index, int32_t requires_grad) {
+  return make_sized(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
+                    [](at::IntArrayRef s, const at::TensorOptions &o) { return at::zeros(s, o); });
+}
+
+ct_status ct_tensor_ones(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
+                         int32_t device_type, int32_t device_index, int32_t requires_grad) {
+  return make_sized(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
+                    [](at::IntArrayRef s, const at::TensorOptions &o) { return at::ones(s, o); });
+}
+
+ct_status ct_tensor_full(ct_tensor **out, const int64_t *sizes, size_t ndim, double value,
+                         int32_t dtype, int32_t device_type, int32_t device_index,
+                         int32_t requires_grad) {
+  return make_sized(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
+                    [value](at::IntArrayRef s, const at::TensorOptions &o) {
+                      return at::full(s, value, o);
+                    });
+}
+
+ct_status ct_tensor_rand(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
+                         int32_t device_type, int32_t device_index, int32_t requires_grad) {
+  c10::ScalarType st;
+  if (ct::to_scalar_type(dtype, &st) && !c10::isFloatingType(st) && !c10::isComplexType(st))
+    return ct::set_error(CT_ERR_TYPE, "ct_tensor_rand: needs a floating dtype, got %s",
+                         ct_dtype_name(dtype));
+  return make_sized(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
+                    [](at::IntArrayRef s, const at::TensorOptions &o) { return at::rand(s, o); });
+}
+
+ct_status ct_tensor_randn(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
+                          int32_t device_type, int32_t device_index, int32_t requires_grad) {
+  c10::ScalarType st;
+  if (ct::to_scalar_type(dtype, &st) && !c10::isFloatingType(st) && !c10::isComplexType(st))
+    return ct::set_error(CT_ERR_TYPE, "ct_tensor_randn: needs a floating dtype, got %s",
+                         ct_dtype_name(dtype));
+  return make_sized(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
+                    [](at::IntArrayRef s, const at::TensorOptions &o) { return at::randn(s, o); });
+}
+
+ct_status ct_tensor_arange(ct_tensor **out, double start, double end, double step,
+                           int32_t dtype, int32_t device_type, int32_t device_index,
+                           int32_t requires_grad) {
+  if (!(step != 0.0) || (end - start) * step < 0)
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                         "ct_tensor_arange: step %g does not lead from %g to %g", step, start,
+                         end);
+  return make_sized(__func__, out, nullptr, 0, dtype, device_type, device_index, requires_grad,
+                    [=](at::IntArrayRef, const at::TensorOptions &o) {
+                      return at::arange(start, end, step, o);
+                    });
+}
+
+ct_status ct_tensor_eye(ct_tensor **out, int64_t n, int64_t m, int32_t dtype,
+                        int32_t device_type, int32_t device_index, int32_t requires_grad) {
+  if (n < 0)
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "ct_tensor_eye: n must be >= 0, got %lld",
+                         static_cast<long long>(n));
+  return make_sized(__func__, out, nullptr, 0, dtype, device_type, device_index, requires_grad,
+                    [=](at::IntArrayRef, const at::TensorOptions &o) {
+                      return at::eye(n, m < 0 ? n : m, o);
+                    });
+}
+
+ct_status ct_tensor_from_data(ct_tensor **out, const void *data, const int64_t *sizes,
+                              size_t ndim, int32_t dtype, int32_t device_type,
+                              int32_t device_index) {
+  return ct::guard(__func__, [&] {
+    CT_CHECK_NOT_NULL(out);
+    if (ct_status s = ct::check_sizes(CT_FUNC, sizes, ndim)) return s;
+    at::TensorOptions opts;
+    if (ct_status s = factory_options(CT_FUNC, dtype, device_type, device_index, 0, &opts))
+      return s;
+    at::IntArrayRef shape(sizes, ndim);
+    int64_t numel = c10::multiply_integers(shape);
+    if (!data && numel > 0)
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "ct_tensor_from_data: argument 'data' is NULL");
+    at::Tensor t = at::empty(shape, opts.device(c10::kCPU));
+    if (numel > 0) std::memcpy(t.data_ptr(), data, t.nbytes());
+    if (!opts.device().is_cpu()) t = t.to(opts.device());
+    *out = ct::new_tensor(std::move(t));
+    return CT_OK;
+  });
+}
+
+ct_status ct_tensor_from_blob(ct_tensor **out, void *data, const int64_t *sizes, size_t ndim,
+                              const int64_t *strides, int32_t dtype, int32_t device_type,
+                              int32_t device_index, ct_deleter deleter, void *ctx) {
+  return ct::guard(__func__, [&] {
+    std::function<void(void *)> del;
+    if (deleter) del = [deleter, ctx](void *p) { deleter(p, ctx); };
+    else del = [](void *) {};
+    return wrap_blob(CT_FUNC, out, data, sizes, ndim, strides, dtype, device_type, device_index,
+                     std::move(del));
+  });
+}
+
+ct_status ct_tensor_from_blob_queued(ct_tensor **out, void *data, const int64_t *sizes,
+                                     size_t ndim, const int64_t *strides, int32_t dtype,
+                                     int32_t device_type, int32_t device_index, void *ctx) {
+  return ct::guard(__func__, [&] {
+    return wrap_blob(CT_FUNC, out, data, sizes, ndim, strides, dtype, device_type, device_index,
+                     [ctx](void *) { push_release(ctx); });
+  });
+}
+
+ct_status ct_release_queue_poll(void **ctxs, size_t capacity, size_t *n) {
+  return ct::guard(__func__, [&] {
+    CT_CHECK_NOT_NULL(n);
+    if (capacity > 0) CT_CHECK_NOT_NULL(ctxs);
+    std::lock_guard<std::mutex> lock(release_mutex);
+    auto &q = release_queue();
+    size_t k = 0;
+    while (k < capacity && !q.empty()) {
+      ctxs[k++] = q.front();
+      q.pop_front();
+    }
+    *n = k;
+    return CT_OK;
+  });
+}
+
+size_t ct_release_queue_length(void) {
+  std::lock_guard<std::mutex> lock(release_mutex);
+  return release_queue().size();
+}
+
+// ---- Handles and conversions ------------------------------------------------
+
+void ct_tensor_free(ct_tensor *t) { delete t; }
+
+#define CT_UNARY_TENSOR_OP(fname, expr)                        \
+  ct_status fname(ct_tensor **out, const ct_tensor *t) {       \
+    return ct::guard(__func__, [&] {                           \
+      CT_CHECK_NOT_NULL(out);                                  \
+      CT_CHECK_NOT_NULL(t);                                    \
+      const at::Tensor &x = t->t;                              \
+      *out = ct::new_tensor(expr);                             \
+      return CT_OK;                                            \
+    });                                                        \
+  }
+
+CT_UNARY_TENSOR_OP(ct_tensor_ref, x)
+CT_UNARY_TENSOR_OP(ct_tensor_clone, x.clone())
+CT_UNARY_TENSOR_OP(ct_tensor_detach, x.detach())
+CT_UNARY_TENSOR_OP(ct_tensor_contiguous, x.contiguous())
+
+ct_status ct_tensor_to(ct_tensor **out, const ct_tensor *t, int32_t device_type,
+                       int32_t device_index, int32_t dtype, int32_t non_blocking, int32_t copy) {
+  return ct::guard(__func__, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(t);
+    c10::ScalarType st = t->t.scalar_type();
+    c10::Device dev = t->t.device();
+    if (dtype != CT_DTYPE_KEEP)
+      if (ct_status s = ct::check_dtype(CT_FUNC, dtype, &st)) return s;
+    if (device_type != CT_DEVICE_KEEP)
+      if (ct_status s = ct::to_device(CT_FUNC, device_type, device_index, &dev)) return s;
+    *out = ct::new_tensor(t->t.to(dev, st, non_blocking != 0, copy != 0));
+    return CT_OK;
+  });
+}
+
+ct_status ct_tensor_copy_(ct_tensor *dst, const ct_tensor *src, int32_t non_blocking) {
+  return ct::guard(__func__, [&] {
+    CT_CHECK_NOT_NULL(dst);
+    CT_CHECK_NOT_NULL(src);
+    dst->t.copy_(src->t, non_blocking != 0);
+    return CT_OK;
+  });
+}
+
+ct_status ct_tensor_fill_(ct_tensor *t, double value) {
+  return ct::guard(__func__, [&] {
+    CT_CHECK_NOT_NULL(t);
+    t->t.fill_(value);
+    return CT_OK;
+  });
+}
+
+// ---- Metadata -----------------------------------------------------------------
+
+int64_t ct_tensor_ndim(const ct_tensor *t) { return t ? t->t.dim() : -1; }
+const int64_t *ct_tensor_sizes(const ct_tensor *t) { return t ? t->t.sizes().data() : nullptr; }
+const int64_t *ct_tensor_strides(const ct_tensor *t) {
+  return t ? t->t.strides().data() : nullptr;
+}
+
+static ct_status dim_index(const char *func, const ct_tensor *t, int64_t dim, int64_t *out) {
+  int64_t nd = t->t.dim();
+  int64_t d = dim < 0 ? dim + nd : dim;
+  if (d < 0 || d >= nd)
+    return ct::set_error(CT_ERR_INDEX, "%s: dimension %lld out of range for a %lld-d tensor", func,
+                         static_cast<long long>(dim), static_cast<long long>(nd));
+  *out = d;
+  return CT_OK;
+}
+
+ct_status ct_tensor_size(int64_t *out, const ct_tensor *t, int64_t dim) {
+  return ct::guard(__func__, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(t);
+    int64_t d;
+    if (ct_status s = dim_index(CT_FUNC, t, dim, &d)) return s;
+    *out = t->t.sizes()[d];
+    return CT_OK;
+  });
+}
+
+ct_status ct_tensor_stride(int64_t *out, const ct_tensor *t, int64_t dim) {
+  return ct::guard(__func__, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(t);
+    int64_t d;
+    if (ct_status s = dim_index(CT_FUNC, t, dim, &d)) return s;
+    *out = t->t.strides()[d];
+    return CT_OK;
+  });
+}
+
+int64_t ct_tensor_numel(const ct_tensor *t) { return t ? t->t.numel() : -1; }
+int64_t ct_tensor_storage_offset(const ct_tensor *t) {
+  return t && t->t.defined() ? t->t.storage_offset() : -1;
+}
+size_t ct_tensor_element_size(const ct_tensor *t) {
+  return t && t->t.defined() ? t->t.element_size() : 0;
+}
+size_t ct_tensor_nbytes(const ct_tensor *t) {
+  return t && t->t.defined() ? static_cast<size_t>(t->t.numel()) * t->t.element_size() : 0;
+}
+int32_t ct_tensor_dtype(const ct_tensor *t) {
+  return t && t->t.defined() ? ct::from_scalar_type(t->t.scalar_type()) : 0;
+}
+int32_t ct_tensor_device_type(const ct_tensor *t) {
+  return t && t->t.defined() ? ct::device_type_code(t->t.device().type()) : 0;
+}
+int32_t ct_tensor_device_index(const ct_tensor *t) {
+  if (!t || !t->t.defined() || t->t.device().is_cpu()) return -1;
+  return t->t.device().index();
+}
+void *ct_tensor_data_ptr(const ct_tensor *t) {
+  if (!t || !t->t.defined() || !t->t.has_storage() || t->t.numel() == 0) return nullptr;
+  return t->t.data_ptr();
+}
+int32_t ct_tensor_is_contiguous(const ct_tensor *t) {
+  return t && t->t.defined() && t->t.is_contiguous() ? 1 : 0;
+}
+int32_t ct_tensor_requires_grad(const ct_tensor *t) {
+  return t && t->t.defined() && t->t.requires_grad() ? 1 : 0;
+}
+int32_t ct_tensor_is_defined(const ct_tensor *t) { return t && t->t.defined() ? 1 : 0; }
+
+ct_status ct_tensor_to_string(char **out, const ct_tensor *t) {
+  return ct::guard(__func__, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(t);
+    std::ostringstream os;
+    if (t->t.defined()) os << t->t;
+    else os << "[ Tensor (undefined) ]";
+    *out = ct::dup_string(os.str());
+    return CT_OK;
+  });
+}
+
+ct_status ct_tensor_equal(int32_t *out, const ct_tensor *a, const ct_tensor *b) {
+  return ct::guard(__func__, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(a);
+    CT_CHECK_NOT_NULL(b);
+    *out = a->t.equal(b->t) ? 1 : 0;
+    return CT_OK;
+  });
+}
+
+ct_status ct_tensor_allclose(int32_t *out, const ct_tensor *a, const ct_tensor *b, double rtol,
+                             double atol, int32_t equal_nan) {
+  return ct::guard(__func__, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(a);
+    CT_CHECK_NOT_NULL(b);
+    CT_CHECK_ARG(rtol >= 0 && atol >= 0, "ct_tensor_allclose: rtol and atol must be >= 0");
+    *out = a->t.allclose(b->t, rtol, atol, equal_nan != 0) ? 1 : 0;
+    return CT_OK;
+  });
+}
+
+}  // extern "C"
