@@ -1,0 +1,24 @@
+#!/bin/sh
+# Sets up, builds, and runs the demo: a C array wrapped by torch with no copy,
+# then one model loaded and run from C, Python and Julia. The model is the
+# embedded default that examples/c/run_model.c builds from TorchScript source
+# and saves as build/demo_model.pt (pass another .pt as $1 to use it instead).
+set -eu
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+./scripts/build.sh build
+export CTORCH_LIBRARY="$PWD/build/libctorch.so"
+echo; echo "== C: zero-copy wrap of a C array =="
+./build/examples/example_wrap_array
+model="${1:-$PWD/build/demo_model.pt}"
+echo; echo "== C: load and run a model =="
+(cd build && ./examples/example_run_model ${1:+"$1"})
+if [ -f examples/python/demo.py ]; then
+  echo; echo "== Python (ctypes, no torch import) =="
+  /usr/bin/python3 examples/python/demo.py "$model"
+fi
+if [ -f examples/julia/demo.jl ] && command -v julia >/dev/null 2>&1; then
+  echo; echo "== Julia (ccall) =="
+  LD_PRELOAD=/lib/x86_64-linux-gnu/libgcc_s.so.1 julia --startup-file=no \
+    --project=bindings/julia/CTorch examples/julia/demo.jl "$model"
+fi
