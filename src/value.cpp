@@ -646,7 +646,8 @@ ct_status ct_value_dict_get_str(ct_value **out, const ct_value *v,
     if (!v->v.isGenericDict())
       return type_error(ct_fn_, "dict", v->v);
     auto d = v->v.toGenericDict();
-    if (d.keyType()->kind() != c10::StringType::Kind && d.size() > 0)
+    if (d.keyType()->kind() != c10::StringType::Kind &&
+        d.keyType()->kind() != c10::AnyType::Kind && d.size() > 0)
       return ct::set_error(CT_ERR_TYPE, "%s: dict has %s keys, not str", ct_fn_,
                            d.keyType()->annotation_str().c_str());
     auto it = d.find(c10::IValue(std::string(key)));

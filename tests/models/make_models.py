@@ -125,8 +125,14 @@ def save(outdir, name, module, inputs, output, **extra):
     module.save(os.path.join(outdir, name + ".pt"), **({"_extra_files": extra.pop("_extra_files")}
                                                       if "_extra_files" in extra else {}))
     p, b = names(module)
+    # LibTorch 1.13's pickle reader (ct_pickle_load) lacks the APPEND and
+    # SETITEM opcodes that Python uses for one-element lists and dicts
+    # (pytorch#67902, fixed in 2.x by pytorch#104027): store one input as a
+    # tuple.
+    if len(inputs) == 1:
+        inputs = tuple(inputs)
     io = {"inputs": inputs, "output": output, "param_names": p, "buffer_names": b}
-    io.update(extra)
+    io.update({k: tuple(v) if isinstance(v, list) and len(v) == 1 else v for k, v in extra.items()})
     torch.save(io, os.path.join(outdir, name + "_io.pt"))
 
 
@@ -173,7 +179,7 @@ def main():
         multi = torch.jit.script(Multi())
         x = torch.randn(2, 6)
         z = multi.encode(x)
-        save(outdir, "multi", multi, [x], multi(x), encode_out=z, decode_in=[z],
+        save(outdir, "multi", multi, [x], multi(x), encode_out=z, decode_in=(z,),
              decode_kwargs={"scale": 2.0, "shift": 3}, decode_out=multi.decode(z, scale=2.0, shift=3),
              decode_default_out=multi.decode(z))
 
@@ -202,7 +208,9 @@ def main():
              _extra_files={"meta.json": meta, "notes.txt": "hello"})
 
         # Plain torch.save pickles.
-        torch.save(Gate().state_dict(), os.path.join(outdir, "state_dict.pt"))
+        # A plain dict: an OrderedDict state_dict carries _metadata with
+        # one-element dicts that LibTorch 1.13 cannot unpickle (see above).
+        torch.save(dict(Gate().state_dict()), os.path.join(outdir, "state_dict.pt"))
         t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
         torch.save(t, os.path.join(outdir, "tensor.pt"))
         torch.save([t, t * 2, torch.tensor([1, 2, 3])], os.path.join(outdir, "tensor_list.pt"))
