@@ -20,7 +20,7 @@ export Tensor, CTorchError, Device, BFloat16, ScriptModule, AutogradFunction, Fu
        unsafe_array, torch_view, with_array, with_view, free!, release_unused!,
        forward, named_parameters, named_buffers, eval!, train!,
        backward, grad, requires_grad, requires_grad!, zero_grad!, matmul, device,
-       save_for_backward!, saved_tensors
+       save_for_backward!, saved_tensors, ops
 
 include("lib.jl")
 include("dtypes.jl")

@@ -327,7 +327,44 @@ function unwind_pitfall()
     return has_unwind && !preload_ok
 end
 
+# Second pitfall (Debian 11's julia 1.5.3 on Debian 12): the system libunwind
+# 1.6 makes Julia's *own* exceptions segfault when they unwind through
+# JIT-compiled code. Heuristic: Julia < 1.6 using the system libunwind.so.8
+# while dpkg says libunwind8 is 1.4 or newer.
+function julia_exceptions_unsafe()
+    VERSION >= v"1.6" && return false
+    libs = filter(l -> occursin("libunwind.so.8", l), Libdl.dllist())
+    isempty(libs) && return false
+    real = realpath(first(libs))
+    startswith(real, "/usr/lib/") || startswith(real, "/lib/") || return false
+    status = "/var/lib/dpkg/status"
+    isfile(status) || return false
+    ver = nothing
+    open(status) do io
+        inpkg = false
+        for line in eachline(io)
+            if startswith(line, "Package: ")
+                inpkg = line == "Package: libunwind8"
+            elseif inpkg && startswith(line, "Version: ")
+                ver = line[10:end]
+                break
+            end
+        end
+    end
+    ver === nothing && return false
+    m = match(r"^(\d+)\.(\d+)", ver)
+    m === nothing && return false
+    return (parse(Int, m[1]), parse(Int, m[2])) >= (1, 4)
+end
+
 function _warn_unwind_pitfall()
+    if julia_exceptions_unsafe()
+        @warn "CTorch: this julia $(VERSION) uses the system libunwind (libunwind8 >= 1.4), with which " *
+              "a Julia exception thrown through compiled code crashes the process (segfault), " *
+              "so errors from libctorch could not be caught. Preload the libunwind julia was built " *
+              "against (bindings/julia/get-libunwind.sh DIR), e.g.\n    " * PRELOAD_FIX *
+              ":DIR/libunwind.so.8 julia ..."
+    end
     unwind_pitfall() || return false
     @warn "CTorch: this Julia process resolves C++ exception unwinding to libunwind (" *
           something(unwinder_library(), "libunwind") * "), not libgcc_s. Any error raised " *

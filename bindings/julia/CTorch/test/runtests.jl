@@ -6,6 +6,24 @@
 # CTORCH_TEST_MODELS: directory with <name>.pt / <name>_io.pt made by
 # tests/models/make_models.py (PyTorch reference outputs); skipped if absent.
 
+# Preflight: can this julia throw and catch its own exceptions through
+# compiled code? Debian 11's julia 1.5.3 on Debian 12's libunwind 1.6 cannot
+# (segfault); then every @test_throws would kill the run. Skip (77) with the fix.
+let cmd = `$(Base.julia_cmd()) --startup-file=no -e "f(x) = sqrt(x); try f(-1.0) catch; end; print(:ok)"`
+    ok = try
+        read(cmd, String) == "ok"
+    catch
+        false
+    end
+    if !ok
+        println(stderr, "SKIP: this julia crashes when a Julia exception unwinds through compiled code ",
+                "(system libunwind incompatible with julia $(VERSION)). Preload the libunwind it was built ",
+                "against: bindings/julia/get-libunwind.sh DIR, then ",
+                "LD_PRELOAD=/lib/x86_64-linux-gnu/libgcc_s.so.1:DIR/libunwind.so.8")
+        exit(77)
+    end
+end
+
 using Test
 using CTorch
 using CTorch: ops
@@ -464,13 +482,23 @@ end
         path = joinpath(dir, name * ".pt")
         isfile(path) || continue
         @testset "$name" begin
-            ref = C.pickle_load(joinpath(dir, io))
-            m = C.load(path)
-            eval!(m)
-            out = C.no_grad(() -> m(ref["inputs"]...))
-            @test same(out, ref["output"])
-            if haskey(ref, "param_names")
-                @test Set(keys(named_parameters(m))) == Set(String.(ref["param_names"]))
+            ref = try
+                C.pickle_load(joinpath(dir, io))
+            catch err
+                # LibTorch 1.13's unpickler lacks the APPEND opcode (a
+                # one-element list in torch.save's output): a C-side limit.
+                (err isa CTorchError && occursin("Unknown opcode", err.message)) || rethrow()
+                @test_broken false
+                nothing
+            end
+            if ref !== nothing
+                m = C.load(path)
+                eval!(m)
+                out = C.no_grad(() -> m(ref["inputs"]...))
+                @test same(out, ref["output"])
+                if haskey(ref, "param_names")
+                    @test Set(keys(named_parameters(m))) == Set(String.(ref["param_names"]))
+                end
             end
         end
     end

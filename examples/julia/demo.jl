@@ -1,0 +1,104 @@
+# CTorch demo: custom layers written in Julia on torch's own memory, and a
+# TorchScript model run from Julia.
+#
+#   LD_PRELOAD=/lib/x86_64-linux-gnu/libgcc_s.so.1 CTORCH_LIBRARY=build/libctorch.so \
+#     julia --startup-file=no --project=bindings/julia/CTorch examples/julia/demo.jl [model.pt]
+#
+# With a model path (a torch.jit.save'd module taking one (1,3,H,W) or (N,4)
+# float tensor... any module whose forward takes one tensor of the size given
+# by ARGS[2], e.g. "1,3,224,224") it runs that model; without, it builds a
+# small model from TorchScript source.
+
+using CTorch
+const C = CTorch
+
+println("libctorch ", C.version(), " on LibTorch ", C.torch_version(), " (", C.library_path(), ")")
+
+# ---- 1. Zero-copy views of a torch tensor, in both index orders ------------------
+t = reshape(C.arange(Float32, 0, 24), 2, 3, 4)       # torch sizes (2,3,4)
+A = unsafe_array(t)                                   # Julia 4×3×2, same memory
+V = torch_view(t)                                     # 2×3×4, torch's index order
+@assert pointer(A) == pointer(t)
+@assert V[2, 3, 4] == A[4, 3, 2] == 23                # t[1,2,3] in torch
+println("torch sizes ", size(t), " -> unsafe_array ", size(A), ", torch_view ", size(V))
+
+# ---- 2. The seed's custom layers ------------------------------------------------------
+f!(x) = (x .*= 2)                                     # in place, on torch memory
+
+function g_kernel!(y, x)                              # function barrier: type-stable loop
+    @inbounds for i in eachindex(x, y)
+        y[i] = x[i] > 0 ? x[i] : 0.1f0 * x[i]         # leaky ReLU, as a plain loop
+    end
+    return y
+end
+function g(x::Tensor)                                 # output allocated by torch
+    y = C.empty_like(x)
+    g_kernel!(unsafe_array(y), unsafe_array(x))
+    return y
+end
+
+f!(unsafe_array(t))                                   # torch sees the change
+@assert C.item(sum(t)) == 2 * sum(0:23)
+println("f! doubled the tensor in place: sum = ", C.item(sum(t)))
+
+# As autograd functions: forward and backward are Julia code over zero-copy arrays.
+const Double = AutogradFunction(
+    (ctx, x) -> (y = C.clone(x); f!(unsafe_array(y)); y),
+    (ctx, gy) -> (gx = C.clone(gy); f!(unsafe_array(gx)); gx);
+    name = "JuliaDouble")
+
+const LeakyReLU = AutogradFunction(
+    function (ctx, x)
+        save_for_backward!(ctx, x)
+        return g(x)
+    end,
+    function (ctx, gy)
+        (x,) = saved_tensors(ctx)
+        gx = C.empty_like(x)
+        unsafe_array(gx) .= unsafe_array(C.contiguous(gy)) .* ifelse.(unsafe_array(x) .> 0, 1f0, 0.1f0)
+        return gx
+    end;
+    name = "JuliaLeakyReLU")
+
+x = requires_grad!(Tensor(Float32[-2, -1, 0.5, 3]))
+y = LeakyReLU(Double(x))
+loss = sum(y * y)
+backward(loss)
+println("x = ", Array(x), "\ny = ", Array(y), "\ndloss/dx = ", Array(grad(x)))
+# check against the same computation with torch ops
+x2 = requires_grad!(Tensor(Float32[-2, -1, 0.5, 3]))
+d = x2 * 2
+y2 = ops.aten.leaky_relu(d, 0.1)
+backward(sum(y2 * y2))
+@assert isapprox(grad(x), grad(x2); rtol = 1e-5)
+println("gradients match torch's own ops")
+
+# ---- 3. A model from Julia -------------------------------------------------------------
+if !isempty(ARGS)
+    m = C.load(ARGS[1])
+    eval!(m)
+    dims = length(ARGS) >= 2 ? parse.(Int, split(ARGS[2], ',')) : [1, 3, 224, 224]
+    inp = C.randn(dims...)
+else
+    m = ScriptModule("Mlp")
+    C.register_parameter!(m, "w1", C.randn(4, 8))
+    C.register_parameter!(m, "w2", C.randn(8, 2))
+    C.define!(m, """
+def forward(self, x):
+    return torch.matmul(torch.tanh(torch.matmul(x, self.w1)), self.w2)
+
+def logits(self, x, temperature: float = 1.0):
+    return self.forward(x) / temperature
+""")
+    inp = Tensor(rand(Float32, 4, 5))                 # Julia memory: torch (5,4)
+end
+out = C.no_grad(() -> m(inp))
+println("model output: ", summary(out isa Tensor ? unsafe_array(out) : out), " ",
+        out isa Tensor ? size(out) : "")
+for (name, p) in named_parameters(m)
+    println("  parameter ", name, " ", size(p), " ", eltype(p))
+end
+if isempty(ARGS)
+    println("logits(T=2) == forward/2: ", isapprox(m(:logits, inp; temperature = 2.0), out / 2))
+end
+println("demo OK")
