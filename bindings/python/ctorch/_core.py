@@ -894,8 +894,9 @@ class Tensor:
                     "numpy has no bfloat16 dtype: use t.numpy(bfloat16='uint16') for a "
                     "zero-copy view of the raw bits, t.numpy(bfloat16='float32') for a "
                     "converted copy, or t.float().numpy()", 2)
-        holder = _ArrayHolder(self, typestr)
-        return numpy.asarray(holder)
+        if G.tensor_numel(h) == 0:
+            return numpy.empty(self.shape, dtype=typestr)
+        return numpy.asarray(_ArrayHolder(self, typestr))
 
     def __array__(self, dtype=None, copy=None):
         a = self.numpy(bfloat16="float32") if self.dtype is _types.bfloat16 else self.numpy()

@@ -144,8 +144,8 @@ class OpNamespace(types.ModuleType):
             del self.__dict__[k]
 
     def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
+        if name.startswith("__") and name not in _build_index().get(self._ns, ()):
+            raise AttributeError(name)  # Python machinery (__path__, __wrapped__ ...)
         q = self._ns + "::" + name
         try:
             fn = _make_op(q, None)
