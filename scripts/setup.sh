@@ -27,4 +27,11 @@ if ! command -v julia >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq julia >/dev/null
 fi
+# Debian 11's julia 1.5.3 segfaults with Debian 12's libunwind 1.6 on any Julia
+# exception; keep the libunwind it was built against beside it (not system-wide).
+jl_unwind=/opt/ctorch/julia-libunwind
+if [ ! -f "$jl_unwind/libunwind.so.8" ]; then
+  echo "setup: fetching libunwind 1.3.2 for julia into $jl_unwind"
+  $SUDO sh "$(dirname "$0")/../bindings/julia/get-libunwind.sh" "$jl_unwind" >/dev/null
+fi
 echo "setup: done"
