@@ -56,7 +56,9 @@ _tensor_free = G.tensor_free
 _value_tag = G.value_tag
 _value_from_tensor = G.value_from_tensor
 _value_to_tensor = G.value_to_tensor
-_op_call = C.op_call
+_op_call = _lib.RAW.op_call   # no argtypes: pass ctypes objects only
+_N = _lib.SIZES
+_N0 = _N[0]
 
 
 def _int_value(x):
@@ -350,7 +352,6 @@ class Value:
 # Generic op calls
 # ===========================================================================
 
-_broadcast_maps = {}
 _LIST_N = None
 
 
@@ -367,6 +368,7 @@ def _broadcast_map(op):
     blocked = set()
     name, typ = c_char_p(), c_char_p()
     kwonly = c_int32()
+    op = op.value if isinstance(op, c_void_p) else op
     for ov in range(G.op_num_overloads(op)):
         na = c_size_t()
         if G.op_num_arguments(_byref(na), op, ov):
@@ -403,12 +405,10 @@ def _apply_broadcast(bmap, args, kwargs):
     return args, kwargs
 
 
-def call_op(op, args, kwargs):
-    """Calls the ct_op handle `op` with Python arguments; returns the Python
-    result. Used by ctorch.ops and Tensor methods."""
-    bmap = _broadcast_maps.get(op)
-    if bmap is None:
-        bmap = _broadcast_maps[op] = _broadcast_map(op)
+def call_op(op, args, kwargs, bmap=None):
+    """Calls the op handle `op` (a c_void_p) with Python arguments; returns the
+    Python result. bmap: see _broadcast_map. Used by ctorch.ops, Tensor
+    methods and indexing."""
     if bmap:
         args, kwargs = _apply_broadcast(bmap, args, kwargs)
     owned = []
@@ -438,11 +438,14 @@ def call_op(op, args, kwargs):
         tls = _tls
         if n > 16:
             arr = (c_void_p * n)(*ptrs)
+            cn = c_size_t(n)
         else:
             arr = tls.args
             for i, p in enumerate(ptrs):
                 arr[i] = p
-        st = _op_call(tls.out_ref, op, arr, n, names, vals, nk)
+            cn = _N[n]
+        st = _op_call(tls.out_ref, op, arr, cn, names, vals, _N[nk] if nk <= 16 else
+                      c_size_t(nk))
         if st:
             raise error_from_status(st)
         return from_value(tls.out.value)
@@ -479,7 +482,8 @@ def _invalidate_op_cache():
 
 
 class _LazyOp:
-    """A ct_op handle looked up on first use (tensor operators)."""
+    """A ct_op handle looked up on first use (tensor operators); calling it
+    gives the handle as a c_void_p (what the hot path passes to C)."""
     __slots__ = ("name", "overload", "h")
 
     def __init__(self, name, overload=""):
@@ -490,7 +494,7 @@ class _LazyOp:
     def __call__(self):
         h = self.h
         if h is None:
-            h = self.h = find_op(self.name, self.overload)
+            h = self.h = c_void_p(find_op(self.name, self.overload))
         return h
 
 
@@ -1087,10 +1091,10 @@ _ZERO_V = _int_value(0)[0] if _NONE_V is not None else None
 
 
 def _call_tensor_op(op, n):
-    """Calls op with the first n entries of the thread's argument array already
-    filled; the result must be a single tensor."""
+    """Calls op (c_void_p) with the first n entries of the thread's argument
+    array already filled; the result must be a single tensor."""
     tls = _tls
-    st = _op_call(tls.out_ref, op, tls.args, n, None, None, 0)
+    st = _op_call(tls.out_ref, op, tls.args, _N[n], None, None, _N0)
     if st:
         raise error_from_status(st)
     t = _new(Tensor)
@@ -1197,7 +1201,7 @@ def _make_inplace(name):
         a[0] = self._v or self._mkv()
         a[1] = ov
         try:
-            st = _op_call(tls.out_ref, op, a, 2, None, None, 0)
+            st = _op_call(tls.out_ref, op, a, _N[2], None, None, _N0)
             if st:
                 raise error_from_status(st)
             _value_free(tls.out.value)
@@ -1361,8 +1365,8 @@ def _tolist(t):
         t = t.to(dtype=_types.float32)
         d = _types.float32
     if d.is_complex:
-        re = call_op(find_op("aten::real", ""), (t,), None).tolist()
-        im = call_op(find_op("aten::imag", ""), (t,), None).tolist()
+        re = call_op(c_void_p(find_op("aten::real", "")), (t,), None).tolist()
+        im = call_op(c_void_p(find_op("aten::imag", "")), (t,), None).tolist()
 
         def zipc(a, b):
             if isinstance(a, list):

@@ -466,6 +466,21 @@ for _name, (_res, _args) in SIGNATURES.items():
         setattr(_ns, _name[3:], _f)
 del _name, _res, _args, _l, _ns
 
+#: Hot-path functions declared WITHOUT argtypes (ctypes' per-argument
+#: from_param conversion costs more than the call itself): callers pass ctypes
+#: objects only (c_void_p, c_size_t, arrays, byref, None).
+RAW = _Funcs()
+_rawlib = ctypes.CDLL(LIBRARY_PATH, mode=getattr(os, "RTLD_GLOBAL", 0) | ctypes.DEFAULT_MODE)
+for _name in ("ct_op_call", "ct_module_call", "ct_module_forward"):
+    _f = getattr(_rawlib, _name, None)
+    if _f is not None:
+        _f.restype = c_int32
+        setattr(RAW, _name[3:], _f)
+    else:
+        setattr(RAW, _name[3:], _Missing(_name))
+#: c_size_t constants for argument counts.
+SIZES = tuple(c_size_t(i) for i in range(17))
+
 
 # ---------------------------------------------------------------------------
 # Status checking
@@ -526,6 +541,10 @@ def int64_array(seq):
 
 
 class _TLS(threading.local):
+    """Per-thread argument array and out-parameter for the hot path (a
+    foreign-op callback that re-enters on the same thread is safe: ctorch has
+    copied the arguments before it runs the op)."""
+
     def __init__(self):
         self.out = c_void_p()
         self.out_ref = ctypes.byref(self.out)

@@ -14,7 +14,25 @@ import types
 from ctypes import byref, c_char_p, c_size_t, c_void_p
 
 from . import _lib
-from ._core import call_op, find_op, from_value, _invalidate_op_cache
+from ._core import (call_op, find_op, from_value, _invalidate_op_cache, _broadcast_map, Tensor,
+                    _op_call, _N)
+from ._lib import error_from_status, tls as _tls
+
+_new = object.__new__
+
+
+def _returns_one_tensor(h):
+    """True when every overload in the handle returns exactly one Tensor."""
+    for ov in range(G.op_num_overloads(h)):
+        n = c_size_t()
+        if G.op_num_returns(byref(n), h, ov) or n.value != 1:
+            G.clear_error()
+            return False
+        ty = c_char_p()
+        if G.op_return(None, byref(ty), h, ov, 0) or ty.value != b"Tensor":
+            G.clear_error()
+            return False
+    return True
 from ._lib import G, check
 
 
@@ -70,10 +88,37 @@ def _make_op(qualname, overload):
     """A Python function calling one overload (overload is a str) or the
     overload set (None)."""
     h = find_op(qualname, overload)
+    hc = c_void_p(h)
+    bmap = _broadcast_map(h)
     _call = call_op
+    tensor_result = _returns_one_tensor(h)
+    _T = Tensor
+    tls = _tls
+    opc = _op_call
+    N = _N
+    N0 = N[0]
 
     def op(*args, **kwargs):
-        return _call(h, args, kwargs)
+        # Fast path: only tensors, positionally.
+        if not kwargs and len(args) <= 16:
+            arr = tls.args
+            i = 0
+            for a in args:
+                if type(a) is not _T:
+                    break
+                arr[i] = a._v or a._mkv()
+                i += 1
+            else:
+                st = opc(tls.out_ref, hc, arr, N[i], None, None, N0)
+                if st:
+                    raise error_from_status(st)
+                if tensor_result:
+                    t = _new(_T)
+                    t._v = tls.out.value
+                    t._h = None
+                    return t
+                return from_value(tls.out.value)
+        return _call(hc, args, kwargs, bmap)
 
     ns, _, name = qualname.partition("::")
     op.__name__ = name if overload is None else (overload or "default")
