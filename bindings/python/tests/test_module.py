@@ -246,3 +246,22 @@ def test_save_pickle_read_by_torch(tmp_path):
     assert torch.load(io.BytesIO(bio.getvalue())) == [1.5, "s"]
     with pytest.raises(ctorch.CTorchIOError):
         ctorch.load_pickle(b"garbage")
+
+
+def test_demo_example_runs(models_dir):
+    """examples/python/demo.py runs a model on numpy data without torch."""
+    import subprocess
+    import sys
+    demo = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples", "python",
+                        "demo.py")
+    if not os.path.exists(demo):
+        pytest.skip("no examples/python/demo.py")
+    env = dict(os.environ, CTORCH_LIBRARY=ctorch.LIBRARY_PATH)
+    code = ("import sys, runpy; sys.argv = [%r, %r]; "
+            "runpy.run_path(%r, run_name='__main__')" % (demo, os.path.join(models_dir,
+                                                                              "gate.pt"), demo))
+    r = subprocess.run([sys.executable, "-c", code + "; assert 'torch' not in sys.modules"],
+                       env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "f!(x) in place: [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]]" in r.stdout
+    assert "g(x) pure Python: [[1.0, 5.0, 17.0], [37.0, 65.0, 101.0]]" in r.stdout

@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""Python binding benchmark: ctorch (ctypes) next to PyTorch's own Python, in
+one process (both use the same LibTorch on Debian).
+
+    CTORCH_LIBRARY=build/libctorch.so /usr/bin/python3 bench/bench_python.py \
+        [--json out.json] [--quick] [--big-mib N]
+
+Rows (each a median over repeated batches, per call):
+  small add      4 floats: Tensor.__add__, ctorch.ops.aten.add (overload set),
+                 ctorch.ops.aten.add.Tensor vs torch's `x + y`
+  script fwd     a small scripted module (Linear+ReLU, 1x16): ctorch.load vs
+                 torch.jit.load forward
+  resnet18 fwd   traced torchvision resnet18, 1x3x224x224, eval, no grad
+  exchange       numpy and DLPack zero-copy imports/exports of 1 KiB, 1 MiB
+                 and a big buffer (1 GiB; 256 MiB when memory is tight)
+  lifetime       wrapper create+free with __del__ (what ctorch uses) against
+                 the same wrapper managed by weakref.finalize
+"""
+import argparse
+import gc
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import weakref
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "bindings", "python"))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import ctorch  # noqa: E402
+
+
+def pair(fa, fb, n, batches):
+    """Like per_call for two functions, alternating their batches so that load
+    changes on a shared machine hit both alike. Returns (median a, median b)."""
+    fa()
+    fb()
+    ta, tb = [], []
+    for _ in range(batches):
+        for fn, acc in ((fa, ta), (fb, tb)):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            acc.append((time.perf_counter() - t0) / n)
+    return statistics.median(ta), statistics.median(tb)
+
+
+def fmt(s):
+    if s < 1e-6:
+        return "%.0f ns" % (s * 1e9)
+    if s < 1e-3:
+        return "%.2f us" % (s * 1e6)
+    if s < 1:
+        return "%.2f ms" % (s * 1e3)
+    return "%.2f s" % s
+
+
+class Rows:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, group, name, ctorch_s, torch_s, note=""):
+        ratio = ctorch_s / torch_s if torch_s else None
+        self.rows.append({"group": group, "name": name, "ctorch_s": ctorch_s,
+                          "torch_s": torch_s, "ratio": ratio, "note": note})
+        print("%-10s %-40s %12s %12s %8s  %s" % (
+            group, name, fmt(ctorch_s), fmt(torch_s) if torch_s else "-",
+            "%.2fx" % ratio if ratio else "-", note), flush=True)
+
+
+def mem_available():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class Tiny(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", help="write the results as JSON to this path")
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--big-mib", type=int, default=None,
+                    help="size of the big exchange buffer (default 1024, or 256 when "
+                         "less than 8 GiB of memory is available)")
+    args = ap.parse_args()
+    q = 0.2 if args.quick else 1.0
+    B = 7 if args.quick else 15
+
+    torch.set_num_threads(1)
+    ctorch.set_num_threads(1)
+    rows = Rows()
+    print("ctorch %s (LibTorch %s) at %s; torch %s; numpy %s" % (
+        ctorch.version(), ctorch.torch_version(), ctorch.LIBRARY_PATH, torch.__version__,
+        np.__version__))
+    print("%-10s %-40s %12s %12s %8s" % ("group", "case", "ctorch", "torch", "ratio"))
+
+    # ---- small ops ---------------------------------------------------------
+    n = int(20000 * q)
+    x, y = ctorch.ones(4), ctorch.ones(4)
+    tx, ty = torch.ones(4), torch.ones(4)
+    add, addT = ctorch.ops.aten.add, ctorch.ops.aten.add.Tensor
+    rows.add("small", "x + y (Tensor.__add__)", *pair(lambda: x + y, lambda: tx + ty, n, B))
+    rows.add("small", "ops.aten.add.Tensor(x, y)",
+             *pair(lambda: addT(x, y), lambda: torch.ops.aten.add.Tensor(tx, ty), n, B),
+             "vs torch.ops.aten.add.Tensor")
+    rows.add("small", "ops.aten.add(x, y) (overload set)",
+             *pair(lambda: add(x, y), lambda: torch.add(tx, ty), n, B), "vs torch.add")
+    rows.add("small", "ops.aten.add.Tensor(x, y) vs x + y",
+             *pair(lambda: addT(x, y), lambda: tx + ty, n, B), "vs torch x + y")
+    rows.add("small", "x * 2.0", *pair(lambda: x * 2.0, lambda: tx * 2.0, n, B))
+    rows.add("small", "x[1]", *pair(lambda: x[1], lambda: tx[1], n, B))
+    rows.add("small", "x.shape", *pair(lambda: x.shape, lambda: tx.shape, n, B))
+    rows.add("small", "ones(4) factory", *pair(lambda: ctorch.ones(4), lambda: torch.ones(4), n, B))
+
+    # ---- lifetime: __del__ against weakref.finalize -----------------------------
+    free = ctorch._lib.G.tensor_free
+    ref = ctorch._lib.G.tensor_ref
+    import ctypes
+    h = x._handle
+
+    class WithDel:
+        __slots__ = ("h",)
+
+        def __init__(self):
+            o = ctypes.c_void_p()
+            ref(ctypes.byref(o), h)
+            self.h = o.value
+
+        def __del__(self):
+            free(self.h)
+
+    class WithFinalize:
+        __slots__ = ("h", "__weakref__")
+
+        def __init__(self):
+            o = ctypes.c_void_p()
+            ref(ctypes.byref(o), h)
+            self.h = o.value
+            weakref.finalize(self, free, self.h)
+
+    t_del, t_fin = pair(lambda: WithDel(), lambda: WithFinalize(), n, B)
+    rows.add("lifetime", "handle wrapper: __del__ vs finalize", t_del, t_fin,
+             "torch column = weakref.finalize")
+
+    # ---- a small scripted module ------------------------------------------------
+    tmp = tempfile.mkdtemp(prefix="ctorch_bench_")
+    torch.manual_seed(0)
+    tiny_path = os.path.join(tmp, "tiny.pt")
+    torch.jit.save(torch.jit.script(Tiny().eval()), tiny_path)
+    cm = ctorch.load(tiny_path).eval()
+    tm = torch.jit.load(tiny_path).eval()
+    xi = ctorch.randn(1, 16)
+    txi = torch.from_numpy(xi.numpy())
+    with ctorch.no_grad(), torch.no_grad():
+        rows.add("module", "tiny scripted forward (1x16)", *pair(lambda: cm(xi), lambda: tm(txi), n // 4, B))
+
+    # ---- resnet18 ------------------------------------------------------------------
+    try:
+        import torchvision
+        net = torchvision.models.resnet18(weights=None).eval()
+        rx = torch.randn(1, 3, 224, 224)
+        rpath = os.path.join(tmp, "resnet18.pt")
+        with torch.no_grad():
+            torch.jit.save(torch.jit.trace(net, (rx,)), rpath)
+        cr = ctorch.load(rpath).eval()
+        tr = torch.jit.load(rpath).eval()
+        crx = ctorch.from_numpy(rx.numpy())
+        with ctorch.no_grad(), torch.no_grad():
+            nr = max(3, int(10 * q))
+            rows.add("module", "resnet18 forward (1x3x224x224)", *pair(lambda: cr(crx), lambda: tr(rx), nr, 5))
+            same = np.allclose(cr(crx).numpy(), tr(rx).numpy(), atol=1e-4)
+            print("           resnet18 outputs agree: %s" % same)
+    except ImportError:
+        print("torchvision missing: resnet18 skipped")
+
+    # ---- exchange ----------------------------------------------------------------------
+    big = args.big_mib
+    if big is None:
+        big = 1024 if mem_available() > 8 * (1 << 30) else 256
+    sizes = [("1 KiB", 1 << 10), ("1 MiB", 1 << 20), ("%d MiB" % big if big != 1024 else "1 GiB",
+                                                       big << 20)]
+    ne = int(5000 * q)
+    for label, nbytes in sizes:
+        a = np.ones(nbytes // 4, dtype=np.float32)
+        ct = ctorch.from_numpy(a)
+        tt = torch.from_numpy(a)
+        rows.add("exchange", "from_numpy %s" % label, *pair(lambda: ctorch.from_numpy(a), lambda: torch.from_numpy(a), ne, B))
+        rows.add("exchange", "tensor.numpy() %s" % label, *pair(lambda: ct.numpy(), lambda: tt.numpy(), ne, B))
+        rows.add("exchange", "from_dlpack(ndarray) %s" % label,
+                 *pair(lambda: ctorch.from_dlpack(a), lambda: torch.from_dlpack(a), ne, B))
+        rows.add("exchange", "from_dlpack(torch tensor) %s" % label,
+                 *pair(lambda: ctorch.from_dlpack(tt), lambda: torch.from_dlpack(tt), ne, B), "torch column: torch->torch")
+        rows.add("exchange", "torch.from_dlpack(ctorch) %s" % label,
+                 *pair(lambda: torch.from_dlpack(ct), lambda: torch.from_dlpack(tt), ne, B), "torch column: torch->torch")
+        rows.add("exchange", "np.from_dlpack(ctorch) %s" % label,
+                 *pair(lambda: np.from_dlpack(ct), lambda: np.from_dlpack(tt), ne, B))
+        p = ct.data_ptr()
+        assert ctorch.from_dlpack(tt).data_ptr() == p == torch.from_dlpack(ct).data_ptr()
+        del a, ct, tt
+        gc.collect()
+
+    if args.json:
+        meta = {"ctorch": ctorch.version(), "libtorch": ctorch.torch_version(),
+                "torch": torch.__version__, "numpy": np.__version__,
+                "python": sys.version.split()[0], "library": ctorch.LIBRARY_PATH,
+                "big_mib": big, "quick": args.quick, "loadavg": os.getloadavg()}
+        with open(args.json, "w") as f:
+            json.dump({"meta": meta, "rows": rows.rows}, f, indent=2)
+        print("wrote", args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
