@@ -31,6 +31,7 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -463,6 +464,8 @@ inline bool fast_match(FastKind k, const IValue &v) {
   }
 }
 
+enum TypedShape : uint8_t { TS_NONE = 0, TS_T, TS_TT, TS_TTS, TS_TS, TS_TSS };
+
 struct ArgInfo {
   std::string name, type, def;
   bool has_def;
@@ -482,7 +485,56 @@ struct Overload {
   size_t n_returns = 0;
   bool callable = false;  // has an operation; not vararg/varret
   std::string not_callable_why;
+  // Unboxed fast path for dispatcher ops of a few common non-aliasing shapes
+  // returning one Tensor: (Tensor), (Tensor, Tensor), (Tensor, Tensor,
+  // Scalar), (Tensor, Scalar), (Tensor, Scalar, Scalar).
+  TypedShape typed = TS_NONE;
+  c10::optional<c10::TypedOperatorHandle<at::Tensor(const at::Tensor &)>> h_t;
+  c10::optional<c10::TypedOperatorHandle<at::Tensor(const at::Tensor &, const at::Tensor &)>> h_tt;
+  c10::optional<c10::TypedOperatorHandle<at::Tensor(const at::Tensor &, const at::Tensor &,
+                                                    const at::Scalar &)>>
+      h_tts;
+  c10::optional<c10::TypedOperatorHandle<at::Tensor(const at::Tensor &, const at::Scalar &)>> h_ts;
+  c10::optional<c10::TypedOperatorHandle<at::Tensor(const at::Tensor &, const at::Scalar &,
+                                                    const at::Scalar &)>>
+      h_tss;
 };
+
+void setup_typed(Overload &o) {
+  const auto &s = *o.schema;
+  if (!o.op->isC10Op() || s.returns().size() != 1 || s.is_mutable()) return;
+  if (s.returns()[0].type()->kind() != TypeKind::TensorType || s.returns()[0].alias_info()) return;
+  std::string sig;
+  for (const auto &a : s.arguments()) {
+    if (a.alias_info()) return;
+    auto k = a.type()->kind();
+    if (k == TypeKind::TensorType) sig += 'T';
+    else if (k == TypeKind::NumberType) sig += 'S';
+    else return;
+  }
+  auto h = c10::Dispatcher::singleton().findSchema(s.operator_name());
+  if (!h) return;
+  try {
+    if (sig == "T") {
+      o.h_t = h->typed<at::Tensor(const at::Tensor &)>();
+      o.typed = TS_T;
+    } else if (sig == "TT") {
+      o.h_tt = h->typed<at::Tensor(const at::Tensor &, const at::Tensor &)>();
+      o.typed = TS_TT;
+    } else if (sig == "TTS") {
+      o.h_tts = h->typed<at::Tensor(const at::Tensor &, const at::Tensor &, const at::Scalar &)>();
+      o.typed = TS_TTS;
+    } else if (sig == "TS") {
+      o.h_ts = h->typed<at::Tensor(const at::Tensor &, const at::Scalar &)>();
+      o.typed = TS_TS;
+    } else if (sig == "TSS") {
+      o.h_tss = h->typed<at::Tensor(const at::Tensor &, const at::Scalar &, const at::Scalar &)>();
+      o.typed = TS_TSS;
+    }
+  } catch (...) {
+    o.typed = TS_NONE;  // registered with another C++ signature: boxed path
+  }
+}
 
 Overload make_overload(std::shared_ptr<torch::jit::Operator> op) {
   Overload o;
@@ -524,6 +576,7 @@ Overload make_overload(std::shared_ptr<torch::jit::Operator> op) {
     o.operation = o.op->getOperation();
     o.callable = static_cast<bool>(o.operation);
     if (!o.callable) o.not_callable_why = "this operator has no operation";
+    if (o.callable) setup_typed(o);
   }
   return o;
 }
@@ -644,6 +697,25 @@ ct_status call_op(const char *func, ct_value **out, const ct_op *op, const ct_va
       }
       for (size_t i = n; fast && i < na; ++i)
         if (!o.args[i].has_def) fast = false;
+      if (fast && o.typed != TS_NONE) {
+        // Arguments are checked above; take them (or defaults) unboxed.
+        auto arg = [&](size_t i) -> const IValue & { return i < n ? args[i]->v : o.defaults[i]; };
+        at::Tensor r;
+        switch (o.typed) {
+          case TS_T: r = o.h_t->call(arg(0).toTensor()); break;
+          case TS_TT: r = o.h_tt->call(arg(0).toTensor(), arg(1).toTensor()); break;
+          case TS_TTS:
+            r = o.h_tts->call(arg(0).toTensor(), arg(1).toTensor(), arg(2).toScalar());
+            break;
+          case TS_TS: r = o.h_ts->call(arg(0).toTensor(), arg(1).toScalar()); break;
+          case TS_TSS:
+            r = o.h_tss->call(arg(0).toTensor(), arg(1).toScalar(), arg(2).toScalar());
+            break;
+          default: break;
+        }
+        *out = ct::new_value(IValue(std::move(r)));
+        return CT_OK;
+      }
       if (fast) {
         StackLease lease;
         Stack &st = *lease.s;
@@ -706,8 +778,17 @@ ct_status call_op(const char *func, ct_value **out, const ct_op *op, const ct_va
 }
 
 // ---- Name cache for ct_op_call_name.
+// Entries are never freed (a registration retires the whole map into
+// g_retired), so a raw pointer taken under the lock stays valid. Keys are
+// views of the names stored in the entries: lookups do not allocate.
+struct CachedOp {
+  std::string qualified_name;
+  std::shared_ptr<ct_op> op;
+};
 std::mutex g_cache_mu;
-std::unordered_map<std::string, std::shared_ptr<ct_op>> g_cache;
+std::unordered_map<std::string_view, CachedOp *> g_cache;
+std::vector<std::unordered_map<std::string_view, CachedOp *>> *g_retired =
+    new std::vector<std::unordered_map<std::string_view, CachedOp *>>();
 
 // ---- Foreign ops.
 std::mutex g_register_mu;
@@ -909,13 +990,15 @@ ct_status ct_op_call_name(ct_value **out, const char *qualified_name, const ct_v
   return ct::guard(fname, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(qualified_name);
-    std::shared_ptr<ct_op> h;
+    const ct_op *cached = nullptr;
     {
       std::lock_guard<std::mutex> lk(g_cache_mu);
-      auto it = g_cache.find(qualified_name);
-      if (it != g_cache.end()) h = it->second;
+      auto it = g_cache.find(std::string_view(qualified_name));
+      if (it != g_cache.end()) cached = it->second->op.get();
     }
-    if (!h) {
+    if (cached) return call_op(fname, out, cached, args, n, kwnames, kwvalues, nkw);
+    std::shared_ptr<ct_op> h;
+    {
       std::string q = qualified_name;
       std::string name = q, ov;
       bool has_ov = false;
@@ -931,7 +1014,10 @@ ct_status ct_op_call_name(ct_value **out, const char *qualified_name, const ct_v
       ct_status rc = find_op(fname, &h, name, has_ov ? ov.c_str() : nullptr);
       if (rc != CT_OK) return rc;
       std::lock_guard<std::mutex> lk(g_cache_mu);
-      g_cache.emplace(q, h);
+      if (g_cache.find(std::string_view(q)) == g_cache.end()) {
+        auto *e = new CachedOp{q, h};
+        g_cache.emplace(std::string_view(e->qualified_name), e);
+      }
     }
     return call_op(fname, out, h.get(), args, n, kwnames, kwvalues, nkw);
   });
@@ -1004,6 +1090,7 @@ ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
     {
       // New overloads change overload sets: forget cached lookups.
       std::lock_guard<std::mutex> lk2(g_cache_mu);
+      g_retired->push_back(std::move(g_cache));
       g_cache.clear();
     }
     return CT_OK;
