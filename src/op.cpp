@@ -786,7 +786,10 @@ struct CachedOp {
   std::shared_ptr<ct_op> op;
 };
 std::mutex g_cache_mu;
-std::unordered_map<std::string_view, CachedOp *> g_cache;
+// Process-lifetime cache: never destroyed (ops may be called during exit), and
+// reachable from this reference, so leak checkers do not report its entries.
+std::unordered_map<std::string_view, CachedOp *> &g_cache =
+    *new std::unordered_map<std::string_view, CachedOp *>();
 std::vector<std::unordered_map<std::string_view, CachedOp *>> *g_retired =
     new std::vector<std::unordered_map<std::string_view, CachedOp *>>();
 
