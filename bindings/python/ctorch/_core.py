@@ -59,6 +59,8 @@ _value_to_tensor = G.value_to_tensor
 _op_call = _lib.RAW.op_call   # no argtypes: pass ctypes objects only
 _N = _lib.SIZES
 _N0 = _N[0]
+_N2 = _N[2]
+_last_error_code = G.last_error_code
 
 
 def _int_value(x):
@@ -1129,10 +1131,16 @@ def _make_binop(name, reverse=False):
                 return NotImplemented
             ov = other._v or other._mkv()
             op = opT.h or opT()
-        a = _tls.args
+        tls = _tls
+        a = tls.args
         a[0] = self._v or self._mkv()
         a[1] = ov
-        return _call_tensor_op(op, 2)
+        if _op_call(tls.out_ref, op, a, _N2, None, None, _N0):
+            raise error_from_status(_last_error_code())
+        t = _new(Tensor)
+        t._v = tls.out.value
+        t._h = None
+        return t
 
     binop.__name__ = "__%s__" % name
     return binop

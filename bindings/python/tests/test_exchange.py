@@ -233,3 +233,38 @@ def test_big_exchange_roundtrip():
     assert x.data_ptr() == a.ctypes.data
     b = np.from_dlpack(ctorch.from_dlpack(x))
     assert b.ctypes.data == a.ctypes.data
+
+
+def test_clean_interpreter_shutdown(tmp_path):
+    """Deleter-backed tensors, unconsumed capsules, autograd graphs with Python
+    callbacks and registered Python ops all alive at exit: the process exits
+    cleanly, with no 'Exception ignored' noise."""
+    import os
+    import subprocess
+    script = tmp_path / "shutdown.py"
+    script.write_text('''
+import ctorch, numpy as np, torch
+a = np.ones(10)
+t = ctorch.from_numpy(a)
+v = t[2:]
+cap = t.__dlpack__()
+cap2 = ctorch.ones(3).__dlpack__(max_version=(1, 0))
+x = torch.from_dlpack(ctorch.from_numpy(np.arange(4.0)))
+class Cyc: pass
+c = Cyc(); c.self = c; c.t = ctorch.from_numpy(np.zeros(3))
+class F(ctorch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x): return x * 2
+    @staticmethod
+    def backward(ctx, g): return g * 2
+y = F.apply(ctorch.ones(2, requires_grad=True))
+ctorch.library.register("sd::f(Tensor x) -> Tensor", lambda x: x)
+m = ctorch.Module.new("M"); m.define("def forward(self, x):\\n    return sd.f(x)\\n")
+print("ok")
+''')
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root, CTORCH_LIBRARY=ctorch.LIBRARY_PATH)
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+    assert "Exception ignored" not in r.stderr and "Traceback" not in r.stderr

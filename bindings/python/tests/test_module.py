@@ -179,9 +179,6 @@ def test_reference_io_through_load_pickle(models_dir):
         assert_same(m(*io_["inputs"]), tio["output"], atol=1e-5)
 
 
-@pytest.mark.xfail(reason="C side (LibTorch 1.13 unpickler): a torch.save pickle holding a "
-                          "1-element list (pickle opcode APPEND, 'a') fails with 'Unknown "
-                          "opcode for unpickling at 0x61'", strict=False)
 def test_load_pickle_single_element_list(models_dir):
     io_ = ctorch.load_pickle(os.path.join(models_dir, "multi_io.pt"))
     tio = torch.load(os.path.join(models_dir, "multi_io.pt"))
@@ -218,9 +215,6 @@ def test_pickles_from_torch_save(models_dir):
     assert_same(tu, torch.load(os.path.join(models_dir, "tensor_tuple.pt")))
 
 
-@pytest.mark.xfail(reason="C side: ct_pickle_load of a torch.save'd state_dict (an OrderedDict "
-                          "with _metadata) fails in LibTorch 1.13 with 'Expected GenericDict "
-                          "but got None'", strict=False)
 def test_state_dict_pickle(models_dir):
     sd = ctorch.load_pickle(os.path.join(models_dir, "state_dict.pt"))
     tsd = torch.load(os.path.join(models_dir, "state_dict.pt"))
