@@ -72,8 +72,10 @@ def _int_value(x):
         raise OverflowError("Python int %d does not fit in int64" % x)
     v = _new_value(G.value_from_int, x)
     if len(_INT_CACHE) < _CACHE_MAX:
-        _INT_CACHE[x] = v
-        return v, False
+        w = _INT_CACHE.setdefault(x, v)  # another thread may have won the race
+        if w != v:
+            _value_free(v)
+        return w, False
     return v, True
 
 
@@ -84,8 +86,10 @@ def _float_value(x):
     v = _new_value(G.value_from_double, x)
     # 0.0 == -0.0 and nan != nan: keep those out of the cache
     if x != 0.0 and x == x and len(_FLOAT_CACHE) < _CACHE_MAX:
-        _FLOAT_CACHE[x] = v
-        return v, False
+        w = _FLOAT_CACHE.setdefault(x, v)
+        if w != v:
+            _value_free(v)
+        return w, False
     return v, True
 
 
@@ -568,7 +572,10 @@ class Tensor:
             raise _lib.InvalidArgumentError("use of a freed tensor", 1)
         out = c_void_p()
         check(_value_to_tensor(_byref(out), v))
-        self._h = out.value
+        if self._h:  # another thread made one meanwhile
+            _tensor_free(out.value)
+        else:
+            self._h = out.value
         return self._h
 
     def _mkv(self):
@@ -577,7 +584,10 @@ class Tensor:
             raise _lib.InvalidArgumentError("use of a freed tensor", 1)
         out = c_void_p()
         check(_value_from_tensor(_byref(out), h))
-        self._v = out.value
+        if self._v:  # another thread made one meanwhile
+            _value_free(out.value)
+        else:
+            self._v = out.value
         return self._v
 
     @property
