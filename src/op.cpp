@@ -1088,8 +1088,14 @@ ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
     std::vector<c10::optional<torch::jit::Operator>> ops;
     ops.emplace_back(torch::jit::Operator(
         schema, [f](Stack &stack) { run_foreign(*f, stack); }, kind));
-    // Kept alive for the life of the process (registrations are never undone).
-    new torch::jit::RegisterOperators(std::move(ops));
+    // Kept alive for the life of the process (registrations are never undone),
+    // in a never-destroyed list so leak checkers see them as reachable.
+    {
+      static std::mutex reg_mu;
+      static auto *registrations = new std::vector<std::unique_ptr<torch::jit::RegisterOperators>>();
+      std::lock_guard<std::mutex> lk(reg_mu);
+      registrations->emplace_back(new torch::jit::RegisterOperators(std::move(ops)));
+    }
     {
       // New overloads change overload sets: forget cached lookups.
       std::lock_guard<std::mutex> lk2(g_cache_mu);
