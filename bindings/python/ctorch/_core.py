@@ -1675,7 +1675,7 @@ def from_numpy(a):
     refused, as in torch."""
     ai = a.__array_interface__
     typestr = ai["typestr"]
-    d = _types._BY_TYPESTR.get(typestr)
+    d = _BY_TYPESTR.get(typestr)
     if d is None:
         if typestr[0] == ">" and typestr[1:] != "":
             raise _lib.CTorchTypeError("byte-swapped (big-endian) arrays are not supported; "
@@ -1683,14 +1683,14 @@ def from_numpy(a):
         raise _lib.CTorchTypeError(
             "can't convert a numpy array of dtype %s; supported: bool, uint8, int8, int16, "
             "int32, int64, float16, float32, float64, complex64, complex128" % (a.dtype,), 2)
-    shape = tuple(ai["shape"])
+    shape = ai["shape"]
     nd = len(shape)
-    ptr, readonly = ai["data"] if ai.get("data") is not None else (None, False)
-    item = d.itemsize
-    bstrides = ai.get("strides")
+    ptr, readonly = ai["data"]
+    bstrides = ai["strides"]  # None for C-contiguous arrays
     if bstrides is None:
         strides_arr = None
     else:
+        item = d.itemsize
         es = []
         for s in bstrides:
             if s < 0:
@@ -1700,21 +1700,29 @@ def from_numpy(a):
                 raise _lib.InvalidArgumentError(
                     "numpy array strides are not a multiple of the element size", 1)
             es.append(s // item)
-        strides_arr = (c_int64 * max(nd, 1))(*es)
+        strides_arr = (c_int64 * nd)(*es)
     if readonly:
         warnings.warn("the numpy array is not writable; the tensor shares its memory and "
                       "writing to it is undefined behaviour", UserWarning, stacklevel=2)
-    sizes = (c_int64 * max(nd, 1))(*shape)
+    sizes = (c_int64 * nd)(*shape) if nd else None
     key = next(_blob_ids)
     _blob_refs[key] = a
-    out = c_void_p()
-    st = G.tensor_from_blob(_byref(out), ptr or None, sizes, nd, strides_arr, d.code, 1, -1,
-                            _BLOB_DELETER, key)
+    tls = _tls
+    st = _from_blob(tls.out_ref, c_void_p(ptr) if ptr else None, sizes, _N[nd], strides_arr,
+                    _I32[d.code], _I32[1], _I32[-1], _BLOB_DELETER, c_void_p(key))
     if st:
         _blob_refs.pop(key, None)  # the deleter is not called on failure
         raise error_from_status(st)
     blob_stats["created"] += 1
-    return _wrap_h(out.value)
+    t = _new(Tensor)
+    t._h = tls.out.value
+    t._v = None
+    return t
+
+
+_BY_TYPESTR = _types._BY_TYPESTR
+_from_blob = _lib.RAW.tensor_from_blob
+_I32 = _lib.I32
 
 
 # ===========================================================================
@@ -1866,10 +1874,18 @@ def _get_capsule(x, device, copy):
         else:
             G.clear_error()
             kw["stream"] = 1
-    try:
-        return x.__dlpack__(max_version=(1, 0), **kw)
-    except TypeError:
-        return x.__dlpack__(**kw)
+    tx = type(x)
+    if tx not in _LEGACY_PRODUCERS:
+        try:
+            return x.__dlpack__(max_version=(1, 0), **kw)
+        except TypeError:
+            # remembered per type: older producers (numpy < 2.1, torch < 2.4)
+            # do not know max_version
+            _LEGACY_PRODUCERS.add(tx)
+    return x.__dlpack__(**kw)
+
+
+_LEGACY_PRODUCERS = set()
 
 
 def _from_capsule(cap):

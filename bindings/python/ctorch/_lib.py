@@ -155,6 +155,10 @@ def _load():
             raise LibraryNotFoundError(
                 "libctorch at %s has ABI version %d, but this ctorch binding was written for "
                 "ABI version %d" % (path, abi, ABI_VERSION))
+        if tried and tried[0].startswith("CTORCH_LIBRARY"):
+            import warnings
+            warnings.warn("ctorch: CTORCH_LIBRARY is unusable (%s); using %s instead"
+                          % (tried[0], path), RuntimeWarning, stacklevel=3)
         return lib, path
     raise LibraryNotFoundError(
         "cannot find libctorch; tried, in order:\n  " + "\n  ".join(tried) +
@@ -471,7 +475,7 @@ del _name, _res, _args, _l, _ns
 #: objects only (c_void_p, c_size_t, arrays, byref, None).
 RAW = _Funcs()
 _rawlib = ctypes.CDLL(LIBRARY_PATH, mode=getattr(os, "RTLD_GLOBAL", 0) | ctypes.DEFAULT_MODE)
-for _name in ("ct_op_call", "ct_module_call", "ct_module_forward"):
+for _name in ("ct_op_call", "ct_module_call", "ct_module_forward", "ct_tensor_from_blob"):
     _f = getattr(_rawlib, _name, None)
     if _f is not None:
         _f.restype = c_int32
@@ -480,6 +484,8 @@ for _name in ("ct_op_call", "ct_module_call", "ct_module_forward"):
         setattr(RAW, _name[3:], _Missing(_name))
 #: c_size_t constants for argument counts.
 SIZES = tuple(c_size_t(i) for i in range(17))
+#: c_int32 constants for dtype codes, device codes and -1.
+I32 = {i: c_int32(i) for i in range(-1, 17)}
 
 
 # ---------------------------------------------------------------------------
