@@ -540,6 +540,9 @@ CT_API ct_status ct_value_from_double(ct_value **out, double d);
 CT_API ct_status ct_value_from_string(ct_value **out, const char *s, size_t len);
 CT_API ct_status ct_value_from_tensor(ct_value **out, const ct_tensor *t);
 CT_API ct_status ct_value_from_device(ct_value **out, int32_t device_type, int32_t device_index);
+/* A module as a value (an Object), e.g. to pass a submodule to a method or
+ * set it as an attribute. Shares the module (no copy). */
+CT_API ct_status ct_value_from_module(ct_value **out, const ct_module *m);
 /* A list whose element type is the unified type of the items (an empty list
  * takes its type from the schema it is passed to). */
 CT_API ct_status ct_value_list(ct_value **out, const ct_value *const *items, size_t n);
@@ -719,7 +722,9 @@ CT_API ct_status ct_op_num_returns(size_t *out, const ct_op *op, size_t overload
 CT_API ct_status ct_op_return(const char **name, const char **type, const ct_op *op,
                               size_t overload, size_t i);
 
-/* Calls the operator. args: n positional values; kwnames/kwvalues: nkw keyword
+/* Calls the operator. Arguments of type ScalarType (e.g. `dtype=`) take ctorch
+ * dtype codes (CT_FLOAT64, ...); Layout and MemoryFormat take torch's own
+ * numbers. args: n positional values; kwnames/kwvalues: nkw keyword
  * arguments; missing arguments take their defaults. Python-like coercions
  * apply (int for float, list for int[], a tensor for Scalar is not allowed).
  * *out: None (no results), the single result, or a tuple of results. An

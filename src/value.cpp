@@ -944,6 +944,16 @@ ct_status ct_value_to_module(ct_module **out, const ct_value *v) {
   });
 }
 
+ct_status ct_value_from_module(ct_value **out, const ct_module *m) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(m);
+    *out = ct::new_value(c10::IValue(m->m._ivalue()));
+    return CT_OK;
+  });
+}
+
 ct_status ct_value_len(size_t *out, const ct_value *v) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {

@@ -477,6 +477,33 @@ static void check_state(const ct_value *d, const ct_tensor *t) {
   ct_value_free(steps);
 }
 
+static void test_module_values(void **state) {
+  (void)state;
+  ct_module *m = NULL, *back = NULL;
+  ct_value *v = NULL, *r = NULL, *x = NULL;
+  CT_OK_OR_FAIL(ct_module_new(&m, "Holder"));
+  CT_OK_OR_FAIL(ct_module_define(m, "def forward(self, x: int) -> int:\n    return x + 1\n"));
+  CT_OK_OR_FAIL(ct_value_from_module(&v, m));
+  assert_int_equal(ct_value_tag(v), CT_VALUE_OBJECT);
+  CT_OK_OR_FAIL(ct_value_to_module(&back, v));
+  CT_OK_OR_FAIL(ct_value_from_int(&x, 41));
+  const ct_value *args[1] = {x};
+  CT_OK_OR_FAIL(ct_module_forward(&r, back, args, 1)); /* the same module */
+  int64_t i = 0;
+  CT_OK_OR_FAIL(ct_value_to_int(&i, r));
+  assert_int_equal(i, 42);
+  CT_EXPECT_ERROR(ct_value_from_module(NULL, m), CT_ERR_INVALID_ARGUMENT,
+                  "ct_value_from_module: argument 'out' is NULL");
+  CT_EXPECT_ERROR(ct_value_from_module(&r, NULL), CT_ERR_INVALID_ARGUMENT,
+                  "ct_value_from_module: argument 'm' is NULL");
+  CT_EXPECT_ERROR(ct_value_to_module(&back, x), CT_ERR_TYPE, "ct_value_to_module");
+  ct_value_free(v);
+  ct_value_free(r);
+  ct_value_free(x);
+  ct_module_free(back);
+  ct_module_free(m);
+}
+
 static void test_pickle_roundtrip(void **state) {
   (void)state;
   ct_tensor *t = NULL;
@@ -559,6 +586,7 @@ int main(void) {
       cmocka_unit_test(test_typed_lists),
       cmocka_unit_test(test_generic_list_inference),
       cmocka_unit_test(test_dicts),
+      cmocka_unit_test(test_module_values),
       cmocka_unit_test(test_pickle_roundtrip),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
