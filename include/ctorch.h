@@ -21,6 +21,13 @@
  *    at once is the caller's business, as in torch.
  *  - Nothing is ever thrown across this interface, and ctorch never prints,
  *    aborts or exits on an error.
+ *  - Defaults, unless a function's comment says otherwise: every pointer
+ *    argument must be non-NULL (else CT_ERR_INVALID_ARGUMENT, with the
+ *    argument's name in the message); array arguments may be NULL when their
+ *    count is 0; any function may be called from any thread; any LibTorch
+ *    failure is CT_ERR_TORCH (CT_ERR_OUT_OF_MEMORY when allocation fails).
+ *  - The API reference (docs/api.md) is generated from these comments by
+ *    scripts/gen_api_docs.py.
  */
 #ifndef CTORCH_H
 #define CTORCH_H
