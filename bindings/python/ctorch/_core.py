@@ -147,8 +147,7 @@ def _to_value_slow(x):
         return _float_value(float(x))
     from ._module import Module
     if isinstance(x, Module):
-        raise _lib.NotSupportedError(
-            "a Module cannot be passed as a value (the C API has no ct_value_from_module)", 7)
+        return _new_value(G.value_from_module, x._ptr()), True
     if isinstance(x, complex):
         raise _lib.NotSupportedError(
             "complex Python scalars cannot be passed as values (the C API has no complex value "
@@ -1119,9 +1118,10 @@ def _make_binop(name, reverse=False):
     opT = _OPS[name]
     opS = _OPS.get(name + "_s")
 
-    def binop(self, other):
+    def binop(self, other, _Tensor=Tensor, _new=_new, _tls=_tls, _op_call=_op_call,
+              _N2=None, _N0=None):
         to = type(other)
-        if to is Tensor:
+        if to is _Tensor:
             ov = other._v or other._mkv()
             op = opT.h or opT()
         elif to is float or to is int or to is bool:
@@ -1141,17 +1141,17 @@ def _make_binop(name, reverse=False):
                 return NotImplemented
             ov = other._v or other._mkv()
             op = opT.h or opT()
-        tls = _tls
-        a = tls.args
+        a, out_ref, out = _tls.frame
         a[0] = self._v or self._mkv()
         a[1] = ov
-        if _op_call(tls.out_ref, op, a, _N2, None, None, _N0):
+        if _op_call(out_ref, op, a, _N2, None, None, _N0):
             raise error_from_status(_last_error_code())
-        t = _new(Tensor)
-        t._v = tls.out.value
+        t = _new(_Tensor)
+        t._v = out.value
         t._h = None
         return t
 
+    binop.__defaults__ = (Tensor, _new, _tls, _op_call, _N2, _N0)
     binop.__name__ = "__%s__" % name
     return binop
 

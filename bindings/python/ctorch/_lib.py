@@ -347,6 +347,7 @@ SIGNATURES = {
     "ct_value_from_string": (S, [PP, P, SZ]),
     "ct_value_from_tensor": (S, [PP, P]),
     "ct_value_from_device": (S, [PP, I32, I32]),
+    "ct_value_from_module": (S, [PP, P]),
     "ct_value_list": (S, [PP, PP, SZ]),
     "ct_value_int_list": (S, [PP, PI64, SZ]),
     "ct_value_double_list": (S, [PP, POINTER(c_double), SZ]),
@@ -555,6 +556,8 @@ class _TLS(threading.local):
         self.out = c_void_p()
         self.out_ref = ctypes.byref(self.out)
         self.args = (c_void_p * 16)()
+        # the three together, for the hot path (one thread-local lookup)
+        self.frame = (self.args, self.out_ref, self.out)
 
 
 tls = _TLS()

@@ -11,7 +11,7 @@ first overload whose schema accepts the arguments; naming the overload
 import sys
 import threading
 import types
-from ctypes import byref, c_char_p, c_size_t, c_void_p
+from ctypes import byref, c_char_p, c_int32, c_size_t, c_void_p
 
 from . import _lib
 from ._core import (call_op, find_op, from_value, _invalidate_op_cache, _broadcast_map, Tensor,
@@ -19,6 +19,46 @@ from ._core import (call_op, find_op, from_value, _invalidate_op_cache, _broadca
 from ._lib import error_from_status, tls as _tls
 
 _new = object.__new__
+
+
+def _tensor_overload(qualname, h, n):
+    """(handle, returns_one_tensor) of the first overload of the set `h` that
+    accepts n positional tensors and nothing else, as ctorch's resolution
+    would pick it; None when there is none."""
+    name, typ, dflt = c_char_p(), c_char_p(), c_char_p()
+    kwonly = c_int32()
+    for ov in range(G.op_num_overloads(h)):
+        na = c_size_t()
+        if G.op_num_arguments(byref(na), h, ov):
+            G.clear_error()
+            return None
+        ok = True
+        pos = 0
+        for i in range(na.value):
+            if G.op_argument(byref(name), byref(typ), byref(dflt), byref(kwonly), h, ov, i):
+                G.clear_error()
+                return None
+            if not kwonly.value and pos < n:
+                if typ.value not in (b"Tensor", b"Tensor?"):
+                    ok = False
+                    break
+                pos += 1
+            elif dflt.value is None:
+                ok = False
+                break
+        if not ok or pos < n:
+            continue
+        sch = c_char_p()
+        if G.op_schema(byref(sch), h, ov):
+            G.clear_error()
+            return None
+        ovname = sch.value.decode().split("(", 1)[0].partition(".")[2]
+        try:
+            hh = find_op(qualname, ovname)
+        except _lib.Error:
+            return None
+        return hh, _returns_one_tensor(hh)
+    return None
 
 
 def _returns_one_tensor(h):
@@ -98,6 +138,17 @@ def _make_op(qualname, overload):
     N = _N
     N0 = N[0]
 
+    # For an overload set called with tensors only: the overload ctorch would
+    # pick, per argument count, resolved once (then the single-overload fast
+    # path in C applies).
+    by_n = {}
+    is_set = overload is None and G.op_num_overloads(h) > 1
+
+    def pick(n):
+        hh = _tensor_overload(qualname, h, n) if is_set else None
+        by_n[n] = (c_void_p(hh[0]), hh[1]) if hh else (hc, tensor_result)
+        return by_n[n]
+
     def op(*args, **kwargs):
         # Fast path: only tensors, positionally.
         if not kwargs and len(args) <= 16:
@@ -109,10 +160,11 @@ def _make_op(qualname, overload):
                 arr[i] = a._v or a._mkv()
                 i += 1
             else:
-                st = opc(tls.out_ref, hc, arr, N[i], None, None, N0)
+                hn, one_tensor = by_n.get(i) or pick(i)
+                st = opc(tls.out_ref, hn, arr, N[i], None, None, N0)
                 if st:
                     raise error_from_status(st)
-                if tensor_result:
+                if one_tensor:
                     t = _new(_T)
                     t._v = tls.out.value
                     t._h = None
