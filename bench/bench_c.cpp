@@ -109,6 +109,11 @@ int main(int argc, char **argv) {
                        asm volatile("" : : "r"(p) : "memory");
                        delete p;
                      }, {}});
+  methods.push_back({"(typed call + new/delete ct_value, C++)", [&] {
+                       auto *v = new ct_value{c10::IValue(typed.call(a, b, 1))};
+                       asm volatile("" : : "r"(v) : "memory");
+                       delete v;
+                     }, {}});
   methods.push_back({"torch::add on ctorch-made tensors", [&] {
                        at::Tensor r = torch::add(ta->t, tb->t);
                        asm volatile("" : : "r"(r.unsafeGetTensorImpl()) : "memory");

@@ -482,6 +482,9 @@ struct Overload {
   std::vector<std::pair<std::string, std::string>> rets;
   std::vector<IValue> defaults;  // per argument; None where there is none
   size_t n_positional = 0;       // arguments that may be given positionally
+  size_t first_tail_default = 0; // every argument from this index on has a default
+  std::vector<FastKind> kinds;   // per argument, contiguous (the fast path scans it)
+  std::vector<c10::Scalar> default_scalars;  // per argument; defaults of Scalar arguments
   size_t n_returns = 0;
   bool callable = false;  // has an operation; not vararg/varret
   std::string not_callable_why;
@@ -561,6 +564,15 @@ Overload make_overload(std::shared_ptr<torch::jit::Operator> op) {
     if (!a.kwarg_only()) ++o.n_positional;
     o.defaults.push_back(a.default_value() ? *a.default_value() : IValue());
     o.args.push_back(std::move(ai));
+  }
+  o.first_tail_default = o.args.size();
+  while (o.first_tail_default > 0 && o.args[o.first_tail_default - 1].has_def) --o.first_tail_default;
+  for (size_t i = 0; i < o.args.size(); ++i) {
+    o.kinds.push_back(o.args[i].kind);
+    const IValue &d = o.defaults[i];
+    o.default_scalars.push_back((d.isInt() || d.isDouble() || d.isBool() || d.isComplexDouble())
+                                    ? d.toScalar()
+                                    : c10::Scalar());
   }
   for (const auto &r : s.returns()) {
     c10::Argument bare("", r.type(), r.real_type(), r.N(), c10::nullopt, false, c10::nullopt);
@@ -683,38 +695,41 @@ ct_status results_to_value(ct_value **out, const Overload &o, Stack &st) {
 ct_status call_op(const char *func, ct_value **out, const ct_op *op, const ct_value *const *args,
                   size_t n, const char *const *kwnames, const ct_value *const *kwvalues,
                   size_t nkw) {
-  // ---- Fast path: one overload, positional, exact types.
+  // ---- Fast path: one overload, positional, exact types. Kept lean: it is
+  // what every small op from a binding pays (bench/bench_overhead.cpp).
   if (!op->is_set && nkw == 0) {
     const Overload &o = op->overloads[0];
-    if (o.callable && n <= o.n_positional && (n == 0 || args != nullptr)) {
-      const size_t na = o.args.size();
+    if (o.callable && n <= o.n_positional && n >= o.first_tail_default &&
+        (n == 0 || args != nullptr)) {
+      const size_t na = o.kinds.size();
+      const FastKind *kinds = o.kinds.data();
       bool fast = true;
       for (size_t i = 0; i < n; ++i) {
-        if (args[i] == nullptr || !fast_match(o.args[i].kind, args[i]->v)) {
+        if (args[i] == nullptr || !fast_match(kinds[i], args[i]->v)) {
           fast = false;
           break;
         }
       }
-      for (size_t i = n; fast && i < na; ++i)
-        if (!o.args[i].has_def) fast = false;
       if (fast && o.typed != TS_NONE) {
         // Arguments are checked above; take them (or defaults) unboxed.
-        auto arg = [&](size_t i) -> const IValue & { return i < n ? args[i]->v : o.defaults[i]; };
-        at::Tensor r;
+        auto T = [&](size_t i) -> const at::Tensor & {
+          return i < n ? args[i]->v.toTensor() : o.defaults[i].toTensor();
+        };
+        auto S = [&](size_t i) -> c10::Scalar {
+          return i < n ? args[i]->v.toScalar() : o.default_scalars[i];
+        };
         switch (o.typed) {
-          case TS_T: r = o.h_t->call(arg(0).toTensor()); break;
-          case TS_TT: r = o.h_tt->call(arg(0).toTensor(), arg(1).toTensor()); break;
+          case TS_T: *out = new ct_value{IValue(o.h_t->call(T(0)))}; return CT_OK;
+          case TS_TT: *out = new ct_value{IValue(o.h_tt->call(T(0), T(1)))}; return CT_OK;
           case TS_TTS:
-            r = o.h_tts->call(arg(0).toTensor(), arg(1).toTensor(), arg(2).toScalar());
-            break;
-          case TS_TS: r = o.h_ts->call(arg(0).toTensor(), arg(1).toScalar()); break;
+            *out = new ct_value{IValue(o.h_tts->call(T(0), T(1), S(2)))};
+            return CT_OK;
+          case TS_TS: *out = new ct_value{IValue(o.h_ts->call(T(0), S(1)))}; return CT_OK;
           case TS_TSS:
-            r = o.h_tss->call(arg(0).toTensor(), arg(1).toScalar(), arg(2).toScalar());
-            break;
+            *out = new ct_value{IValue(o.h_tss->call(T(0), S(1), S(2)))};
+            return CT_OK;
           default: break;
         }
-        *out = ct::new_value(IValue(std::move(r)));
-        return CT_OK;
       }
       if (fast) {
         StackLease lease;
@@ -885,6 +900,22 @@ bool coerce(const c10::IValue &in, const c10::TypePtr &type, c10::IValue *out) {
 
 // ---- C API --------------------------------------------------------------------
 
+namespace {
+// The barrier of ct::guard without its write of ct::current_api: that write is
+// a thread-local access through __tls_get_addr in a shared library (one extra
+// call per op, seen in the callgrind profile of bench_c). ct_op_call and
+// ct_op_call_name pass their name explicitly to every message (`fname`,
+// call_op's `func`), so nothing on their paths reads current_api.
+template <class F>
+inline ct_status op_guard(const char *func, F &&body) noexcept {
+  try {
+    return body();
+  } catch (...) {
+    return ct::set_error_from_current_exception(func);
+  }
+}
+}  // namespace
+
 extern "C" {
 
 ct_status ct_op_find(ct_op **out, const char *name, const char *overload) {
@@ -979,7 +1010,7 @@ ct_status ct_op_return(const char **name, const char **type, const ct_op *op, si
 ct_status ct_op_call(ct_value **out, const ct_op *op, const ct_value *const *args, size_t n,
                      const char *const *kwnames, const ct_value *const *kwvalues, size_t nkw) {
   const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  return op_guard(fname, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(op);
     return call_op(fname, out, op, args, n, kwnames, kwvalues, nkw);
@@ -990,7 +1021,7 @@ ct_status ct_op_call_name(ct_value **out, const char *qualified_name, const ct_v
                           size_t n, const char *const *kwnames, const ct_value *const *kwvalues,
                           size_t nkw) {
   const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  return op_guard(fname, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(qualified_name);
     const ct_op *cached = nullptr;
