@@ -15,3 +15,7 @@ if(TEST c.test_models AND TEST models.make)
     FIXTURES_REQUIRED "models;c_module"
     SKIP_RETURN_CODE 77)
 endif()
+
+if(TEST c.test_load_library AND TEST models.make)
+  set_tests_properties(c.test_load_library PROPERTIES FIXTURES_REQUIRED models)
+endif()

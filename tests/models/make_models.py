@@ -9,6 +9,7 @@ writes plain torch.save pickles (state_dict.pt, tensor.pt, tensor_list.pt,
 tensor_tuple.pt). Idempotent: does nothing when OUTDIR/.stamp is newer than
 this script. Exits 77 (CTest: skipped) when torch is not importable.
 """
+import glob
 import json
 import os
 import sys
@@ -112,6 +113,13 @@ class NonContig(nn.Module):
         return (x * 2).t()
 
 
+class Nms(nn.Module):
+    """Needs torchvision's custom op library (ct_load_library) to load."""
+
+    def forward(self, boxes: Tensor, scores: Tensor) -> Tensor:
+        return torch.ops.torchvision.nms(boxes, scores, 0.5)
+
+
 class WithMeta(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         return x + 1
@@ -157,6 +165,19 @@ def main():
             x = torch.randn(1, 3, 64, 64)
             traced = torch.jit.trace(net, (x,))
             save(outdir, "resnet18", traced, [x], traced(x))
+
+            # A model that calls torchvision::nms, and the library registering it.
+            import torchvision.ops  # noqa: F401  (registers torchvision::nms)
+
+            nms = torch.jit.script(Nms())
+            boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 11, 11], [20, 20, 30, 30]],
+                                 dtype=torch.float32)
+            scores = torch.tensor([0.9, 0.8, 0.7])
+            save(outdir, "nms", nms, [boxes, scores], nms(boxes, scores))
+            lib = next(p for p in glob.glob(os.path.join(os.path.dirname(torchvision.__file__),
+                                                         "_C*.so")))
+            with open(os.path.join(outdir, "torchvision_lib.txt"), "w") as f:
+                f.write(lib)
         except ImportError:
             print("torchvision is not available; resnet18 skipped", file=sys.stderr)
 
