@@ -27,6 +27,7 @@
 #include <torch/csrc/jit/runtime/operator.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -807,6 +808,17 @@ std::unordered_map<std::string_view, CachedOp *> &g_cache =
     *new std::unordered_map<std::string_view, CachedOp *>();
 std::vector<std::unordered_map<std::string_view, CachedOp *>> *g_retired =
     new std::vector<std::unordered_map<std::string_view, CachedOp *>>();
+// Bumped (under g_cache_mu) whenever the cache is retired by a registration.
+std::atomic<uint64_t> g_cache_gen{0};
+// Per-thread memo of the last name looked up: a binding calling the same op
+// in a loop skips the mutex and the hash (the profile's cost over ct_op_call).
+// Entries are never freed, so the pointer stays valid; a registration makes
+// it stale through g_cache_gen. Trivially destructible: no TLS wrapper.
+struct LastLookup {
+  const CachedOp *entry;
+  uint64_t gen;
+};
+thread_local LastLookup tls_last_lookup{nullptr, 0};
 
 // ---- Foreign ops.
 std::mutex g_register_mu;
@@ -1025,10 +1037,18 @@ ct_status ct_op_call_name(ct_value **out, const char *qualified_name, const ct_v
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(qualified_name);
     const ct_op *cached = nullptr;
-    {
+    LastLookup &last = tls_last_lookup;
+    if (last.entry && last.gen == g_cache_gen.load(std::memory_order_acquire) &&
+        std::strcmp(last.entry->qualified_name.c_str(), qualified_name) == 0) {
+      cached = last.entry->op.get();
+    } else {
       std::lock_guard<std::mutex> lk(g_cache_mu);
       auto it = g_cache.find(std::string_view(qualified_name));
-      if (it != g_cache.end()) cached = it->second->op.get();
+      if (it != g_cache.end()) {
+        cached = it->second->op.get();
+        last.entry = it->second;
+        last.gen = g_cache_gen.load(std::memory_order_relaxed);
+      }
     }
     if (cached) return call_op(fname, out, cached, args, n, kwnames, kwvalues, nkw);
     std::shared_ptr<ct_op> h;
@@ -1132,6 +1152,7 @@ ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
       std::lock_guard<std::mutex> lk2(g_cache_mu);
       g_retired->push_back(std::move(g_cache));
       g_cache.clear();
+      g_cache_gen.fetch_add(1, std::memory_order_release);
     }
     return CT_OK;
   });
