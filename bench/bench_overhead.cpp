@@ -194,7 +194,7 @@ void group_call() {
   CK(ct_tensor_from_data(&tb, xb, sz, 1, CT_FLOAT32, CT_DEVICE_CPU, -1));
   at::Tensor a = torch::from_blob(const_cast<float *>(xa), {4}).clone();
   at::Tensor b = torch::from_blob(const_cast<float *>(xb), {4}).clone();
-  const int R = 120;
+  const int R = 300;
   const double MS = 2.0;
 
   // Accessors: the C++ floor is the inlined member call; the ctorch side is an
@@ -367,7 +367,7 @@ void group_call() {
                 die("load should fail");
               escape(std::strlen(ct_last_error()));
             }}},
-          40, 4.0, {{"abs_ns", 20000}});
+          60, 4.0, {{"abs_ns", 20000}});
   // A file that exists but is not an archive: here LibTorch itself raises.
   char junk[] = "/tmp/ctorch-bench-junk-XXXXXX";
   int fd = mkstemp(junk);
@@ -388,7 +388,7 @@ void group_call() {
               if (ct_module_load(&m, junk, CT_DEVICE_KEEP, -1) == CT_OK) die("load should fail");
               escape(std::strlen(ct_last_error()));
             }}},
-          40, 4.0, {{"abs_ns", 20000}});
+          60, 4.0, {{"abs_ns", 20000}});
   unlink(junk);
   ct_tensor *t3 = nullptr;
   const int64_t s3[1] = {3};
@@ -408,7 +408,7 @@ void group_call() {
               if (ct_tensor_copy_(t3, ta, 0) == CT_OK) die("copy_ should fail");
               escape(std::strlen(ct_last_error()));
             }}},
-          40, 4.0, {{"abs_ns", 20000}});
+          60, 4.0, {{"abs_ns", 20000}});
   single("call", "error: NULL argument (validated)",
          {"ct_tensor_clone(NULL out) + ct_last_error",
           [&] {
@@ -472,7 +472,7 @@ void group_model(const std::string &resnet_path) {
                 if (ct_module_forward(&o, m, &vx, 1) != CT_OK) die("ct_module_forward");
                 ct_value_free(o);
               }}},
-            200, 2.0, {{"ratio", 1.05}});
+            500, 2.0, {{"ratio", 1.05}});
     (void)out;
     ct_value_free(vx);
     ct_tensor_free(tx);
@@ -511,7 +511,7 @@ void group_model(const std::string &resnet_path) {
                 if (ct_module_forward(&o, m, &vx, 1) != CT_OK) die("ct_module_forward");
                 ct_value_free(o);
               }}},
-            150, 2.0, {{"ratio", 1.05}});
+            300, 2.0, {{"ratio", 1.05}});
     ct_value_free(vx);
     ct_tensor_free(tw1);
     ct_tensor_free(tw2);
@@ -544,7 +544,7 @@ void group_model(const std::string &resnet_path) {
                 if (ct_module_forward(&o, m, &vx, 1) != CT_OK) die("ct_module_forward resnet");
                 ct_value_free(o);
               }}},
-            g_quick ? 24 : 40, 1.0, {{"ratio", 1.02}}, "1 intra-op thread; one forward per round");
+            g_quick ? 40 : 80, 1.0, {{"ratio", 1.02}}, "1 intra-op thread; one forward per round");
     ct_value_free(vx);
     ct_tensor_free(tx);
     ct_module_free(m);
@@ -748,7 +748,7 @@ void write_json(const char *path) {
 int main(int argc, char **argv) {
   const char *json = nullptr;
   std::string groups = "call,model,scale,memory";
-  std::string resnet = "tests/models/resnet18.pt";
+  std::string resnet = "build-bench/models/resnet18.pt";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) json = argv[++i];

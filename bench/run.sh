@@ -42,8 +42,11 @@ if [ "$BUILD_IT" = 1 ]; then
 fi
 LIB=$ROOT/$BUILD/libctorch.so
 [ -f "$LIB" ] || { echo "no $LIB: build first" >&2; exit 1; }
-RESNET=tests/models/resnet18.pt
-[ -f "$RESNET" ] || RESNET=build/models/resnet18.pt
+# The traced resnet18 the model tests use (the build makes it with Debian's
+# python3 + torchvision); made here if missing.
+RESNET=$BUILD/models/resnet18.pt
+[ -f "$RESNET" ] || [ ! -f build/models/resnet18.pt ] || RESNET=build/models/resnet18.pt
+[ -f "$RESNET" ] || /usr/bin/python3 tests/models/make_models.py "$BUILD/models" || true
 
 step "C++: call overhead, model forward, zero-copy scaling, memory"
 "$BUILD/bench/bench_overhead" $QUICK --resnet "$RESNET" --json "$OUT/overhead.json" \
@@ -77,7 +80,9 @@ if [ -d build-asan/tests ]; then
   for t in build-asan/tests/test_*; do
     [ -x "$t" ] || continue
     n=$(basename "$t")
-    ( cd build-asan/tests && ASAN_OPTIONS=detect_leaks=1:detect_odr_violation=0 \
+    ( cd build-asan/tests && CTORCH_TEST_MODELS=$ROOT/build-asan/models \
+        CTORCH_TEST_PICKLES=$ROOT/build-asan/pickles CTORCH_SOURCE_DIR=$ROOT \
+        ASAN_OPTIONS=detect_leaks=1:detect_odr_violation=0 \
         timeout 120 "./$n" > "$ROOT/$OUT/lsan_$n.log" 2>&1 ; echo "exit $?" >> "$ROOT/$OUT/lsan_$n.log" )
     echo "$n: $(grep -c 'leak of' "$OUT/lsan_$n.log") leak reports"
   done
@@ -86,7 +91,8 @@ fi
 if command -v valgrind >/dev/null 2>&1; then
   for n in test_tensor test_op; do
     [ -x "$BUILD/tests/$n" ] || continue
-    ( cd "$BUILD/tests" && timeout 240 valgrind --leak-check=full --show-leak-kinds=definite \
+    ( cd "$BUILD/tests" && CTORCH_TEST_MODELS=$ROOT/$BUILD/models CTORCH_SOURCE_DIR=$ROOT \
+        timeout 240 valgrind --leak-check=full --show-leak-kinds=definite \
         --num-callers=30 "./$n" > "$ROOT/$OUT/valgrind_$n.log" 2>&1 ; echo "exit $?" >> "$ROOT/$OUT/valgrind_$n.log" )
     grep "definitely lost:" "$OUT/valgrind_$n.log" | sed "s/^/$n: /"
   done
