@@ -18,7 +18,7 @@
 #undef CT_CHECK_NOT_NULL
 #define CT_CHECK_NOT_NULL(ptr)                                                                   \
   do {                                                                                           \
-    if ((ptr) == nullptr)                                                                        \
+    if (__builtin_expect((ptr) == nullptr, 0))                                                   \
       return ::ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", fname, #ptr); \
   } while (0)
 
@@ -445,7 +445,7 @@ FastKind fast_kind(const c10::Argument &a) {
   }
 }
 
-inline bool fast_match(FastKind k, const IValue &v) {
+inline __attribute__((always_inline)) bool fast_match(FastKind k, const IValue &v) {
   switch (k) {
     case FK_TENSOR: return v.isTensor();
     case FK_OPT_TENSOR: return v.isTensor() || v.isNone();
@@ -693,57 +693,30 @@ ct_status results_to_value(ct_value **out, const Overload &o, Stack &st) {
   return CT_OK;
 }
 
-ct_status call_op(const char *func, ct_value **out, const ct_op *op, const ct_value *const *args,
-                  size_t n, const char *const *kwnames, const ct_value *const *kwvalues,
-                  size_t nkw) {
-  // ---- Fast path: one overload, positional, exact types. Kept lean: it is
-  // what every small op from a binding pays (bench/bench_overhead.cpp).
-  if (!op->is_set && nkw == 0) {
-    const Overload &o = op->overloads[0];
-    if (o.callable && n <= o.n_positional && n >= o.first_tail_default &&
-        (n == 0 || args != nullptr)) {
-      const size_t na = o.kinds.size();
-      const FastKind *kinds = o.kinds.data();
-      bool fast = true;
-      for (size_t i = 0; i < n; ++i) {
-        if (args[i] == nullptr || !fast_match(kinds[i], args[i]->v)) {
-          fast = false;
-          break;
-        }
-      }
-      if (fast && o.typed != TS_NONE) {
-        // Arguments are checked above; take them (or defaults) unboxed.
-        auto T = [&](size_t i) -> const at::Tensor & {
-          return i < n ? args[i]->v.toTensor() : o.defaults[i].toTensor();
-        };
-        auto S = [&](size_t i) -> c10::Scalar {
-          return i < n ? args[i]->v.toScalar() : o.default_scalars[i];
-        };
-        switch (o.typed) {
-          case TS_T: *out = new ct_value{IValue(o.h_t->call(T(0)))}; return CT_OK;
-          case TS_TT: *out = new ct_value{IValue(o.h_tt->call(T(0), T(1)))}; return CT_OK;
-          case TS_TTS:
-            *out = new ct_value{IValue(o.h_tts->call(T(0), T(1), S(2)))};
-            return CT_OK;
-          case TS_TS: *out = new ct_value{IValue(o.h_ts->call(T(0), S(1)))}; return CT_OK;
-          case TS_TSS:
-            *out = new ct_value{IValue(o.h_tss->call(T(0), S(1), S(2)))};
-            return CT_OK;
-          default: break;
-        }
-      }
-      if (fast) {
-        StackLease lease;
-        Stack &st = *lease.s;
-        st.reserve(na);
-        for (size_t i = 0; i < n; ++i) st.push_back(args[i]->v);
-        for (size_t i = n; i < na; ++i) st.push_back(o.defaults[i]);
-        o.operation(st);
-        return results_to_value(out, o, st);
-      }
-    }
-  }
-  // ---- General path: bind (resolving the overload set).
+// The call path is split so that what a small op runs stays compact: the
+// profile (callgrind --cache-sim, bench_c) showed the cost of ctorch's layer
+// on a ~0.5 us op is mostly instruction-cache misses (torch's own path nearly
+// fills L1i), not instructions, so the exact-types path below must not share
+// its cache lines with the binder and the error formatting.
+
+// Exact positional types, no unboxed kernel: a reused stack, boxed call.
+__attribute__((noinline)) ct_status call_boxed_exact(ct_value **out, const Overload &o,
+                                                     const ct_value *const *args, size_t n) {
+  const size_t na = o.kinds.size();
+  StackLease lease;
+  Stack &st = *lease.s;
+  st.reserve(na);
+  for (size_t i = 0; i < n; ++i) st.push_back(args[i]->v);
+  for (size_t i = n; i < na; ++i) st.push_back(o.defaults[i]);
+  o.operation(st);
+  return results_to_value(out, o, st);
+}
+
+// Keywords, coercions, overload sets, errors.
+__attribute__((noinline)) ct_status call_op_general(const char *func, ct_value **out,
+                                                    const ct_op *op, const ct_value *const *args,
+                                                    size_t n, const char *const *kwnames,
+                                                    const ct_value *const *kwvalues, size_t nkw) {
   StackLease lease;
   Stack &st = *lease.s;
   if (!op->is_set) {
@@ -791,6 +764,52 @@ ct_status call_op(const char *func, ct_value **out, const ct_op *op, const ct_va
   if (!any_type) code = CT_ERR_INVALID_ARGUMENT;
   return ct::set_error(code, "%s: no overload of %s accepts these arguments; candidates:%s", func,
                        op->name.c_str(), detail.c_str());
+}
+
+
+inline ct_status call_op(const char *func, ct_value **out, const ct_op *op,
+                         const ct_value *const *args, size_t n, const char *const *kwnames,
+                         const ct_value *const *kwvalues, size_t nkw) {
+  // ---- Fast path: one overload, positional, exact types. Kept lean: it is
+  // what every small op from a binding pays (bench/bench_overhead.cpp).
+  if (!op->is_set && nkw == 0) {
+    const Overload &o = op->overloads[0];
+    if (__builtin_expect(o.callable && n <= o.n_positional && n >= o.first_tail_default &&
+                             (n == 0 || args != nullptr),
+                         1)) {
+      const FastKind *kinds = o.kinds.data();
+      bool fast = true;
+      for (size_t i = 0; i < n; ++i) {
+        if (args[i] == nullptr || !fast_match(kinds[i], args[i]->v)) {
+          fast = false;
+          break;
+        }
+      }
+      if (fast && o.typed != TS_NONE) {
+        // Arguments are checked above; take them (or defaults) unboxed.
+        auto T = [&](size_t i) __attribute__((always_inline)) -> const at::Tensor & {
+          return i < n ? args[i]->v.toTensor() : o.defaults[i].toTensor();
+        };
+        auto S = [&](size_t i) __attribute__((always_inline)) -> c10::Scalar {
+          return i < n ? args[i]->v.toScalar() : o.default_scalars[i];
+        };
+        switch (o.typed) {
+          case TS_T: *out = new ct_value{IValue(o.h_t->call(T(0)))}; return CT_OK;
+          case TS_TT: *out = new ct_value{IValue(o.h_tt->call(T(0), T(1)))}; return CT_OK;
+          case TS_TTS:
+            *out = new ct_value{IValue(o.h_tts->call(T(0), T(1), S(2)))};
+            return CT_OK;
+          case TS_TS: *out = new ct_value{IValue(o.h_ts->call(T(0), S(1)))}; return CT_OK;
+          case TS_TSS:
+            *out = new ct_value{IValue(o.h_tss->call(T(0), S(1), S(2)))};
+            return CT_OK;
+          default: break;
+        }
+      }
+      if (fast) return call_boxed_exact(out, o, args, n);
+    }
+  }
+  return call_op_general(func, out, op, args, n, kwnames, kwvalues, nkw);
 }
 
 // ---- Name cache for ct_op_call_name.
