@@ -25,19 +25,18 @@ EXPLAIN = {
         "the C side makes two where C++ makes one, on top of the exported call itself (~1 ns, see "
         "ndim/sizes). A single-check version belongs in src/tensor.cpp (not changed here)"),
     "aten::add 4 floats": (
-        "callgrind (bench_c, one method per run, instructions per call): the ctorch call executes "
-        "about 215 instructions (3.5%) more than the same typed dispatcher call plus a ct_value "
-        "new/delete written inline in C++: call_op's argument-kind checks and overload bookkeeping "
-        "(~70), one more __tls_get_addr (libc10's thread-local dispatch key set is global-dynamic "
-        "TLS when read from a shared library; the C++ executable reads it initial-exec), the "
-        "exported ct_op_call/ct_value_free calls and the out-of-line IValue::destroy. The C++ "
-        "version of the same work with the result-handle allocation (bench_c's \"typed call + "
-        "new/delete ct_value\" row) stays at 1.00-1.04x, so the allocation is not the gap; "
-        "the rest of the measured 10-13% is time, not instructions, spread over the extra calls "
-        "(perf shows no single hot spot; the machine's PMU is not exposed, so no cycle counts). "
-        "Fixed on the way: the ct::guard TLS write is gone from ct_op_call/ct_op_call_name, the "
-        "fast path uses contiguous kind arrays and precomputed default Scalars, and "
-        "ct_op_call_name skips its mutex and hash for a repeated name"),
+        "callgrind (bench_c, one method per run): the ctorch call runs ~215 instructions (3.5%) "
+        "more than the same typed dispatcher call plus a ct_value new/delete written inline in "
+        "C++ (bench_c's \"typed call + new/delete ct_value\" row, 1.00-1.03x, so the result "
+        "allocation is not the gap). A perf split of the remaining time per call: the exported "
+        "ct_op_call and its barrier lambda, the op handle's argument checks and dispatcher "
+        "lookup compiled into libctorch (~25 ns together), one more __tls_get_addr (~5 ns: "
+        "libc10's thread-local dispatch key set is global-dynamic TLS from a shared library; "
+        "-mtls-dialect=gnu2 for op.cpp measured only ~0.5%), out-of-line IValue::destroy and "
+        "ct_value_free (~5 ns more than inline), and ~15 ns of knock-on slowdown inside "
+        "LibTorch's own functions (callgrind's cache simulation: ~50-100 more L1i misses per "
+        "call; torch's path alone already misses ~260 times). What is left is the cost of a "
+        "separate layer with boxed values on a 0.5 us op, not one hot spot"),
     "Python: small op": (
         "measured here: a ctypes call with ct_op_call's 7 arguments costs ~320 ns of marshalling "
         "(424 ns for a failing ct_op_call whose C cost is ~105 ns), a trivial ctypes call 64 ns; "
@@ -429,12 +428,21 @@ def changes_section(out):
              "name to every message explicitly, so messages are unchanged.")
     L.append("- The fast path scans a contiguous array of argument kinds, checks trailing defaults "
              "with one precomputed index, takes default Scalars precomputed at lookup (no "
-             "`IValue::toScalar` per call) and builds the result value in place. Callgrind: "
-             "~247 -> ~215 extra instructions per call over the inline C++ equivalent.")
+             "`IValue::toScalar` per call) and builds the result value in place; the binder, "
+             "overload-set and error paths and the boxed exact-type path are out of line, and the "
+             "argument checks and unboxing are forced inline (perf had shown them as separate "
+             "calls). Callgrind: ~247 -> ~215 extra instructions per call over the inline C++ "
+             "equivalent.")
     L.append("- `ct_op_call_name` remembers, per thread, the last name it resolved (invalidated by "
              "`ct_op_register` through a generation counter), so a loop calling one op by name "
              "skips the cache mutex and the string hash: its extra cost over a cached `ct_op` "
              "went from ~25 ns to ~10 ns.")
+    L.append("")
+    L.append("A/B on this machine (2026-11-30, same process layout, the op.cpp before these "
+             "changes linked into a second libctorch, runs alternated, ratios to torch::add): "
+             "cached `ct_op_call` 1.130 -> 1.117, `ct_op_call_name` 1.18 -> 1.13, "
+             "`ct_op_call` + `ct_value_to_tensor` 1.174 -> 1.158; the overload-set path moved "
+             "1.293 -> 1.308 (its binder is now one call further away).")
     L.append("")
     L.append("Not fixed: the remaining ~10% of `ct_op_call` on a 0.5 us op (see the \"Why\" of the "
              "small-op target). Not done on purpose: `tls_model(\"initial-exec\")` for "
