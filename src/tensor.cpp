@@ -464,8 +464,14 @@ int32_t ct_tensor_device_index(const ct_tensor *t) {
   return t->t.device().index();
 }
 void *ct_tensor_data_ptr(const ct_tensor *t) {
-  if (!t || !t->t.defined() || !t->t.has_storage() || t->t.numel() == 0) return nullptr;
-  return t->t.data_ptr();
+  // All inline: an undefined or storage-less (e.g. sparse) tensor has a null
+  // storage here. Hot in bindings, so no calls into libc10.
+  if (!t) return nullptr;
+  const c10::TensorImpl *impl = t->t.unsafeGetTensorImpl();
+  const c10::Storage &st = impl->unsafe_storage();
+  if (!st || impl->numel() == 0) return nullptr;
+  return const_cast<char *>(static_cast<const char *>(st.data())) +
+         impl->storage_offset() * static_cast<int64_t>(impl->itemsize());
 }
 int32_t ct_tensor_is_contiguous(const ct_tensor *t) {
   return t && t->t.defined() && t->t.is_contiguous() ? 1 : 0;

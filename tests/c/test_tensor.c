@@ -482,17 +482,30 @@ static void test_metadata(void **state) {
 
 static void test_data_ptr_applies_storage_offset(void **state) {
   (void)state;
-  /* A DLPack round trip with byte_offset gives a tensor whose storage
-   * starts earlier; here we use a view from the op-free API: from_blob on an
-   * interior pointer and compare. The storage offset path is covered in
-   * test_dlpack.c (byte_offset) and test_op.c (slices). */
-  float data[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-  int64_t s[1] = {4};
-  ct_tensor *t = NULL;
-  CT_OK_OR_FAIL(ct_tensor_from_blob(&t, data + 4, s, 1, NULL, CT_FLOAT32, CT_DEVICE_CPU, -1,
-                                    NULL, NULL));
-  assert_ptr_equal(ct_tensor_data_ptr(t), data + 4);
-  ct_tensor_free(t);
+  /* x[2:6] is a view with storage offset 2: data_ptr points at x[2]. */
+  ct_tensor *x = NULL, *v = NULL;
+  ct_value *xv = NULL, *dim = NULL, *start = NULL, *end = NULL, *r = NULL;
+  CT_OK_OR_FAIL(ct_tensor_arange(&x, 0, 8, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  CT_OK_OR_FAIL(ct_value_from_tensor(&xv, x));
+  CT_OK_OR_FAIL(ct_value_from_int(&dim, 0));
+  CT_OK_OR_FAIL(ct_value_from_int(&start, 2));
+  CT_OK_OR_FAIL(ct_value_from_int(&end, 6));
+  const ct_value *args[4] = {xv, dim, start, end};
+  CT_OK_OR_FAIL(ct_op_call_name(&r, "aten::slice.Tensor", args, 4, NULL, NULL, 0));
+  CT_OK_OR_FAIL(ct_value_to_tensor(&v, r));
+  assert_int_equal(ct_tensor_storage_offset(v), 2);
+  assert_ptr_equal(ct_tensor_data_ptr(v), (float *)ct_tensor_data_ptr(x) + 2);
+  assert_true(*(float *)ct_tensor_data_ptr(v) == 2.0f);
+  /* Empty tensors have no data pointer. */
+  ct_tensor *e = NULL;
+  int64_t zero[1] = {0};
+  CT_OK_OR_FAIL(ct_tensor_empty(&e, zero, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  assert_null(ct_tensor_data_ptr(e));
+  ct_value *vals[] = {xv, dim, start, end, r};
+  for (size_t i = 0; i < 5; ++i) ct_value_free(vals[i]);
+  ct_tensor_free(x);
+  ct_tensor_free(v);
+  ct_tensor_free(e);
 }
 
 static void test_string_equal_allclose(void **state) {
