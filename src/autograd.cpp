@@ -7,14 +7,6 @@
 // fails, destroy runs before ct_autograd_function_apply returns.
 #include "internal.h"
 
-// Inside a guard lambda __func__ is "operator()": name the exported function
-// (each defines `fname`) in NULL-argument messages instead.
-#undef CT_CHECK_NOT_NULL
-#define CT_CHECK_NOT_NULL(ptr)                                                                   \
-  do {                                                                                           \
-    if ((ptr) == nullptr)                                                                        \
-      return ::ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", fname, #ptr); \
-  } while (0)
 
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
@@ -138,23 +130,23 @@ struct ForeignNode : torch::autograd::Node {
 extern "C" {
 
 ct_status ct_tensor_set_requires_grad(ct_tensor *t, int32_t requires_grad) {
-  const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(t);
-    CT_CHECK_ARG(t->t.defined(), "%s: tensor is undefined", fname);
+    CT_CHECK_ARG(t->t.defined(), "%s: tensor is undefined", ct_fn_);
     CT_CHECK_ARG(requires_grad == 0 || requires_grad == 1,
-                 "%s: requires_grad must be 0 or 1, got %d", fname, requires_grad);
+                 "%s: requires_grad must be 0 or 1, got %d", ct_fn_, requires_grad);
     if (requires_grad && !(at::isFloatingType(t->t.scalar_type()) ||
                            at::isComplexType(t->t.scalar_type())))
       return ct::set_error(CT_ERR_TYPE,
                            "%s: only floating point and complex tensors can require "
                            "gradients (dtype is %s)",
-                           fname, c10::toString(t->t.scalar_type()));
+                           ct_fn_, c10::toString(t->t.scalar_type()));
     if (!t->t.is_leaf())
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
                            "%s: requires_grad can only be changed on leaf tensors (use "
                            "ct_tensor_detach first)",
-                           fname);
+                           ct_fn_);
     t->t.set_requires_grad(requires_grad != 0);
     return CT_OK;
   });
@@ -162,24 +154,24 @@ ct_status ct_tensor_set_requires_grad(ct_tensor *t, int32_t requires_grad) {
 
 ct_status ct_tensor_backward(const ct_tensor *t, const ct_tensor *grad, int32_t retain_graph,
                              int32_t create_graph) {
-  const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(t);
-    CT_CHECK_ARG(t->t.defined(), "%s: tensor is undefined", fname);
+    CT_CHECK_ARG(t->t.defined(), "%s: tensor is undefined", ct_fn_);
     if (!t->t.requires_grad())
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: tensor does not require grad and has no grad_fn", fname);
+                           "%s: tensor does not require grad and has no grad_fn", ct_fn_);
     at::Tensor g;
     if (grad != nullptr) {
       g = grad->t;
       if (g.defined() && g.sizes() != t->t.sizes())
         return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                             "%s: grad has shape %s but the tensor has shape %s", fname,
+                             "%s: grad has shape %s but the tensor has shape %s", ct_fn_,
                              shape_str(g.sizes()).c_str(), shape_str(t->t.sizes()).c_str());
     } else if (t->t.numel() != 1) {
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
                            "%s: grad can be NULL only for a tensor with one element (shape %s)",
-                           fname, shape_str(t->t.sizes()).c_str());
+                           ct_fn_, shape_str(t->t.sizes()).c_str());
     }
     // retain_graph defaults to create_graph, as in torch.
     t->t.backward(g, c10::optional<bool>(retain_graph != 0 || create_graph != 0),
@@ -189,11 +181,11 @@ ct_status ct_tensor_backward(const ct_tensor *t, const ct_tensor *grad, int32_t 
 }
 
 ct_status ct_tensor_grad(ct_tensor **out, const ct_tensor *t) {
-  const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(t);
-    CT_CHECK_ARG(t->t.defined(), "%s: tensor is undefined", fname);
+    CT_CHECK_ARG(t->t.defined(), "%s: tensor is undefined", ct_fn_);
     // TensorImpl::grad avoids torch's warning for non-leaf tensors.
     const at::Tensor &g = t->t.unsafeGetTensorImpl()->grad();
     *out = g.defined() ? ct::new_tensor(g) : nullptr;
@@ -202,10 +194,10 @@ ct_status ct_tensor_grad(ct_tensor **out, const ct_tensor *t) {
 }
 
 ct_status ct_tensor_set_grad(ct_tensor *t, const ct_tensor *grad) {
-  const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(t);
-    CT_CHECK_ARG(t->t.defined(), "%s: tensor is undefined", fname);
+    CT_CHECK_ARG(t->t.defined(), "%s: tensor is undefined", ct_fn_);
     if (grad == nullptr || !grad->t.defined()) {
       t->t.mutable_grad() = at::Tensor();
       return CT_OK;
@@ -213,15 +205,15 @@ ct_status ct_tensor_set_grad(ct_tensor *t, const ct_tensor *grad) {
     const at::Tensor &g = grad->t;
     if (g.sizes() != t->t.sizes())
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: grad has shape %s but the tensor has shape %s", fname,
+                           "%s: grad has shape %s but the tensor has shape %s", ct_fn_,
                            shape_str(g.sizes()).c_str(), shape_str(t->t.sizes()).c_str());
     if (g.scalar_type() != t->t.scalar_type())
       return ct::set_error(CT_ERR_TYPE, "%s: grad has dtype %s but the tensor has dtype %s",
-                           fname, c10::toString(g.scalar_type()),
+                           ct_fn_, c10::toString(g.scalar_type()),
                            c10::toString(t->t.scalar_type()));
     if (g.device() != t->t.device())
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: grad is on %s but the tensor is on %s", fname,
+                           "%s: grad is on %s but the tensor is on %s", ct_fn_,
                            g.device().str().c_str(), t->t.device().str().c_str());
     t->t.mutable_grad() = g;
     return CT_OK;
@@ -229,10 +221,10 @@ ct_status ct_tensor_set_grad(ct_tensor *t, const ct_tensor *grad) {
 }
 
 ct_status ct_tensor_zero_grad(ct_tensor *t) {
-  const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(t);
-    CT_CHECK_ARG(t->t.defined(), "%s: tensor is undefined", fname);
+    CT_CHECK_ARG(t->t.defined(), "%s: tensor is undefined", ct_fn_);
     at::Tensor &g = t->t.mutable_grad();
     if (g.defined()) {
       at::NoGradGuard no_grad;
@@ -254,11 +246,11 @@ int32_t ct_tensor_is_leaf(const ct_tensor *t) {
 }
 
 ct_status ct_tensor_grad_fn_name(char **out, const ct_tensor *t) {
-  const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(t);
-    CT_CHECK_ARG(t->t.defined(), "%s: tensor is undefined", fname);
+    CT_CHECK_ARG(t->t.defined(), "%s: tensor is undefined", ct_fn_);
     const auto &fn = t->t.grad_fn();
     *out = fn ? ct::dup_string(fn->name()) : nullptr;
     return CT_OK;
@@ -269,27 +261,27 @@ ct_status ct_autograd_grad(ct_tensor **grads, const ct_tensor *const *outputs, s
                            const ct_tensor *const *inputs, size_t n_inputs,
                            const ct_tensor *const *grad_outputs, int32_t retain_graph,
                            int32_t create_graph, int32_t allow_unused) {
-  const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(grads);
     CT_CHECK_NOT_NULL(outputs);
     CT_CHECK_NOT_NULL(inputs);
-    CT_CHECK_ARG(n_outputs > 0, "%s: n_outputs must be > 0", fname);
-    CT_CHECK_ARG(n_inputs > 0, "%s: n_inputs must be > 0", fname);
+    CT_CHECK_ARG(n_outputs > 0, "%s: n_outputs must be > 0", ct_fn_);
+    CT_CHECK_ARG(n_inputs > 0, "%s: n_inputs must be > 0", ct_fn_);
     variable_list outs, ins, gouts;
     outs.reserve(n_outputs);
     for (size_t i = 0; i < n_outputs; ++i) {
       CT_CHECK_ARG(outputs[i] != nullptr && outputs[i]->t.defined(),
-                   "%s: outputs[%zu] is NULL or undefined", fname, i);
+                   "%s: outputs[%zu] is NULL or undefined", ct_fn_, i);
       CT_CHECK_ARG(outputs[i]->t.requires_grad(),
-                   "%s: outputs[%zu] does not require grad and has no grad_fn", fname, i);
+                   "%s: outputs[%zu] does not require grad and has no grad_fn", ct_fn_, i);
       outs.push_back(outputs[i]->t);
     }
     for (size_t i = 0; i < n_inputs; ++i) {
       CT_CHECK_ARG(inputs[i] != nullptr && inputs[i]->t.defined(),
-                   "%s: inputs[%zu] is NULL or undefined", fname, i);
+                   "%s: inputs[%zu] is NULL or undefined", ct_fn_, i);
       CT_CHECK_ARG(inputs[i]->t.requires_grad(), "%s: inputs[%zu] does not require grad",
-                   fname, i);
+                   ct_fn_, i);
       ins.push_back(inputs[i]->t);
     }
     if (grad_outputs) {
@@ -298,13 +290,13 @@ ct_status ct_autograd_grad(ct_tensor **grads, const ct_tensor *const *outputs, s
         if (g.defined() && g.sizes() != outs[i].sizes())
           return ct::set_error(CT_ERR_INVALID_ARGUMENT,
                                "%s: grad_outputs[%zu] has shape %s but outputs[%zu] has shape %s",
-                               fname, i, shape_str(g.sizes()).c_str(), i,
+                               ct_fn_, i, shape_str(g.sizes()).c_str(), i,
                                shape_str(outs[i].sizes()).c_str());
         if (!g.defined() && outs[i].numel() != 1)
           return ct::set_error(CT_ERR_INVALID_ARGUMENT,
                                "%s: grad_outputs[%zu] can be NULL only for an output with one "
                                "element (shape %s)",
-                               fname, i, shape_str(outs[i].sizes()).c_str());
+                               ct_fn_, i, shape_str(outs[i].sizes()).c_str());
         gouts.push_back(g);
       }
     } else {
@@ -313,7 +305,7 @@ ct_status ct_autograd_grad(ct_tensor **grads, const ct_tensor *const *outputs, s
           return ct::set_error(CT_ERR_INVALID_ARGUMENT,
                                "%s: grad_outputs is NULL but outputs[%zu] has shape %s (only "
                                "one-element outputs get an implicit gradient of 1)",
-                               fname, i, shape_str(outs[i].sizes()).c_str());
+                               ct_fn_, i, shape_str(outs[i].sizes()).c_str());
     }
     variable_list res = torch::autograd::grad(outs, ins, gouts,
                                               c10::optional<bool>(retain_graph != 0 ||
@@ -334,25 +326,25 @@ ct_status ct_autograd_function_apply(ct_tensor **outputs, size_t n_outputs,
                                      ct_ctx_destroy_fn destroy) {
   // The ctx belongs to ctorch from here on, whatever happens.
   CtxOwner owner(ctx, destroy);
-  const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(outputs);
     CT_CHECK_NOT_NULL(forward);
-    CT_CHECK_ARG(n_outputs > 0, "%s: n_outputs must be > 0", fname);
-    CT_CHECK_ARG(n_inputs == 0 || inputs != nullptr, "%s: argument 'inputs' is NULL", fname);
+    CT_CHECK_ARG(n_outputs > 0, "%s: n_outputs must be > 0", ct_fn_);
+    CT_CHECK_ARG(n_inputs == 0 || inputs != nullptr, "%s: argument 'inputs' is NULL", ct_fn_);
     const std::string node_name = name ? name : "CTorchFunction";
     variable_list ins;
     ins.reserve(n_inputs);
     for (size_t i = 0; i < n_inputs; ++i) {
       CT_CHECK_ARG(inputs[i] != nullptr && inputs[i]->t.defined(),
-                   "%s: inputs[%zu] is NULL or undefined", fname, i);
+                   "%s: inputs[%zu] is NULL or undefined", ct_fn_, i);
       ins.push_back(inputs[i]->t);
     }
     const bool record =
         at::GradMode::is_enabled() && torch::autograd::any_variable_requires_grad(ins);
     if (record && backward == nullptr)
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: an input requires grad but 'backward' is NULL", fname);
+                           "%s: an input requires grad but 'backward' is NULL", ct_fn_);
 
     // ---- forward, with grad mode off.
     HandleArray res(n_outputs);
@@ -362,7 +354,7 @@ ct_status ct_autograd_function_apply(ct_tensor **outputs, size_t n_outputs,
       if (rc != CT_OK) {
         const char *msg = ct_last_error();
         return ct::set_error(CT_ERR_CALLBACK, "%s: %s: forward callback failed (status %d): %s",
-                             fname, node_name.c_str(), static_cast<int>(rc),
+                             ct_fn_, node_name.c_str(), static_cast<int>(rc),
                              (msg && *msg) ? msg : "(no message)");
       }
     }
@@ -370,7 +362,7 @@ ct_status ct_autograd_function_apply(ct_tensor **outputs, size_t n_outputs,
     for (size_t i = 0; i < n_outputs; ++i) {
       if (res.h[i] == nullptr || !res.h[i]->t.defined())
         return ct::set_error(CT_ERR_CALLBACK, "%s: %s: forward stored no tensor in outputs[%zu]",
-                             fname, node_name.c_str(), i);
+                             ct_fn_, node_name.c_str(), i);
       outs[i] = res.h[i]->t;
     }
 

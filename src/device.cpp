@@ -72,14 +72,16 @@ ct_status ct_cuda_current_device(int32_t *out) {
 }
 
 ct_status ct_cuda_set_device(int32_t device) {
-  return ct::guard(__func__, [&]() -> ct_status {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
     ct::cudaimpl::set_device(device);
     return CT_OK;
   });
 }
 
 ct_status ct_cuda_synchronize(int32_t device) {
-  return ct::guard(__func__, [&]() -> ct_status {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
     ct::cudaimpl::synchronize(device);
     return CT_OK;
   });
@@ -104,14 +106,16 @@ ct_status ct_cuda_memory_reserved(size_t *out, int32_t device) {
 }
 
 ct_status ct_cuda_empty_cache(void) {
-  return ct::guard(__func__, [&]() -> ct_status {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
     ct::cudaimpl::empty_cache();
     return CT_OK;
   });
 }
 
 ct_status ct_cuda_manual_seed_all(uint64_t seed) {
-  return ct::guard(__func__, [&]() -> ct_status {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
     ct::cudaimpl::manual_seed_all(seed);
     return CT_OK;
   });
@@ -127,7 +131,8 @@ ct_status ct_cuda_current_stream(void **out, int32_t device) {
 }
 
 ct_status ct_cuda_set_stream(void **previous, int32_t device, void *stream) {
-  return ct::guard(__func__, [&]() -> ct_status {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
     void *prev = ct::cudaimpl::set_stream(device, stream);
     if (previous) *previous = prev;
     return CT_OK;
@@ -135,14 +140,16 @@ ct_status ct_cuda_set_stream(void **previous, int32_t device, void *stream) {
 }
 
 ct_status ct_cuda_stream_synchronize(void *stream, int32_t device) {
-  return ct::guard(__func__, [&]() -> ct_status {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
     ct::cudaimpl::stream_synchronize(stream, device);
     return CT_OK;
   });
 }
 
 ct_status ct_cuda_stream_wait_stream(void *waiting, void *producer, int32_t device) {
-  return ct::guard(__func__, [&]() -> ct_status {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
     ct::cudaimpl::stream_wait_stream(waiting, producer, device);
     return CT_OK;
   });

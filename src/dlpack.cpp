@@ -210,18 +210,20 @@ extern "C" {
 
 ct_status ct_tensor_to_dlpack(DLManagedTensor **out, const ct_tensor *t, int32_t copy,
                               int64_t stream) {
-  return ct::guard(__func__, [&] {
-    return export_tensor<DLManagedTensor>(CT_FUNC, out, t, copy, stream, nullptr);
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    return export_tensor<DLManagedTensor>(ct_fn_, out, t, copy, stream, nullptr);
   });
 }
 
 ct_status ct_tensor_to_dlpack_versioned(DLManagedTensorVersioned **out, const ct_tensor *t,
                                         int32_t copy, int64_t stream) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     DLManagedTensorVersioned *m = nullptr;
     uint64_t flags = 0;
-    if (ct_status s = export_tensor<DLManagedTensorVersioned>(CT_FUNC, &m, t, copy, stream, &flags))
+    if (ct_status s = export_tensor<DLManagedTensorVersioned>(ct_fn_, &m, t, copy, stream, &flags))
       return s;
     m->version.major = DLPACK_MAJOR_VERSION;
     m->version.minor = DLPACK_MINOR_VERSION;
@@ -232,14 +234,16 @@ ct_status ct_tensor_to_dlpack_versioned(DLManagedTensorVersioned **out, const ct
 }
 
 ct_status ct_tensor_from_dlpack(ct_tensor **out, DLManagedTensor *src) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(src);
-    return import_tensor(CT_FUNC, out, src, false);
+    return import_tensor(ct_fn_, out, src, false);
   });
 }
 
 ct_status ct_tensor_from_dlpack_versioned(ct_tensor **out, DLManagedTensorVersioned *src) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(src);
     if (src->version.major != 1) {
       DeleteOnFailure<DLManagedTensorVersioned> g{src};
@@ -249,7 +253,7 @@ ct_status ct_tensor_from_dlpack_versioned(ct_tensor **out, DLManagedTensorVersio
                            src->version.major, src->version.minor);
     }
     bool read_only = (src->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
-    return import_tensor(CT_FUNC, out, src, read_only);
+    return import_tensor(ct_fn_, out, src, read_only);
   });
 }
 

@@ -22,20 +22,11 @@ void store(ct_status code, const char *func, const std::string &what) noexcept {
   try {
     tls_error.code = code;
     tls_error.message.clear();
-    if (func && std::strcmp(func, "operator()") == 0) func = ct::current_api;
     if (func && *func) {
       tls_error.message += func;
       tls_error.message += ": ";
     }
-    // A message formatted with __func__ inside a guard lambda names
-    // "operator()": name the exported function instead.
-    static const char lambda_name[] = "operator()";
-    if (what.compare(0, sizeof lambda_name - 1, lambda_name) == 0 && ct::current_api) {
-      tls_error.message += ct::current_api;
-      tls_error.message.append(what, sizeof lambda_name - 1, std::string::npos);
-    } else {
-      tls_error.message += what;
-    }
+    tls_error.message += what;
   } catch (...) {
     tls_error.code = code;  // message left as it was: out of memory
   }
@@ -85,8 +76,6 @@ struct BacktraceInit {
 }  // namespace
 
 namespace ct {
-
-thread_local const char *current_api = nullptr;
 
 ct_status set_error(ct_status code, const char *fmt, ...) {
   va_list ap;

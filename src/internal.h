@@ -39,18 +39,17 @@ struct Error : std::exception {
 };
 [[noreturn]] void raise(ct_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-// The one exception barrier. Every exported function that can fail returns
-// `ct::guard(__func__, [&] { ...; return CT_OK; })`. Validation failures
+// The one exception barrier. Every exported function that can fail is
+//
+//   const char *const ct_fn_ = __func__;
+//   return ct::guard(ct_fn_, [&] { ...; return CT_OK; });
+//
+// ct_fn_ names the exported function in messages (inside the lambda __func__
+// would be "operator()"); CT_CHECK_NOT_NULL uses it. Validation failures
 // return set_error(...) directly (no throw: cheap); anything thrown below is
 // caught here and turned into a status and a message.
-// Name of the exported function running on this thread (set by guard), for
-// messages: inside a guard lambda __func__ is "operator()", so use CT_FUNC.
-extern thread_local const char *current_api;
-#define CT_FUNC (::ct::current_api)
-
 template <class F>
 inline ct_status guard(const char *func, F &&body) noexcept {
-  current_api = func;
   try {
     return body();
   } catch (...) {
@@ -69,11 +68,11 @@ inline R guard_value(R fallback, F &&body) noexcept {
 }
 
 // ---- Argument checks (return from the enclosing guard lambda) ----------
-#define CT_CHECK_NOT_NULL(ptr)                                                       \
-  do {                                                                               \
-    if ((ptr) == nullptr)                                                            \
-      return ::ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", \
-                             CT_FUNC, #ptr);                                         \
+#define CT_CHECK_NOT_NULL(ptr)                                                        \
+  do {                                                                                \
+    if (__builtin_expect((ptr) == nullptr, 0))                                        \
+      return ::ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL",  \
+                             ct_fn_, #ptr);                                           \
   } while (0)
 
 #define CT_CHECK_ARG(cond, ...)                                  \

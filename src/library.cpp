@@ -27,7 +27,8 @@ int32_t ct_get_num_threads(void) {
 }
 
 ct_status ct_set_num_threads(int32_t n) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_ARG(n >= 1, "ct_set_num_threads: n must be >= 1, got %d", n);
     at::set_num_threads(n);
     return CT_OK;
@@ -40,7 +41,8 @@ int32_t ct_get_num_interop_threads(void) {
 }
 
 ct_status ct_set_num_interop_threads(int32_t n) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_ARG(n >= 1, "ct_set_num_interop_threads: n must be >= 1, got %d", n);
     at::set_num_interop_threads(n);
     return CT_OK;
@@ -48,14 +50,16 @@ ct_status ct_set_num_interop_threads(int32_t n) {
 }
 
 ct_status ct_manual_seed(uint64_t seed) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     torch::manual_seed(seed);
     return CT_OK;
   });
 }
 
 ct_status ct_load_library(const char *path) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(path);
     void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
     if (!h) {
@@ -79,14 +83,16 @@ thread_local std::vector<std::unique_ptr<c10::InferenceMode>> inference_stack;
 extern "C" {
 
 ct_status ct_inference_mode_push(int32_t enabled) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     inference_stack.emplace_back(new c10::InferenceMode(enabled != 0));
     return CT_OK;
   });
 }
 
 ct_status ct_inference_mode_pop(void) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     if (inference_stack.empty())
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
                            "ct_inference_mode_pop: no inference mode was pushed on this thread");

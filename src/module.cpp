@@ -5,13 +5,6 @@
 
 // Inside the guard lambdas __func__ is "operator()": every exported function
 // names itself in ct_fn_, and the NULL check uses that name.
-#undef CT_CHECK_NOT_NULL
-#define CT_CHECK_NOT_NULL(ptr)                                                 \
-  do {                                                                         \
-    if ((ptr) == nullptr)                                                      \
-      return ::ct::set_error(CT_ERR_INVALID_ARGUMENT,                          \
-                             "%s: argument '%s' is NULL", ct_fn_, #ptr);       \
-  } while (0)
 
 #include <caffe2/serialize/file_adapter.h>
 #include <caffe2/serialize/inline_container.h>

@@ -13,14 +13,6 @@
 //    one allocation for the result value.
 #include "internal.h"
 
-// Inside a guard lambda __func__ is "operator()": name the exported function
-// (each defines `fname`) in NULL-argument messages instead.
-#undef CT_CHECK_NOT_NULL
-#define CT_CHECK_NOT_NULL(ptr)                                                                   \
-  do {                                                                                           \
-    if (__builtin_expect((ptr) == nullptr, 0))                                                   \
-      return ::ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", fname, #ptr); \
-  } while (0)
 
 #include <torch/csrc/jit/frontend/function_schema_parser.h>
 #include <torch/csrc/jit/runtime/custom_operator.h>
@@ -931,31 +923,16 @@ bool coerce(const c10::IValue &in, const c10::TypePtr &type, c10::IValue *out) {
 
 // ---- C API --------------------------------------------------------------------
 
-namespace {
-// The barrier of ct::guard without its write of ct::current_api: that write is
-// a thread-local access through __tls_get_addr in a shared library (one extra
-// call per op, seen in the callgrind profile of bench_c). ct_op_call and
-// ct_op_call_name pass their name explicitly to every message (`fname`,
-// call_op's `func`), so nothing on their paths reads current_api.
-template <class F>
-inline ct_status op_guard(const char *func, F &&body) noexcept {
-  try {
-    return body();
-  } catch (...) {
-    return ct::set_error_from_current_exception(func);
-  }
-}
-}  // namespace
 
 extern "C" {
 
 ct_status ct_op_find(ct_op **out, const char *name, const char *overload) {
-  const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(name);
     std::shared_ptr<ct_op> h;
-    ct_status rc = find_op(fname, &h, name, overload);
+    ct_status rc = find_op(ct_fn_, &h, name, overload);
     if (rc != CT_OK) return rc;
     *out = new ct_op(std::move(*h));
     return CT_OK;
@@ -971,13 +948,13 @@ size_t ct_op_num_overloads(const ct_op *op) { return op ? op->overloads.size() :
     CT_CHECK_NOT_NULL(op);                                                                 \
     if ((ov) >= (op)->overloads.size())                                                    \
       return ct::set_error(CT_ERR_INDEX, "%s: overload index %zu out of range (%s has %zu)", \
-                           fname, (size_t)(ov), (op)->name.c_str(),                      \
+                           ct_fn_, (size_t)(ov), (op)->name.c_str(),                      \
                            (op)->overloads.size());                                        \
   } while (0)
 
 ct_status ct_op_schema(const char **out, const ct_op *op, size_t overload) {
-  const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_OVERLOAD(op, overload);
     *out = op->overloads[overload].schema_str.c_str();
@@ -986,8 +963,8 @@ ct_status ct_op_schema(const char **out, const ct_op *op, size_t overload) {
 }
 
 ct_status ct_op_num_arguments(size_t *out, const ct_op *op, size_t overload) {
-  const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_OVERLOAD(op, overload);
     *out = op->overloads[overload].args.size();
@@ -997,13 +974,13 @@ ct_status ct_op_num_arguments(size_t *out, const ct_op *op, size_t overload) {
 
 ct_status ct_op_argument(const char **name, const char **type, const char **default_value,
                          int32_t *kwarg_only, const ct_op *op, size_t overload, size_t i) {
-  const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_OVERLOAD(op, overload);
     const Overload &o = op->overloads[overload];
     if (i >= o.args.size())
       return ct::set_error(CT_ERR_INDEX, "%s: argument index %zu out of range (%s has %zu)",
-                           fname, i, o.schema_str.c_str(), o.args.size());
+                           ct_fn_, i, o.schema_str.c_str(), o.args.size());
     const ArgInfo &a = o.args[i];
     if (name) *name = a.name.c_str();
     if (type) *type = a.type.c_str();
@@ -1014,8 +991,8 @@ ct_status ct_op_argument(const char **name, const char **type, const char **defa
 }
 
 ct_status ct_op_num_returns(size_t *out, const ct_op *op, size_t overload) {
-  const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_OVERLOAD(op, overload);
     *out = op->overloads[overload].rets.size();
@@ -1025,13 +1002,13 @@ ct_status ct_op_num_returns(size_t *out, const ct_op *op, size_t overload) {
 
 ct_status ct_op_return(const char **name, const char **type, const ct_op *op, size_t overload,
                        size_t i) {
-  const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_OVERLOAD(op, overload);
     const Overload &o = op->overloads[overload];
     if (i >= o.rets.size())
       return ct::set_error(CT_ERR_INDEX, "%s: return index %zu out of range (%s has %zu)",
-                           fname, i, o.schema_str.c_str(), o.rets.size());
+                           ct_fn_, i, o.schema_str.c_str(), o.rets.size());
     if (name) *name = o.rets[i].first.c_str();
     if (type) *type = o.rets[i].second.c_str();
     return CT_OK;
@@ -1040,19 +1017,19 @@ ct_status ct_op_return(const char **name, const char **type, const ct_op *op, si
 
 ct_status ct_op_call(ct_value **out, const ct_op *op, const ct_value *const *args, size_t n,
                      const char *const *kwnames, const ct_value *const *kwvalues, size_t nkw) {
-  const char *const fname = __func__;
-  return op_guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(op);
-    return call_op(fname, out, op, args, n, kwnames, kwvalues, nkw);
+    return call_op(ct_fn_, out, op, args, n, kwnames, kwvalues, nkw);
   });
 }
 
 ct_status ct_op_call_name(ct_value **out, const char *qualified_name, const ct_value *const *args,
                           size_t n, const char *const *kwnames, const ct_value *const *kwvalues,
                           size_t nkw) {
-  const char *const fname = __func__;
-  return op_guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(qualified_name);
     const ct_op *cached = nullptr;
@@ -1069,7 +1046,7 @@ ct_status ct_op_call_name(ct_value **out, const char *qualified_name, const ct_v
         last.gen = g_cache_gen.load(std::memory_order_relaxed);
       }
     }
-    if (cached) return call_op(fname, out, cached, args, n, kwnames, kwvalues, nkw);
+    if (cached) return call_op(ct_fn_, out, cached, args, n, kwnames, kwvalues, nkw);
     std::shared_ptr<ct_op> h;
     {
       std::string q = qualified_name;
@@ -1084,7 +1061,7 @@ ct_status ct_op_call_name(ct_value **out, const char *qualified_name, const ct_v
           has_ov = true;
         }
       }
-      ct_status rc = find_op(fname, &h, name, has_ov ? ov.c_str() : nullptr);
+      ct_status rc = find_op(ct_fn_, &h, name, has_ov ? ov.c_str() : nullptr);
       if (rc != CT_OK) return rc;
       std::lock_guard<std::mutex> lk(g_cache_mu);
       if (g_cache.find(std::string_view(q)) == g_cache.end()) {
@@ -1092,13 +1069,13 @@ ct_status ct_op_call_name(ct_value **out, const char *qualified_name, const ct_v
         g_cache.emplace(std::string_view(e->qualified_name), e);
       }
     }
-    return call_op(fname, out, h.get(), args, n, kwnames, kwvalues, nkw);
+    return call_op(ct_fn_, out, h.get(), args, n, kwnames, kwvalues, nkw);
   });
 }
 
 ct_status ct_op_list(ct_value **out) {
-  const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     std::vector<std::string> names;
     std::unordered_set<std::string> seen;
@@ -1117,8 +1094,8 @@ ct_status ct_op_list(ct_value **out) {
 }
 
 ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
-  const char *const fname = __func__;
-  return ct::guard(fname, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(schema);
     CT_CHECK_NOT_NULL(fn);
     c10::FunctionSchema parsed = [&] {
@@ -1136,15 +1113,15 @@ ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
     if (sep == std::string::npos || sep == 0 || sep + 2 >= qname.size())
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
                            "%s: schema '%s' needs a namespaced name such as 'myns::scale'",
-                           fname, schema);
+                           ct_fn_, schema);
     if (parsed.is_vararg() || parsed.is_varret())
       return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: variadic schemas are not supported: '%s'",
-                           fname, schema);
+                           ct_fn_, schema);
     std::lock_guard<std::mutex> lk(g_register_mu);
     for (const auto &op : torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(qname))) {
       if (op->schema().overload_name() == parsed.overload_name())
         return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                             "%s: operator '%s' is already registered as '%s'", fname,
+                             "%s: operator '%s' is already registered as '%s'", ct_fn_,
                              op_display_name(parsed).c_str(),
                              schema_string(op->schema()).c_str());
     }

@@ -290,11 +290,12 @@ ct_status ct_tensor_eye(ct_tensor **out, int64_t n, int64_t m, int32_t dtype,
 ct_status ct_tensor_from_data(ct_tensor **out, const void *data, const int64_t *sizes,
                               size_t ndim, int32_t dtype, int32_t device_type,
                               int32_t device_index) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
-    if (ct_status s = ct::check_sizes(CT_FUNC, sizes, ndim)) return s;
+    if (ct_status s = ct::check_sizes(ct_fn_, sizes, ndim)) return s;
     at::TensorOptions opts;
-    if (ct_status s = factory_options(CT_FUNC, dtype, device_type, device_index, 0, &opts))
+    if (ct_status s = factory_options(ct_fn_, dtype, device_type, device_index, 0, &opts))
       return s;
     at::IntArrayRef shape(sizes, ndim);
     int64_t numel = c10::multiply_integers(shape);
@@ -311,11 +312,12 @@ ct_status ct_tensor_from_data(ct_tensor **out, const void *data, const int64_t *
 ct_status ct_tensor_from_blob(ct_tensor **out, void *data, const int64_t *sizes, size_t ndim,
                               const int64_t *strides, int32_t dtype, int32_t device_type,
                               int32_t device_index, ct_deleter deleter, void *ctx) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     std::function<void(void *)> del;
     if (deleter) del = [deleter, ctx](void *p) { deleter(p, ctx); };
     else del = [](void *) {};
-    return wrap_blob(CT_FUNC, out, data, sizes, ndim, strides, dtype, device_type, device_index,
+    return wrap_blob(ct_fn_, out, data, sizes, ndim, strides, dtype, device_type, device_index,
                      std::move(del));
   });
 }
@@ -323,14 +325,16 @@ ct_status ct_tensor_from_blob(ct_tensor **out, void *data, const int64_t *sizes,
 ct_status ct_tensor_from_blob_queued(ct_tensor **out, void *data, const int64_t *sizes,
                                      size_t ndim, const int64_t *strides, int32_t dtype,
                                      int32_t device_type, int32_t device_index, void *ctx) {
-  return ct::guard(__func__, [&] {
-    return wrap_blob(CT_FUNC, out, data, sizes, ndim, strides, dtype, device_type, device_index,
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    return wrap_blob(ct_fn_, out, data, sizes, ndim, strides, dtype, device_type, device_index,
                      [ctx](void *) { push_release(ctx); });
   });
 }
 
 ct_status ct_release_queue_poll(void **ctxs, size_t capacity, size_t *n) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(n);
     if (capacity > 0) CT_CHECK_NOT_NULL(ctxs);
     std::lock_guard<std::mutex> lock(release_mutex);
@@ -356,7 +360,8 @@ void ct_tensor_free(ct_tensor *t) { delete t; }
 
 #define CT_UNARY_TENSOR_OP(fname, expr)                        \
   ct_status fname(ct_tensor **out, const ct_tensor *t) {       \
-    return ct::guard(__func__, [&] {                           \
+    const char *const ct_fn_ = __func__;                       \
+    return ct::guard(ct_fn_, [&] {                             \
       CT_CHECK_NOT_NULL(out);                                  \
       CT_CHECK_NOT_NULL(t);                                    \
       const at::Tensor &x = t->t;                              \
@@ -372,22 +377,24 @@ CT_UNARY_TENSOR_OP(ct_tensor_contiguous, x.contiguous())
 
 ct_status ct_tensor_to(ct_tensor **out, const ct_tensor *t, int32_t device_type,
                        int32_t device_index, int32_t dtype, int32_t non_blocking, int32_t copy) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(t);
     c10::ScalarType st = t->t.scalar_type();
     c10::Device dev = t->t.device();
     if (dtype != CT_DTYPE_KEEP)
-      if (ct_status s = ct::check_dtype(CT_FUNC, dtype, &st)) return s;
+      if (ct_status s = ct::check_dtype(ct_fn_, dtype, &st)) return s;
     if (device_type != CT_DEVICE_KEEP)
-      if (ct_status s = ct::to_device(CT_FUNC, device_type, device_index, &dev)) return s;
+      if (ct_status s = ct::to_device(ct_fn_, device_type, device_index, &dev)) return s;
     *out = ct::new_tensor(t->t.to(dev, st, non_blocking != 0, copy != 0));
     return CT_OK;
   });
 }
 
 ct_status ct_tensor_copy_(ct_tensor *dst, const ct_tensor *src, int32_t non_blocking) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(dst);
     CT_CHECK_NOT_NULL(src);
     dst->t.copy_(src->t, non_blocking != 0);
@@ -396,7 +403,8 @@ ct_status ct_tensor_copy_(ct_tensor *dst, const ct_tensor *src, int32_t non_bloc
 }
 
 ct_status ct_tensor_fill_(ct_tensor *t, double value) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(t);
     t->t.fill_(value);
     return CT_OK;
@@ -422,22 +430,24 @@ static ct_status dim_index(const char *func, const ct_tensor *t, int64_t dim, in
 }
 
 ct_status ct_tensor_size(int64_t *out, const ct_tensor *t, int64_t dim) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(t);
     int64_t d;
-    if (ct_status s = dim_index(CT_FUNC, t, dim, &d)) return s;
+    if (ct_status s = dim_index(ct_fn_, t, dim, &d)) return s;
     *out = t->t.sizes()[d];
     return CT_OK;
   });
 }
 
 ct_status ct_tensor_stride(int64_t *out, const ct_tensor *t, int64_t dim) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(t);
     int64_t d;
-    if (ct_status s = dim_index(CT_FUNC, t, dim, &d)) return s;
+    if (ct_status s = dim_index(ct_fn_, t, dim, &d)) return s;
     *out = t->t.strides()[d];
     return CT_OK;
   });
@@ -482,7 +492,8 @@ int32_t ct_tensor_requires_grad(const ct_tensor *t) {
 int32_t ct_tensor_is_defined(const ct_tensor *t) { return t && t->t.defined() ? 1 : 0; }
 
 ct_status ct_tensor_to_string(char **out, const ct_tensor *t) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(t);
     std::ostringstream os;
@@ -494,7 +505,8 @@ ct_status ct_tensor_to_string(char **out, const ct_tensor *t) {
 }
 
 ct_status ct_tensor_equal(int32_t *out, const ct_tensor *a, const ct_tensor *b) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(a);
     CT_CHECK_NOT_NULL(b);
@@ -505,7 +517,8 @@ ct_status ct_tensor_equal(int32_t *out, const ct_tensor *a, const ct_tensor *b) 
 
 ct_status ct_tensor_allclose(int32_t *out, const ct_tensor *a, const ct_tensor *b, double rtol,
                              double atol, int32_t equal_nan) {
-  return ct::guard(__func__, [&] {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(a);
     CT_CHECK_NOT_NULL(b);

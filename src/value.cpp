@@ -4,13 +4,6 @@
 
 // Inside the guard lambdas __func__ is "operator()": every exported function
 // names itself in ct_fn_, and the NULL check uses that name.
-#undef CT_CHECK_NOT_NULL
-#define CT_CHECK_NOT_NULL(ptr)                                                 \
-  do {                                                                         \
-    if ((ptr) == nullptr)                                                      \
-      return ::ct::set_error(CT_ERR_INVALID_ARGUMENT,                          \
-                             "%s: argument '%s' is NULL", ct_fn_, #ptr);       \
-  } while (0)
 
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/csrc/jit/serialization/storage_context.h>
