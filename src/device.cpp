@@ -25,13 +25,6 @@ ct_status no_cuda(const char *func) {
 }
 #endif
 
-// Explicit function names: __func__ inside a guard lambda is "operator()".
-#define CT_CUDA_NOT_NULL(func, ptr)                                                           \
-  do {                                                                                        \
-    if ((ptr) == nullptr)                                                                     \
-      return ::ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", func, #ptr); \
-  } while (0)
-
 }  // namespace
 
 extern "C" {
@@ -63,9 +56,9 @@ int32_t ct_cuda_device_count(void) {
 #if defined(CTORCH_WITH_CUDA)
 
 ct_status ct_cuda_current_device(int32_t *out) {
-  static const char *const F = __func__;
-  return ct::guard(F, [&]() -> ct_status {
-    CT_CUDA_NOT_NULL(F, out);
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
+    CT_CHECK_NOT_NULL(out);
     *out = ct::cudaimpl::current_device();
     return CT_OK;
   });
@@ -88,18 +81,18 @@ ct_status ct_cuda_synchronize(int32_t device) {
 }
 
 ct_status ct_cuda_memory_allocated(size_t *out, int32_t device) {
-  static const char *const F = __func__;
-  return ct::guard(F, [&]() -> ct_status {
-    CT_CUDA_NOT_NULL(F, out);
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
+    CT_CHECK_NOT_NULL(out);
     *out = ct::cudaimpl::memory_allocated(device);
     return CT_OK;
   });
 }
 
 ct_status ct_cuda_memory_reserved(size_t *out, int32_t device) {
-  static const char *const F = __func__;
-  return ct::guard(F, [&]() -> ct_status {
-    CT_CUDA_NOT_NULL(F, out);
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
+    CT_CHECK_NOT_NULL(out);
     *out = ct::cudaimpl::memory_reserved(device);
     return CT_OK;
   });
@@ -122,9 +115,9 @@ ct_status ct_cuda_manual_seed_all(uint64_t seed) {
 }
 
 ct_status ct_cuda_current_stream(void **out, int32_t device) {
-  static const char *const F = __func__;
-  return ct::guard(F, [&]() -> ct_status {
-    CT_CUDA_NOT_NULL(F, out);
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
+    CT_CHECK_NOT_NULL(out);
     *out = ct::cudaimpl::current_stream(device);
     return CT_OK;
   });
@@ -156,10 +149,10 @@ ct_status ct_cuda_stream_wait_stream(void *waiting, void *producer, int32_t devi
 }
 
 ct_status ct_tensor_pin_memory(ct_tensor **out, const ct_tensor *t) {
-  static const char *const F = __func__;
-  return ct::guard(F, [&]() -> ct_status {
-    CT_CUDA_NOT_NULL(F, out);
-    CT_CUDA_NOT_NULL(F, t);
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(t);
     at::Tensor pinned = ct::cudaimpl::pin_memory(t->t);
     *out = ct::new_tensor(std::move(pinned));
     return CT_OK;
@@ -212,7 +205,7 @@ ct_status cuda_make_safe_for_stream(const at::Tensor &t, int64_t stream) {
     return CT_OK;
   });
 #else
-  return no_cuda(F);
+  return no_cuda(ct_fn_);
 #endif
 }
 
@@ -225,7 +218,7 @@ ct_status cuda_sync_producer_stream(int32_t device, int64_t producer_stream) {
     return CT_OK;
   });
 #else
-  return no_cuda(F);
+  return no_cuda(ct_fn_);
 #endif
 }
 
