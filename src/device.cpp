@@ -205,7 +205,7 @@ ct_status cuda_make_safe_for_stream(const at::Tensor &t, int64_t stream) {
     return CT_OK;
   });
 #else
-  return no_cuda(ct_fn_);
+  return no_cuda(F);
 #endif
 }
 
@@ -218,7 +218,7 @@ ct_status cuda_sync_producer_stream(int32_t device, int64_t producer_stream) {
     return CT_OK;
   });
 #else
-  return no_cuda(ct_fn_);
+  return no_cuda(F);
 #endif
 }
 
