@@ -335,7 +335,13 @@ def memory_group(rep, ov, out):
     lsan = sorted(glob.glob(os.path.join(out, "lsan_*.log")))
     vg = sorted(glob.glob(os.path.join(out, "valgrind_*.log")))
     if lsan:
-        rep.p("LeakSanitizer, every C test of the ASan build (build-asan/), no suppressions:")
+        lib = "build-asan/libctorch.so"
+        when = ""
+        if os.path.exists(lib):
+            import time
+            when = " (its libctorch built %s UTC by scripts/test.sh, not by this script: it can " \
+                   "predate build-bench's)" % time.strftime("%Y-%m-%d %H:%M", time.gmtime(os.path.getmtime(lib)))
+        rep.p("LeakSanitizer, every C test of the ASan build (build-asan/%s), no suppressions:" % when)
         rep.p()
         rep.p("| test | exit | leak reports | bytes | with a libctorch frame |")
         rep.p("|---|---:|---:|---:|---:|")
@@ -395,6 +401,9 @@ def memory_group(rep, ov, out):
         for e in vg_errors:
             rep.p("- %s" % e)
         if vg_errors:
+            rep.p()
+            rep.p("_The memcpy overlap reports come from libcpuinfo (LibTorch's CPU detection, on "
+                  "first dispatch) copying a buffer onto itself; they are not from ctorch._")
             rep.p()
         rep.target("valgrind: definitely-lost records with a libctorch frame", "%d" % tot, tot == 0,
                    "see the valgrind logs in the results folder")

@@ -87,9 +87,9 @@ if [ -d build-asan/tests ]; then
     echo "$n: $(grep -c 'leak of' "$OUT/lsan_$n.log") leak reports"
   done
 fi
-# valgrind memcheck on two C tests of this build (bounded).
+# valgrind memcheck on three C tests of this build (bounded).
 if command -v valgrind >/dev/null 2>&1; then
-  for n in test_tensor test_op; do
+  for n in test_tensor test_op test_foreign_op; do
     [ -x "$BUILD/tests/$n" ] || continue
     ( cd "$BUILD/tests" && CTORCH_TEST_MODELS=$ROOT/$BUILD/models CTORCH_SOURCE_DIR=$ROOT \
         timeout 240 valgrind --leak-check=full --show-leak-kinds=definite \
