@@ -339,8 +339,8 @@ def memory_group(rep, ov, out):
         when = ""
         if os.path.exists(lib):
             import time
-            when = " (its libctorch built %s UTC by scripts/test.sh, not by this script: it can " \
-                   "predate build-bench's)" % time.strftime("%Y-%m-%d %H:%M", time.gmtime(os.path.getmtime(lib)))
+            when = "; its libctorch was built %s UTC by scripts/test.sh, not by this script, " \
+                   "and can predate build-bench's" % time.strftime("%Y-%m-%d %H:%M", time.gmtime(os.path.getmtime(lib)))
         rep.p("LeakSanitizer, every C test of the ASan build (build-asan/%s), no suppressions:" % when)
         rep.p()
         rep.p("| test | exit | leak reports | bytes | with a libctorch frame |")
