@@ -431,10 +431,11 @@ def changes_section(out):
     L.append("")
     L.append("Fixed (src/op.cpp):")
     L.append("")
-    L.append("- `ct_op_call` / `ct_op_call_name` use a barrier without `ct::guard`'s write of the "
-             "thread-local `current_api` (global-dynamic TLS in a shared library: one "
-             "`__tls_get_addr` call per call, seen in callgrind); both functions already pass their "
-             "name to every message explicitly, so messages are unchanged.")
+    L.append("- The write of the thread-local `current_api` in `ct::guard` (global-dynamic TLS in "
+             "a shared library: one `__tls_get_addr` call per exported call, seen in callgrind) "
+             "was first taken off `ct_op_call` / `ct_op_call_name` here; commit aa79a58 then "
+             "removed it from the barrier of every function (names are passed explicitly as "
+             "`ct_fn_`), so no call pays it now.")
     L.append("- The fast path scans a contiguous array of argument kinds, checks trailing defaults "
              "with one precomputed index, takes default Scalars precomputed at lookup (no "
              "`IValue::toScalar` per call) and builds the result value in place; the binder, "
@@ -455,9 +456,11 @@ def changes_section(out):
     L.append("")
     L.append("Not fixed: the remaining ~10% of `ct_op_call` on a 0.5 us op (see the \"Why\" of the "
              "small-op target). Not done on purpose: `tls_model(\"initial-exec\")` for "
-             "`current_api` would mark libctorch as needing static TLS, and a dlopen from Python "
+             "thread-locals would mark libctorch as needing static TLS, and a dlopen from Python "
              "or Julia can then fail with \"cannot allocate memory in static TLS block\" when "
-             "other libraries used up the surplus; the barrier change removes the access instead.")
+             "other libraries used up the surplus; removing the access was the safe fix. "
+             "`-mtls-dialect=gnu2` on op.cpp (for libc10's dispatch-key TLS read by the inlined "
+             "dispatcher) measured ~0.5%, not worth a build-wide flag.")
     L.append("")
     L.append("### Proposal: `ct_op_call_tensors`")
     L.append("")
