@@ -337,6 +337,13 @@ void group_call() {
                 die("ct_op_call set");
               ct_value_free(out);
             }},
+           {"ct_op_call_tensors (cached ct_op) + tensor_free",
+            [&] {
+              ct_tensor *t = nullptr;
+              const ct_tensor *ins[2] = {ta, tb};
+              if (ct_op_call_tensors(&t, 1, op, ins, 2) != CT_OK) die("ct_op_call_tensors");
+              ct_tensor_free(t);
+            }},
            {"ct_op_call + ct_value_to_tensor + frees",
             [&] {
               ct_value *out = nullptr;
@@ -346,7 +353,7 @@ void group_call() {
               ct_value_free(out);
               ct_tensor_free(t);
             }}},
-          2 * R, MS, {{"ratio", 1.05}, {"ratio", 1.05}, {"", 0}, {"", 0}},
+          2 * R, MS, {{"ratio", 1.05}, {"ratio", 1.05}, {"", 0}, {"ratio", 1.05}, {"", 0}},
           "tensors in, values prebuilt once");
 
   // Error paths. The C++ floor catches the same LibTorch failure and reads

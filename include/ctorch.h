@@ -741,6 +741,15 @@ CT_API ct_status ct_op_return(const char **name, const char **type, const ct_op 
 CT_API ct_status ct_op_call(ct_value **out, const ct_op *op, const ct_value *const *args,
                             size_t n, const char *const *kwnames,
                             const ct_value *const *kwvalues, size_t nkw);
+/* Fast path for the common case: tensors in, tensors out. inputs: the first
+ * n_inputs arguments (all the others take their defaults); outputs: a caller
+ * array of n_outputs slots, each receiving a new handle, where n_outputs must
+ * equal the number of results and every result must be a Tensor
+ * (CT_ERR_INVALID_ARGUMENT / CT_ERR_TYPE otherwise, slots untouched). Saves
+ * the value wrapping of ct_op_call (bindings' a + b). Same resolution and
+ * errors as ct_op_call otherwise. */
+CT_API ct_status ct_op_call_tensors(ct_tensor **outputs, size_t n_outputs, const ct_op *op,
+                                    const ct_tensor *const *inputs, size_t n_inputs);
 /* One-shot call by qualified name: "aten::add.Tensor", "aten::add" (overload
  * set) or "myns::scale". Lookups are cached. */
 CT_API ct_status ct_op_call_name(ct_value **out, const char *qualified_name,

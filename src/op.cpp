@@ -804,6 +804,71 @@ inline ct_status call_op(const char *func, ct_value **out, const ct_op *op,
   return call_op_general(func, out, op, args, n, kwnames, kwvalues, nkw);
 }
 
+// ---- Tensors in, tensors out (ct_op_call_tensors).
+
+// Moves the result value's tensors into outputs[0..n_outputs).
+ct_status unpack_tensors(const char *func, ct_tensor **outputs, size_t n_outputs,
+                         const ct_op *op, IValue &&result) {
+  std::vector<IValue> items;
+  if (result.isTuple()) {
+    const auto &el = result.toTupleRef().elements();
+    items.assign(el.begin(), el.end());
+  } else if (!result.isNone()) {
+    items.push_back(std::move(result));
+  }
+  if (items.size() != n_outputs)
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: %s returns %zu values, n_outputs is %zu",
+                         func, op->name.c_str(), items.size(), n_outputs);
+  for (size_t i = 0; i < items.size(); ++i)
+    if (!items[i].isTensor())
+      return ct::set_error(CT_ERR_TYPE, "%s: result %zu of %s is %s, not a Tensor", func, i,
+                           op->name.c_str(), items[i].tagKind().c_str());
+  for (size_t i = 0; i < items.size(); ++i)
+    outputs[i] = ct::new_tensor(std::move(items[i]).toTensor());
+  return CT_OK;
+}
+
+ct_status call_op_tensors(const char *func, ct_tensor **outputs, size_t n_outputs,
+                          const ct_op *op, const ct_tensor *const *inputs, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (!inputs[i])
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: inputs[%zu] is NULL", func, i);
+  if (!op->is_set && n_outputs == 1) {
+    const Overload &o = op->overloads[0];
+    bool tensors = o.callable && n <= o.n_positional && n >= o.first_tail_default;
+    for (size_t i = 0; tensors && i < n; ++i) tensors = o.kinds[i] == FK_TENSOR;
+    if (tensors && o.typed != TS_NONE) {
+      auto T = [&](size_t i) __attribute__((always_inline)) -> const at::Tensor & {
+        return i < n ? inputs[i]->t : o.defaults[i].toTensor();
+      };
+      auto S = [&](size_t i) __attribute__((always_inline)) -> const c10::Scalar & {
+        return o.default_scalars[i];  // Scalars here always come from defaults
+      };
+      switch (o.typed) {
+        case TS_T: outputs[0] = new ct_tensor{o.h_t->call(T(0))}; return CT_OK;
+        case TS_TT: outputs[0] = new ct_tensor{o.h_tt->call(T(0), T(1))}; return CT_OK;
+        case TS_TTS: outputs[0] = new ct_tensor{o.h_tts->call(T(0), T(1), S(2))}; return CT_OK;
+        case TS_TS: outputs[0] = new ct_tensor{o.h_ts->call(T(0), S(1))}; return CT_OK;
+        case TS_TSS: outputs[0] = new ct_tensor{o.h_tss->call(T(0), S(1), S(2))}; return CT_OK;
+        default: break;
+      }
+    }
+  }
+  // General path: the same binding and overload resolution as ct_op_call.
+  std::vector<ct_value> vals;
+  vals.reserve(n);
+  std::vector<const ct_value *> ptrs(n);
+  for (size_t i = 0; i < n; ++i) {
+    vals.push_back(ct_value{IValue(inputs[i]->t)});
+    ptrs[i] = &vals.back();
+  }
+  ct_value *res = nullptr;
+  ct_status rc = call_op(func, &res, op, ptrs.data(), n, nullptr, nullptr, 0);
+  if (rc != CT_OK) return rc;
+  std::unique_ptr<ct_value> owned(res);
+  return unpack_tensors(func, outputs, n_outputs, op, std::move(owned->v));
+}
+
 // ---- Name cache for ct_op_call_name.
 // Entries are never freed (a registration retires the whole map into
 // g_retired), so a raw pointer taken under the lock stays valid. Keys are
@@ -1022,6 +1087,17 @@ ct_status ct_op_call(ct_value **out, const ct_op *op, const ct_value *const *arg
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(op);
     return call_op(ct_fn_, out, op, args, n, kwnames, kwvalues, nkw);
+  });
+}
+
+ct_status ct_op_call_tensors(ct_tensor **outputs, size_t n_outputs, const ct_op *op,
+                             const ct_tensor *const *inputs, size_t n_inputs) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(op);
+    if (n_outputs > 0) CT_CHECK_NOT_NULL(outputs);
+    if (n_inputs > 0) CT_CHECK_NOT_NULL(inputs);
+    return call_op_tensors(ct_fn_, outputs, n_outputs, op, inputs, n_inputs);
   });
 }
 

@@ -529,6 +529,59 @@ static void test_threads(void **state) {
   ct_op_free(g_shared_op);
 }
 
+static void test_call_tensors(void **state) {
+  (void)state;
+  ct_tensor *a = f32(1, 2, 3, 4), *b = f32(10, 20, 30, 40), *out[2] = {NULL, NULL};
+  ct_op *add = NULL, *neg = NULL, *set = NULL, *sort = NULL, *size = NULL;
+  CT_OK_OR_FAIL(ct_op_find(&add, "aten::add", "Tensor"));
+  const ct_tensor *ab[2] = {a, b};
+  CT_OK_OR_FAIL(ct_op_call_tensors(out, 1, add, ab, 2)); /* alpha takes its default */
+  const float sum[4] = {11, 22, 33, 44};
+  expect_f32(out[0], sum, 4);
+  ct_tensor_free(out[0]);
+  /* Overload sets and the general path. */
+  CT_OK_OR_FAIL(ct_op_find(&set, "aten::mul", NULL));
+  CT_OK_OR_FAIL(ct_op_call_tensors(out, 1, set, ab, 2));
+  const float prod[4] = {10, 40, 90, 160};
+  expect_f32(out[0], prod, 4);
+  ct_tensor_free(out[0]);
+  CT_OK_OR_FAIL(ct_op_find(&neg, "aten::neg", ""));
+  CT_OK_OR_FAIL(ct_op_call_tensors(out, 1, neg, ab, 1));
+  const float n[4] = {-1, -2, -3, -4};
+  expect_f32(out[0], n, 4);
+  ct_tensor_free(out[0]);
+  out[0] = NULL;
+  /* Several results. */
+  CT_OK_OR_FAIL(ct_op_find(&sort, "aten::sort", ""));
+  CT_OK_OR_FAIL(ct_op_call_tensors(out, 2, sort, ab + 1, 1));
+  assert_int_equal(ct_tensor_dtype(out[1]), CT_INT64);
+  ct_tensor_free(out[0]);
+  ct_tensor_free(out[1]);
+  out[0] = out[1] = NULL;
+  /* Errors. */
+  CT_EXPECT_ERROR(ct_op_call_tensors(out, 1, sort, ab + 1, 1), CT_ERR_INVALID_ARGUMENT,
+                  "returns 2 values, n_outputs is 1");
+  CT_OK_OR_FAIL(ct_op_find(&size, "aten::size", "int"));
+  CT_EXPECT_ERROR(ct_op_call_tensors(out, 1, add, ab, 1), CT_ERR_INVALID_ARGUMENT, "other");
+  CT_EXPECT_ERROR(ct_op_call_tensors(out, 1, add, NULL, 2), CT_ERR_INVALID_ARGUMENT,
+                  "ct_op_call_tensors: argument 'inputs' is NULL");
+  CT_EXPECT_ERROR(ct_op_call_tensors(out, 1, NULL, ab, 2), CT_ERR_INVALID_ARGUMENT,
+                  "argument 'op' is NULL");
+  CT_EXPECT_ERROR(ct_op_call_tensors(NULL, 1, add, ab, 2), CT_ERR_INVALID_ARGUMENT,
+                  "argument 'outputs' is NULL");
+  const ct_tensor *with_null[2] = {a, NULL};
+  CT_EXPECT_ERROR(ct_op_call_tensors(out, 1, add, with_null, 2), CT_ERR_INVALID_ARGUMENT,
+                  "inputs[1] is NULL");
+  assert_null(out[0]);
+  ct_op_free(add);
+  ct_op_free(neg);
+  ct_op_free(set);
+  ct_op_free(sort);
+  ct_op_free(size);
+  ct_tensor_free(a);
+  ct_tensor_free(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_find_and_schema),
@@ -539,6 +592,7 @@ int main(void) {
       cmocka_unit_test(test_inplace_and_out),
       cmocka_unit_test(test_list),
       cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_call_tensors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
