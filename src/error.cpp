@@ -117,8 +117,14 @@ ct_status set_error_from_current_exception(const char *func) noexcept {
     store(CT_ERR_INVALID_ARGUMENT, func, e.what_without_backtrace());
     return CT_ERR_INVALID_ARGUMENT;
   } catch (const c10::Error &e) {
-    store(CT_ERR_TORCH, func, e.what_without_backtrace());
-    return CT_ERR_TORCH;
+    // LibTorch 1.13's CPU allocator reports failure as a plain c10::Error.
+    const char *msg = e.what_without_backtrace();
+    ct_status code = (std::strstr(msg, "can't allocate memory") ||
+                      std::strstr(msg, "not enough memory") || std::strstr(msg, "out of memory"))
+                         ? CT_ERR_OUT_OF_MEMORY
+                         : CT_ERR_TORCH;
+    store(code, func, msg);
+    return code;
   } catch (const std::bad_alloc &) {
     store(CT_ERR_OUT_OF_MEMORY, func, "out of memory");
     return CT_ERR_OUT_OF_MEMORY;

@@ -85,10 +85,15 @@ ct_status check_sizes(const char *func, const int64_t *sizes, size_t ndim) noexc
     return set_error(CT_ERR_INVALID_ARGUMENT, "%s: sizes is NULL but ndim is %zu", func, ndim);
   if (ndim > 64)
     return set_error(CT_ERR_INVALID_ARGUMENT, "%s: ndim %zu exceeds 64", func, ndim);
-  for (size_t i = 0; i < ndim; ++i)
+  int64_t numel = 1;
+  for (size_t i = 0; i < ndim; ++i) {
     if (sizes[i] < 0)
       return set_error(CT_ERR_INVALID_ARGUMENT, "%s: negative size %lld in dimension %zu", func,
                        static_cast<long long>(sizes[i]), i);
+    if (__builtin_mul_overflow(numel, sizes[i], &numel))
+      return set_error(CT_ERR_INVALID_ARGUMENT, "%s: the number of elements overflows int64",
+                       func);
+  }
   return CT_OK;
 }
 

@@ -154,6 +154,14 @@ static void test_factory_errors(void **state) {
                   CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
   CT_EXPECT_ERROR(ct_tensor_zeros(&t, neg, 2, CT_FLOAT32, CT_DEVICE_CPU, -1, 0),
                   CT_ERR_INVALID_ARGUMENT, "negative size -1 in dimension 1");
+  int64_t huge[3] = {INT64_C(1) << 40, INT64_C(1) << 40, 1}, big[1] = {INT64_C(1) << 50};
+  CT_EXPECT_ERROR(ct_tensor_empty(&t, big, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 0),
+                  CT_ERR_OUT_OF_MEMORY, "ct_tensor_empty: ");
+  CT_EXPECT_ERROR(ct_tensor_empty(&t, huge, 3, CT_FLOAT32, CT_DEVICE_CPU, -1, 0),
+                  CT_ERR_INVALID_ARGUMENT, "number of elements overflows");
+  CT_EXPECT_ERROR(ct_tensor_from_blob(&t, (void *)SZ23, huge, 3, NULL, CT_FLOAT32,
+                                      CT_DEVICE_CPU, -1, NULL, NULL),
+                  CT_ERR_INVALID_ARGUMENT, "number of elements overflows");
   CT_EXPECT_ERROR(ct_tensor_zeros(&t, NULL, 2, CT_FLOAT32, CT_DEVICE_CPU, -1, 0),
                   CT_ERR_INVALID_ARGUMENT, "sizes is NULL");
   CT_EXPECT_ERROR(ct_tensor_ones(&t, SZ23, 2, 9999, CT_DEVICE_CPU, -1, 0), CT_ERR_TYPE,
