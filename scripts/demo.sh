@@ -2,7 +2,8 @@
 # Sets up, builds, and runs the demo: a C array wrapped by torch with no copy,
 # then one model loaded and run from C, Python and Julia. The model is the
 # embedded default that examples/c/run_model.c builds from TorchScript source
-# and saves as build/demo_model.pt (pass another .pt as $1 to use it instead).
+# and saves as build/demo_model.pt (pass another .pt as $1 to use it instead,
+# and its input shape as $2 for Julia, e.g. 1,3,224,224).
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -20,5 +21,5 @@ fi
 if [ -f examples/julia/demo.jl ] && command -v julia >/dev/null 2>&1; then
   echo; echo "== Julia (ccall) =="
   LD_PRELOAD=/lib/x86_64-linux-gnu/libgcc_s.so.1:/opt/ctorch/julia-libunwind/libunwind.so.8 julia --startup-file=no \
-    --project=bindings/julia/CTorch examples/julia/demo.jl "$model"
+    --project=bindings/julia/CTorch examples/julia/demo.jl "$model" "${2:-2,8}"
 fi
