@@ -793,9 +793,11 @@ CT_API ct_status ct_cuda_manual_seed_all(uint64_t seed);
  * cudaStream_t (borrowed; owned by torch). Per thread, as in torch. */
 CT_API ct_status ct_cuda_current_stream(void **out, int32_t device);
 /* Makes an external cudaStream_t torch's current stream on `device` for the
- * calling thread; *previous receives the stream it replaces (may be NULL).
- * Restore by calling again with the previous stream. The stream must outlive
- * its use by torch. */
+ * calling thread; *previous receives the stream it replaces (previous may be
+ * NULL). Restore by calling again with the previous stream. NULL or
+ * cudaStreamLegacy (1) select torch's default stream; cudaStreamPerThread (2)
+ * is refused (CT_ERR_INVALID_ARGUMENT). The stream must outlive its use by
+ * torch. */
 CT_API ct_status ct_cuda_set_stream(void **previous, int32_t device, void *stream);
 CT_API ct_status ct_cuda_stream_synchronize(void *stream, int32_t device);
 /* Makes `waiting` wait (on the device) for all work queued so far on
