@@ -50,6 +50,7 @@ push!(results, "add 4 floats: a + b" => bench(() -> a + b, 2000))
 push!(results, "add 4 floats: cached op(a, b) (generic result)" => bench(() -> add(a, b), 2000))
 push!(results, "add 4 floats: ops.aten.add(a, b) (overload set)" => bench(() -> addset(a, b), 2000))
 push!(results, "add 4 floats: ops.aten.add(a, b; alpha=2)" => bench(() -> addset(a, b; alpha = 2), 2000))
+push!(results, "neg 4 floats: -a" => bench(() -> -a, 2000))
 
 # Model forward: a small MLP built from TorchScript source (no Python).
 m = ScriptModule("BenchMlp")

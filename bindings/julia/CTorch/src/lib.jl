@@ -182,6 +182,11 @@ end
 @cfunc ct_op_num_overloads Csize_t (P,)
 @cfunc ct_op_schema Int32 (Ptr{Ptr{UInt8}}, P, Csize_t)
 @cfunc ct_op_call Int32 (Ptr{P}, P, Ptr{P}, Csize_t, Ptr{Ptr{UInt8}}, Ptr{P}, Csize_t)
+@cfunc ct_op_call_tensors Int32 (Ptr{P}, Csize_t, P, Ptr{P}, Csize_t)
+@cfunc ct_op_num_returns Int32 (Ptr{Csize_t}, P, Csize_t)
+@cfunc ct_op_num_arguments Int32 (Ptr{Csize_t}, P, Csize_t)
+@cfunc ct_op_argument Int32 (Ptr{Ptr{UInt8}}, Ptr{Ptr{UInt8}}, Ptr{Ptr{UInt8}}, Ptr{Int32}, P, Csize_t, Csize_t)
+@cfunc ct_op_return Int32 (Ptr{Ptr{UInt8}}, Ptr{Ptr{UInt8}}, P, Csize_t, Csize_t)
 @cfunc ct_op_call_name Int32 (Ptr{P}, Cstring, Ptr{P}, Csize_t, Ptr{Ptr{UInt8}}, Ptr{P}, Csize_t)
 
 # ---- Errors -------------------------------------------------------------------

@@ -15,6 +15,9 @@ number of threads. Get one with [`CTorch.op`](@ref) or `CTorch.ops.ns.name`.
 struct Op
     ptr::Ptr{Cvoid}
     name::String
+    # Bit n set: n positional tensors and no keywords bind this single
+    # overload, which returns one Tensor (ct_op_call_tensors path).
+    tensor_mask::UInt32
 end
 
 const _OP_CACHE = Dict{String,Op}()
@@ -27,14 +30,18 @@ function _split_op_name(q::AbstractString)
     rest = q[last(i)+1:end]
     j = findfirst(isequal('.'), rest)
     j === nothing && return (String(q), nothing)
-    return (String(q[1:last(i)] * rest[1:j-1]), String(rest[j+1:end]))
+    ov = String(rest[j+1:end])
+    return (String(q[1:last(i)] * rest[1:j-1]), ov == "default" ? "" : ov)
 end
 
 """
     CTorch.op(qualified_name) -> Op
 
 Looks up (once; cached) an operator such as `"aten::add.Tensor"` (one
-overload), `"aten::add"` (the overload set) or a custom op `"myns::scale"`.
+overload; `"aten::neg.default"` is the unnamed one), `"aten::add"` (the
+overload set) or a custom op `"myns::scale"`. Calls with tensors only and no
+keywords to a single overload that returns one Tensor use
+`ct_op_call_tensors` (no value wrapping); the choice is made here, once.
 Throws `CTorchError` (`CT_ERR_NOT_FOUND`) for unknown names.
 """
 function op(q::AbstractString)
@@ -44,7 +51,7 @@ function op(q::AbstractString)
             name, overload = _split_op_name(q)
             out = Ref{Ptr{Cvoid}}(C_NULL)
             check(ct_op_find(out, name, overload === nothing ? Cstring(C_NULL) : overload))
-            Op(out[], q)
+            Op(out[], q, _tensor_mask(out[]))
         end
     end
 end
@@ -71,7 +78,65 @@ function schemas(o::Op)
     return out
 end
 
+# --- which calls may take the tensors-only path -------------------------------------
+
+const _MAX_TENSOR_ARGS = 8
+# Argument types that never bind a Tensor (ct_op_call coercion); anything not
+# listed (Tensor, Tensor?, Any, type variables, ...) is assumed to.
+const _NO_TENSOR_TYPES = ("int", "float", "bool", "str", "complex", "Scalar", "ScalarType",
+                          "Layout", "MemoryFormat", "Device", "Generator", "Dimname", "SymInt",
+                          "Storage", "Stream", "QScheme", "AnyEnumType")
+function _may_take_tensor(ty::String)
+    t = endswith(ty, "?") ? ty[1:end-1] : ty
+    return !(t in _NO_TENSOR_TYPES || endswith(t, "]") || startswith(t, "("))
+end
+
+# Decided once per op (at lookup): bit n is set when n tensor arguments bind
+# the op (they fit its positional arguments, the rest have defaults, the
+# first n may take a Tensor) and it returns exactly one Tensor. Only for
+# single-overload handles: libctorch resolves an overload set in its general
+# binder either way, and ct_op_call_tensors measured slower than ct_op_call
+# there (bench/bench_julia.jl, "ops.aten.add(a, b)").
+function _tensor_mask(p::Ptr{Cvoid})
+    _fp_ct_op_call_tensors[] == C_NULL && return UInt32(0)   # older libctorch
+    ct_op_num_overloads(p) == 1 || return UInt32(0)
+    nr = Ref{Csize_t}(0)
+    check(ct_op_num_returns(nr, p, 0))
+    nr[] == 1 || return UInt32(0)
+    ty = Ref{Ptr{UInt8}}(C_NULL)
+    check(ct_op_return(C_NULL, ty, p, 0, 0))
+    unsafe_string(ty[]) == "Tensor" || return UInt32(0)
+    na = Ref{Csize_t}(0)
+    check(ct_op_num_arguments(na, p, 0))
+    args = map(0:Int(na[])-1) do j
+        dv = Ref{Ptr{UInt8}}(C_NULL); kw = Ref{Int32}(0)
+        check(ct_op_argument(C_NULL, ty, dv, kw, p, 0, j))
+        (_may_take_tensor(unsafe_string(ty[])), dv[] != C_NULL, kw[] != 0)
+    end
+    mask = UInt32(0)
+    for n in 1:min(count(a -> !a[3], args), _MAX_TENSOR_ARGS)
+        if all(a -> a[1], args[1:n]) && all(a -> a[2], args[n+1:end])
+            mask |= UInt32(1) << n
+        end
+    end
+    return mask
+end
+
 # --- calling ---------------------------------------------------------------------
+
+@inline _tensor_ptr(t::Tensor) = (p = t.ptr; p == C_NULL && _freed_error(); p)
+
+# Tensors in, one tensor out (ct_op_call_tensors): no ct_value per argument or
+# for the result. The handles live in a stack tuple.
+@inline function _call_tensors1(p::Ptr{Cvoid}, args::NTuple{N,Tensor}) where {N}
+    r = Ref(map(_tensor_ptr, args))
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = GC.@preserve args r ccall(_fp_ct_op_call_tensors[], Int32,
+        (Ptr{Cvoid}, Csize_t, Ptr{Cvoid}, Ptr{Cvoid}, Csize_t),
+        out, 1, p, Base.unsafe_convert(Ptr{Cvoid}, r), N)
+    st == 0 || _throw_last_error(st)
+    return _tensor_from_handle(out[])
+end
 
 const _FastArg = Union{Tensor,Real}
 @inline _argval(t::Tensor) = _value_ptr(t)
@@ -104,7 +169,10 @@ function _call_generic(p::Ptr{Cvoid}, args::Tuple, kw)
 end
 
 @inline function (o::Op)(args...; kw...)
-    if isempty(kw) && args isa Tuple{Vararg{_FastArg}}
+    if isempty(kw) && args isa Tuple{Tensor,Vararg{Tensor}} &&
+       (o.tensor_mask >> length(args)) & 1 != 0
+        return _call_tensors1(o.ptr, args)
+    elseif isempty(kw) && args isa Tuple{Vararg{_FastArg}}
         return from_value(_call_raw(o.ptr, args))
     else
         return from_value(_call_generic(o.ptr, args, kw))
@@ -122,9 +190,14 @@ end
     CTorch.call_tensor(op, args...)
 
 Like `op(args...)` for tensor/number arguments, with the result asserted to be
-one `Tensor` (type-stable; the fastest way to call an op from Julia).
+one `Tensor` (type-stable; the fastest way to call an op from Julia, fastest
+with a single overload such as `"aten::add.Tensor"` and tensor arguments).
 """
 @inline call_tensor(o::Op, args::_FastArg...) = _as_tensor(_call_raw(o.ptr, args))
+@inline function call_tensor(o::Op, a::Tensor, args::Tensor...)
+    (o.tensor_mask >> (1 + length(args))) & 1 != 0 && return _call_tensors1(o.ptr, (a, args...))
+    return _as_tensor(_call_raw(o.ptr, (a, args...)))
+end
 
 # --- ops.<namespace>.<name> ---------------------------------------------------------
 
@@ -168,18 +241,20 @@ list_ops() = from_value(@_newvalue ct_op_list(out))
 
 # --- Julia operators on Tensor (torch semantics: elementwise, broadcasting) ----------
 
-# Resolved on first use (after __init__ loaded the library).
+# Resolved on first use (after __init__ loaded the library). Single overloads
+# (".default" for the unnamed one): no overload resolution per call, and
+# all-tensor calls take ct_op_call_tensors.
 mutable struct LazyOp
     name::String
-    ptr::Ptr{Cvoid}
+    op::Op   # ptr C_NULL until first use
 end
-LazyOp(name::String) = LazyOp(name, C_NULL)
-@inline function _ptr(l::LazyOp)
-    p = l.ptr
-    p == C_NULL || return p
-    return (l.ptr = op(l.name).ptr)
+LazyOp(name::String) = LazyOp(name, Op(C_NULL, name, UInt32(0)))
+@inline function _op(l::LazyOp)
+    o = l.op
+    o.ptr == C_NULL || return o
+    return (l.op = op(l.name))
 end
-@inline _t(l::LazyOp, args::_FastArg...) = _as_tensor(_call_raw(_ptr(l), args))
+@inline _t(l::LazyOp, args::_FastArg...) = call_tensor(_op(l), args...)
 
 const _ADD_T = LazyOp("aten::add.Tensor")
 const _ADD_S = LazyOp("aten::add.Scalar")
@@ -190,14 +265,14 @@ const _MUL_T = LazyOp("aten::mul.Tensor")
 const _MUL_S = LazyOp("aten::mul.Scalar")
 const _DIV_T = LazyOp("aten::div.Tensor")
 const _DIV_S = LazyOp("aten::div.Scalar")
-const _RECIP = LazyOp("aten::reciprocal")
-const _NEG = LazyOp("aten::neg")
+const _RECIP = LazyOp("aten::reciprocal.default")
+const _NEG = LazyOp("aten::neg.default")
 const _POW_TT = LazyOp("aten::pow.Tensor_Tensor")
 const _POW_TS = LazyOp("aten::pow.Tensor_Scalar")
 const _POW_ST = LazyOp("aten::pow.Scalar")
-const _MATMUL = LazyOp("aten::matmul")
-const _SUM = LazyOp("aten::sum")
-const _MEAN = LazyOp("aten::mean")
+const _MATMUL = LazyOp("aten::matmul.default")
+const _SUM = LazyOp("aten::sum.default")
+const _MEAN = LazyOp("aten::mean.default")
 
 Base.:+(a::Tensor, b::Tensor) = _t(_ADD_T, a, b)
 Base.:+(a::Tensor, b::Real) = _t(_ADD_S, a, b)
@@ -240,6 +315,6 @@ Base.reshape(t::Tensor, dims::Tuple) = reshape(t, dims...)
 
 for f in (:abs, :exp, :log, :sqrt, :sin, :cos, :tanh)
     l = Symbol("_", uppercase(string(f)))
-    @eval const $l = LazyOp($("aten::" * string(f)))
+    @eval const $l = LazyOp($("aten::" * string(f) * ".default"))
     @eval Base.$f(t::Tensor) = _t($l, t)
 end

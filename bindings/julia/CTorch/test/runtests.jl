@@ -410,6 +410,24 @@ end
     @test occursin("aten::add.Tensor", join(C.schemas(C.op("aten::add.Tensor"))))
     @test "aten::add.Tensor" in C.list_ops()
     @test_throws CTorchError ops.aten.add(a, "nope")
+    # tensors-only path (ct_op_call_tensors), decided once per op
+    mask(o) = [n for n in 1:8 if (o.tensor_mask >> n) & 1 != 0]
+    @test mask(C.op("aten::add.Tensor")) == [2]          # alpha takes its default
+    @test mask(C.op("aten::neg.default")) == [1]         # ".default": the unnamed overload
+    @test C.schemas(C.op("aten::neg.default")) == ["aten::neg(Tensor self) -> Tensor"]
+    @test isempty(mask(ops.aten.add))                    # overload set: ct_op_call
+    @test isempty(mask(C.op("aten::sort.default")))      # two results
+    @test isempty(mask(C.op("aten::max.dim")))           # dim has no default
+    @test Array(C.op("aten::sub.Tensor")(b, a)) == B .- A
+    @test Array(ops.aten.add(a, b)) == A .+ B
+    y = ops.aten.add_(C.clone(a), b)                     # in place: same result as before
+    @test Array(y) == A .+ B
+    vs, is = C.op("aten::sort.default")(Tensor(Float32[3, 1, 2]))
+    @test Array(vs) == [1, 2, 3] && Array(is) == [1, 2, 0]
+    @test_throws CTorchError C.call_tensor(C.op("aten::sort.default"), a)
+    @test_throws CTorchError a + Tensor(Float32[1, 2, 3])   # torch error, not a crash
+    dead = Tensor(Float32[1]); free!(dead)
+    @test_throws CTorchError a + dead
 end
 
 @testset "modules" begin
