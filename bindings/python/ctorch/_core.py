@@ -57,8 +57,10 @@ _value_tag = G.value_tag
 _value_from_tensor = G.value_from_tensor
 _value_to_tensor = G.value_to_tensor
 _op_call = _lib.RAW.op_call   # no argtypes: pass ctypes objects only
+_op_call_tensors = _lib.RAW.op_call_tensors   # no argtypes either
 _N = _lib.SIZES
 _N0 = _N[0]
+_N1 = _N[1]
 _N2 = _N[2]
 _last_error_code = G.last_error_code
 
@@ -1114,44 +1116,83 @@ def _call_tensor_op(op, n):
     return t
 
 
+def _call_tensors_op(op, n):
+    """Calls op (c_void_p) through ct_op_call_tensors with the first n entries
+    of the thread's tensor-handle array already filled; the result must be a
+    single tensor (it arrives as a ct_tensor handle)."""
+    tls = _tls
+    if _op_call_tensors(tls.out_ref, _N1, op, tls.tensors, _N[n]):
+        raise error_from_status(_last_error_code())
+    t = _new(Tensor)
+    t._h = tls.out.value
+    t._v = None
+    return t
+
+
+def _call2(op, x, y):
+    """op(x, y) for two Tensors, the result a single tensor. ct_op_call_tensors
+    when both carry a ct_tensor handle, else ct_op_call: a tensor holding only
+    a value (a ct_op_call result) would otherwise need a handle made for this
+    one call, while a long-lived operand keeps the value made for it."""
+    xh = x._h
+    yh = y._h
+    if xh and yh:
+        a = _tls.tensors
+        a[0] = xh
+        a[1] = yh
+        return _call_tensors_op(op, 2)
+    a = _tls.args
+    a[0] = x._v or x._mkv()
+    a[1] = y._v or y._mkv()
+    return _call_tensor_op(op, 2)
+
+
 def _make_binop(name, reverse=False):
     opT = _OPS[name]
     opS = _OPS.get(name + "_s")
 
     def binop(self, other, _Tensor=Tensor, _new=_new, _tls=_tls, _op_call=_op_call,
-              _N2=None, _N0=None):
+              _op_call_tensors=_op_call_tensors, _N1=None, _N2=None, _N0=None):
         to = type(other)
-        if to is _Tensor:
-            ov = other._v or other._mkv()
-            op = opT.h or opT()
-        elif to is float or to is int or to is bool:
-            if opS is None:
+        if to is not _Tensor:
+            if to is float or to is int or to is bool:
+                if opS is not None:
+                    # Scalar overload: values path (ct_op_call)
+                    ov, owned = to_value(other)
+                    if owned:
+                        return _binop_owned(opS(), self, ov)
+                    a, out_ref, out = _tls.frame
+                    a[0] = self._v or self._mkv()
+                    a[1] = ov
+                    if _op_call(out_ref, opS.h or opS(), a, _N2, None, None, _N0):
+                        raise error_from_status(_last_error_code())
+                    t = _new(_Tensor)
+                    t._v = out.value
+                    t._h = None
+                    return t
                 other = scalar_tensor(other, self)
-                ov = other._v or other._mkv()
-                op = opT.h or opT()
             else:
-                ov, owned = to_value(other)
-                if owned:
-                    return _binop_owned(opS(), self, ov)
-                op = opS.h or opS()
-        else:
-            try:
-                other = as_tensor(other)
-            except Exception:
-                return NotImplemented
-            ov = other._v or other._mkv()
-            op = opT.h or opT()
-        a, out_ref, out = _tls.frame
-        a[0] = self._v or self._mkv()
-        a[1] = ov
-        if _op_call(out_ref, op, a, _N2, None, None, _N0):
+                try:
+                    other = as_tensor(other)
+                except Exception:
+                    return NotImplemented
+        # Tensor and Tensor: handles in, handle out (ct_op_call_tensors) when
+        # both carry handles; the values path otherwise (see _call2)
+        sh = self._h
+        oh = other._h
+        if not (sh and oh):
+            return _call2(opT.h or opT(), self, other)
+        a, out_ref, out = _tls.tframe
+        a[0] = sh
+        a[1] = oh
+        if _op_call_tensors(out_ref, _N1, opT.h or opT(), a, _N2):
             raise error_from_status(_last_error_code())
         t = _new(_Tensor)
-        t._v = out.value
-        t._h = None
+        t._h = out.value
+        t._v = None
         return t
 
-    binop.__defaults__ = (Tensor, _new, _tls, _op_call, _N2, _N0)
+    binop.__defaults__ = (Tensor, _new, _tls, _op_call, _op_call_tensors, _N1, _N2, _N0)
     binop.__name__ = "__%s__" % name
     return binop
 
@@ -1192,10 +1233,7 @@ def _make_rbinop(name, scalar_op):
             return NotImplemented
         if to in (float, int, bool):
             other = scalar_tensor(other, self)
-        a = _tls.args
-        a[0] = other._v or other._mkv()
-        a[1] = self._v or self._mkv()
-        return _call_tensor_op(opT(), 2)
+        return _call2(opT(), other, self)
 
     rbinop.__name__ = "__r%s__" % name
     return rbinop
@@ -1235,9 +1273,22 @@ def _make_inplace(name):
 def _make_unop(name):
     op = _OPS[name]
 
-    def unop(self):
-        _tls.args[0] = self._v or self._mkv()
-        return _call_tensor_op(op.h or op(), 1)
+    def unop(self, _Tensor=Tensor, _new=_new, _tls=_tls, _op_call_tensors=_op_call_tensors,
+             _N1=None):
+        h = self._h
+        if not h:  # no handle: the values path (see _call2)
+            _tls.args[0] = self._v or self._mkv()
+            return _call_tensor_op(op.h or op(), 1)
+        a, out_ref, out = _tls.tframe
+        a[0] = h
+        if _op_call_tensors(out_ref, _N1, op.h or op(), a, _N1):
+            raise error_from_status(_last_error_code())
+        t = _new(_Tensor)
+        t._h = out.value
+        t._v = None
+        return t
+
+    unop.__defaults__ = (Tensor, _new, _tls, _op_call_tensors, _N1)
 
     unop.__name__ = "__%s__" % name
     return unop

@@ -416,6 +416,7 @@ SIGNATURES = {
     "ct_op_num_returns": (S, [PSZ, P, SZ]),
     "ct_op_return": (S, [PSTR, PSTR, P, SZ, SZ]),
     "ct_op_call": (S, [PP, P, PP, SZ, PSTR, PP, SZ]),
+    "ct_op_call_tensors": (S, [PP, SZ, P, PP, SZ]),
     "ct_op_call_name": (S, [PP, STR, PP, SZ, PSTR, PP, SZ]),
     "ct_op_list": (S, [PP]),
     "ct_op_register": (S, [STR, OP_FN, P]),
@@ -476,7 +477,8 @@ del _name, _res, _args, _l, _ns
 #: objects only (c_void_p, c_size_t, arrays, byref, None).
 RAW = _Funcs()
 _rawlib = ctypes.CDLL(LIBRARY_PATH, mode=getattr(os, "RTLD_GLOBAL", 0) | ctypes.DEFAULT_MODE)
-for _name in ("ct_op_call", "ct_module_call", "ct_module_forward", "ct_tensor_from_blob"):
+for _name in ("ct_op_call", "ct_op_call_tensors", "ct_module_call", "ct_module_forward",
+              "ct_tensor_from_blob"):
     _f = getattr(_rawlib, _name, None)
     if _f is not None:
         _f.restype = c_int32
@@ -558,6 +560,10 @@ class _TLS(threading.local):
         self.args = (c_void_p * 16)()
         # the three together, for the hot path (one thread-local lookup)
         self.frame = (self.args, self.out_ref, self.out)
+        # ct_op_call_tensors: input handles; out_ref doubles as the one-slot
+        # outputs array
+        self.tensors = (c_void_p * 16)()
+        self.tframe = (self.tensors, self.out_ref, self.out)
 
 
 tls = _TLS()

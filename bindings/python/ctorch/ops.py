@@ -15,7 +15,7 @@ from ctypes import byref, c_char_p, c_int32, c_size_t, c_void_p
 
 from . import _lib
 from ._core import (call_op, find_op, from_value, _invalidate_op_cache, _broadcast_map, Tensor,
-                    _op_call, _N)
+                    _op_call, _op_call_tensors, _N)
 from ._lib import error_from_status, tls as _tls
 
 _new = object.__new__
@@ -135,12 +135,16 @@ def _make_op(qualname, overload):
     _T = Tensor
     tls = _tls
     opc = _op_call
+    opt = _op_call_tensors
     N = _N
     N0 = N[0]
+    N1 = N[1]
+    last_code = G.last_error_code
 
     # For an overload set called with tensors only: the overload ctorch would
     # pick, per argument count, resolved once (then the single-overload fast
-    # path in C applies).
+    # path in C applies), and whether it returns exactly one Tensor (then
+    # ct_op_call_tensors: handles in, handle out, no value wrapping).
     by_n = {}
     is_set = overload is None and G.op_num_overloads(h) > 1
 
@@ -152,16 +156,35 @@ def _make_op(qualname, overload):
     def op(*args, **kwargs):
         # Fast path: only tensors, positionally.
         if not kwargs and len(args) <= 16:
-            arr = tls.args
-            i = 0
+            handles = True
             for a in args:
                 if type(a) is not _T:
                     break
-                arr[i] = a._v or a._mkv()
-                i += 1
+                if not a._h:
+                    handles = False
             else:
-                hn, one_tensor = by_n.get(i) or pick(i)
-                st = opc(tls.out_ref, hn, arr, N[i], None, None, N0)
+                n = len(args)
+                hn, one_tensor = by_n.get(n) or pick(n)
+                # ct_op_call_tensors when the result is one Tensor and every
+                # input carries a handle; else ct_op_call (see _core._call2)
+                if one_tensor and handles:
+                    arr, out_ref, out = tls.tframe
+                    i = 0
+                    for a in args:
+                        arr[i] = a._h
+                        i += 1
+                    if opt(out_ref, N1, hn, arr, N[n]):
+                        raise error_from_status(last_code())
+                    t = _new(_T)
+                    t._h = out.value
+                    t._v = None
+                    return t
+                arr = tls.args
+                i = 0
+                for a in args:
+                    arr[i] = a._v or a._mkv()
+                    i += 1
+                st = opc(tls.out_ref, hn, arr, N[n], None, None, N0)
                 if st:
                     raise error_from_status(st)
                 if one_tensor:

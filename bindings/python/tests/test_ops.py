@@ -128,3 +128,49 @@ def test_call_by_overload_set_resolution():
     assert ops.aten.pow(t, 2).tolist() == [1.0, 16.0, 81.0]
     assert ops.aten.pow(2, ctorch.tensor([1.0, 2.0])).tolist() == [2.0, 4.0]
     assert ops.aten.where(t > 2, t, ctorch.zeros(3)).tolist() == [0.0, 4.0, 9.0]
+
+
+def test_tensor_only_calls_take_either_path():
+    """Tensor-only calls with one Tensor result go through ct_op_call_tensors
+    (handles in, handle out) when every input carries a handle, else through
+    ct_op_call (an input holding only a value, a ct_op_call result). Both agree
+    with torch, whatever mix of representations the inputs hold."""
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+
+    def handle(t):
+        return to_ctorch(t)         # factories give handles
+
+    def value(t):
+        return to_ctorch(t) * 1.0   # ct_op_call results carry values
+
+    assert handle(a)._h and not value(a)._h
+    for mx, my in ((handle, handle), (value, value), (handle, value), (value, handle)):
+        # fresh inputs per case: calls cache the other representation
+        assert_same(mx(a) + my(b), a + b)
+        assert_same(mx(a) @ my(b), a @ b)
+        assert_same(mx(a) < my(b), a < b)
+        assert_same(-mx(a), -a)
+        assert_same(ops.aten.mul(mx(a), my(b)), a * b)
+        assert_same(ops.aten.mul.Tensor(mx(a), my(b)), a * b)
+        assert_same(ops.aten.neg(mx(a)), -a)
+        x, y = mx(a), my(b)
+        assert_same(x - y, a - b)
+        assert_same(x / y, a / b)
+        assert_same(abs(x), abs(a))
+        vals, idx = ops.aten.sort(x)            # two results: values path
+        tv, ti = torch.sort(a)
+        assert_same(vals, tv)
+        assert_same(idx, ti)
+    ha, hb = handle(a), handle(b)
+    r = ha + hb
+    assert r._h and not r._v                        # arrived as a handle
+    with pytest.raises(ctorch.TorchError, match="ct_op_call_tensors"):
+        ha + ctorch.ones(3)
+    with pytest.raises(ctorch.TorchError):
+        ops.aten.add(ha, ctorch.ones(3))
+    f = ctorch.ones(2, 2)
+    f.free()
+    with pytest.raises(ctorch.InvalidArgumentError, match="freed"):
+        ha + f
+    with pytest.raises(ctorch.InvalidArgumentError, match="freed"):
+        -f
