@@ -38,17 +38,18 @@ EXPLAIN = {
         "call; torch's path alone already misses ~260 times). What is left is the cost of a "
         "separate layer with boxed values on a 0.5 us op, not one hot spot"),
     "Python: small op": (
-        "measured here: a ctypes call with ct_op_call's 7 arguments costs ~320 ns of marshalling "
-        "(424 ns for a failing ct_op_call whose C cost is ~105 ns), a trivial ctypes call 64 ns; "
-        "with the C call (~0.58 us), the result wrapper and its __del__ (one more ctypes call to "
-        "ct_value_free) that is ~1.7 us against PyTorch's 0.87 us, whose pybind path costs ~0.35 us "
-        "over C++. 1.5x (1.3 us) is not reachable through ctypes; it needs a compiled extension "
-        "(CPython C-API or cffi API mode) for the op path"),
+        "measured here: a ctypes call costs 64 ns when trivial and ~320 ns of marshalling with "
+        "ct_op_call's 7 arguments; Tensor.__add__ now goes through ct_op_call_tensors (5 "
+        "arguments, no value wrapping), which took ~0.1 us off; what is left is the C call "
+        "(~0.55 us), ctypes, the result wrapper and its __del__, against PyTorch's ~0.87 us, "
+        "whose pybind path costs ~0.35 us over C++. 1.5x (1.3 us) is not reachable through "
+        "ctypes; it needs a compiled extension (CPython C-API or cffi API mode) for the op path"),
     "Julia": (
-        "the bare ct_op_call sequence issued from Julia is already ~1.2-1.4x the C++ torch::add "
-        "(it includes ct_op_call's own 1.1x); call_tensor adds ct_value_tag, ct_value_to_tensor, "
-        "ct_value_free and a finalizer-managed Tensor per result (~0.35 us). 1.10x would need the "
-        "C call itself at ~1.0x and a tensors-in/tensors-out entry point (see the proposal below)"),
+        "call_tensor and a + b now use ct_op_call_tensors (no value handles), which brought "
+        "call_tensor from ~1.45x to ~1.15x of the bare C call sequence issued from Julia; that "
+        "bare sequence is itself ~1.1x torch::add (the C-side gap above), and the rest (~0.3 us) "
+        "is Julia allocating the Tensor wrapper and running its finalizer. The Julia rows are "
+        "compared with a C++ figure from another process, so they are noisier than the others"),
 }
 
 GROUP_TITLES = {
@@ -462,25 +463,17 @@ def changes_section(out):
              "`-mtls-dialect=gnu2` on op.cpp (for libc10's dispatch-key TLS read by the inlined "
              "dispatcher) measured ~0.5%, not worth a build-wide flag.")
     L.append("")
-    L.append("### Proposal: `ct_op_call_tensors`")
+    L.append("### `ct_op_call_tensors` (added after the proposal above was measured)")
     L.append("")
-    L.append("```c")
-    L.append("ct_status ct_op_call_tensors(ct_tensor **outputs, size_t n_outputs, const ct_op *op,")
-    L.append("                             const ct_tensor *const *inputs, size_t n_inputs);")
-    L.append("```")
-    L.append("")
-    L.append("Tensors in, tensors out; every other argument takes its default. Today a binding that "
-             "wants a tensor back pays `ct_value_from_tensor` per input (or keeps a value per "
-             "tensor), `ct_op_call`, `ct_value_tag`, `ct_value_to_tensor` and `ct_value_free`: "
-             "group 1's \"ct_op_call + ct_value_to_tensor + frees\" row against the plain "
-             "`ct_op_call` row is that cost from C, and from Julia it is most of `call_tensor`'s "
-             "0.35 us over the bare call. A tensors-only entry point skips the value boxing, the "
-             "per-argument kind checks (the schema's tensor positions are known when the op is "
-             "found) and one handle allocation per result, and it takes 5 arguments instead of 7 "
-             "(ctypes marshalling is ~45 ns per argument here). Its floor is bench_c's \"typed "
-             "call + new/delete ct_value (C++)\" row: %s of torch::add in this run, against "
-             "%s for today's `ct_op_call`." % (r("(typed call + new/delete ct_value, C++)"),
-                                               r("ct_op_call (cached ct_op)")))
+    L.append("Tensors in, tensors out; every other argument takes its default. It skips the "
+             "value boxing of inputs and results and takes 5 arguments instead of 7 (ctypes "
+             "marshalling is ~45 ns per argument here). Python's tensor operators and Julia's "
+             "`call_tensor`/`a + b` use it. From C its floor is bench_c's \"typed call + "
+             "new/delete ct_value (C++)\" row: %s of torch::add in this run (bench_c's cached "
+             "`ct_op_call`: %s); group 1 above has it measured through the library, beside "
+             "`ct_op_call` + `ct_value_to_tensor` + frees, which is what a binding wanting a "
+             "tensor paid before." % (r("(typed call + new/delete ct_value, C++)"),
+                                      r("ct_op_call (cached ct_op)")))
     L.append("")
     return L
 
