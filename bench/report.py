@@ -463,7 +463,7 @@ def changes_section(out):
              "`-mtls-dialect=gnu2` on op.cpp (for libc10's dispatch-key TLS read by the inlined "
              "dispatcher) measured ~0.5%, not worth a build-wide flag.")
     L.append("")
-    L.append("### `ct_op_call_tensors` (added after the proposal above was measured)")
+    L.append("### `ct_op_call_tensors`, the tensors-only entry point")
     L.append("")
     L.append("Tensors in, tensors out; every other argument takes its default. It skips the "
              "value boxing of inputs and results and takes 5 arguments instead of 7 (ctypes "
