@@ -154,6 +154,25 @@ static void test_null_args(void **state) {
   CT_EXPECT_ERROR(ct_value_to_module(NULL, v), CT_ERR_INVALID_ARGUMENT,
                   "'out'");
   assert_null(v);
+  /* Wrong tags and bad arguments for the remaining accessors. */
+  ct_value *i7 = NULL;
+  ct_tensor *t = NULL;
+  const char *str = NULL;
+  int32_t dt = 0, di = 0;
+  CT_OK_OR_FAIL(ct_value_from_int(&i7, 7));
+  CT_EXPECT_ERROR(ct_value_to_string(&str, NULL, i7), CT_ERR_TYPE, "ct_value_to_string");
+  CT_EXPECT_ERROR(ct_value_to_string(NULL, NULL, i7), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_value_to_tensor(&t, i7), CT_ERR_TYPE, "ct_value_to_tensor");
+  CT_EXPECT_ERROR(ct_value_to_tensor(&t, NULL), CT_ERR_INVALID_ARGUMENT, "'v' is NULL");
+  CT_EXPECT_ERROR(ct_value_to_device(&dt, &di, i7), CT_ERR_TYPE, "ct_value_to_device");
+  CT_EXPECT_ERROR(ct_value_from_device(NULL, CT_DEVICE_CPU, -1), CT_ERR_INVALID_ARGUMENT,
+                  "'out' is NULL");
+  CT_EXPECT_ERROR(ct_value_from_device(&v, 99, 0), CT_ERR_INVALID_ARGUMENT,
+                  "unknown device type 99");
+  assert_null(str);
+  assert_null(t);
+  assert_null(v);
+  ct_value_free(i7);
 }
 
 static void test_tensor_value(void **state) {
