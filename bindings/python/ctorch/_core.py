@@ -412,6 +412,22 @@ def _apply_broadcast(bmap, args, kwargs):
     return args, kwargs
 
 
+def kwargs_values(kwargs, owned):
+    """ctypes arrays (names, values, count) for keyword arguments; values that
+    were created here are appended to `owned` for the caller to free."""
+    if not kwargs:
+        return None, None, 0
+    nk = len(kwargs)
+    names = (c_char_p * nk)(*[k.encode() for k in kwargs])
+    kv = []
+    for a in kwargs.values():
+        p, o = to_value(a)
+        kv.append(p)
+        if o:
+            owned.append(p)
+    return names, (c_void_p * nk)(*kv), nk
+
+
 def call_op(op, args, kwargs, bmap=None):
     """Calls the op handle `op` (a c_void_p) with Python arguments; returns the
     Python result. bmap: see _broadcast_map. Used by ctorch.ops, Tensor
@@ -430,18 +446,7 @@ def call_op(op, args, kwargs, bmap=None):
             if o:
                 owned.append(p)
         n = len(ptrs)
-        if kwargs:
-            nk = len(kwargs)
-            names = (c_char_p * nk)(*[k.encode() for k in kwargs])
-            kv = []
-            for a in kwargs.values():
-                p, o = to_value(a)
-                kv.append(p)
-                if o:
-                    owned.append(p)
-            vals = (c_void_p * nk)(*kv)
-        else:
-            nk, names, vals = 0, None, None
+        names, vals, nk = kwargs_values(kwargs, owned)
         tls = _tls
         if n > 16:
             arr = (c_void_p * n)(*ptrs)

@@ -6,7 +6,7 @@ from ctypes import byref, c_char_p, c_size_t, c_void_p
 
 from . import _lib
 from ._lib import C, G, check, error_from_status, tls as _tls
-from ._core import to_value, from_value, _value_free, _new_value, borrowed_to_python
+from ._core import to_value, from_value, _value_free, _new_value, borrowed_to_python, kwargs_values
 from ._types import get_device, get_dtype
 
 
@@ -22,18 +22,7 @@ def _call_args(args, kwargs):
                 owned.append(p)
         n = len(ptrs)
         arr = (c_void_p * max(n, 1))(*ptrs)
-        if kwargs:
-            nk = len(kwargs)
-            names = (c_char_p * nk)(*[k.encode() for k in kwargs])
-            kv = []
-            for a in kwargs.values():
-                p, o = to_value(a)
-                kv.append(p)
-                if o:
-                    owned.append(p)
-            vals = (c_void_p * nk)(*kv)
-        else:
-            nk, names, vals = 0, None, None
+        names, vals, nk = kwargs_values(kwargs, owned)
         return arr, n, names, vals, nk, owned
     except BaseException:
         for p in owned:
