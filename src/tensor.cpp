@@ -135,6 +135,18 @@ ct_status make_sized(const char *func, ct_tensor **out, const int64_t *sizes, si
   });
 }
 
+// make_sized for the random factories, which need a floating dtype.
+template <class Make>
+ct_status make_random(const char *func, ct_tensor **out, const int64_t *sizes, size_t ndim,
+                      int32_t dtype, int32_t device_type, int32_t device_index,
+                      int32_t requires_grad, Make make) {
+  c10::ScalarType st;
+  if (ct::to_scalar_type(dtype, &st) && !c10::isFloatingType(st) && !c10::isComplexType(st))
+    return ct::set_error(CT_ERR_TYPE, "%s: needs a floating dtype, got %s", func,
+                         ct_dtype_name(dtype));
+  return make_sized(func, out, sizes, ndim, dtype, device_type, device_index, requires_grad, make);
+}
+
 // The library-owned release queue for garbage-collected hosts.
 std::mutex release_mutex;
 std::deque<void *> &release_queue() {
@@ -250,22 +262,14 @@ ct_status ct_tensor_full(ct_tensor **out, const int64_t *sizes, size_t ndim, dou
 
 ct_status ct_tensor_rand(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
                          int32_t device_type, int32_t device_index, int32_t requires_grad) {
-  c10::ScalarType st;
-  if (ct::to_scalar_type(dtype, &st) && !c10::isFloatingType(st) && !c10::isComplexType(st))
-    return ct::set_error(CT_ERR_TYPE, "ct_tensor_rand: needs a floating dtype, got %s",
-                         ct_dtype_name(dtype));
-  return make_sized(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
-                    [](at::IntArrayRef s, const at::TensorOptions &o) { return at::rand(s, o); });
+  return make_random(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
+                     [](at::IntArrayRef s, const at::TensorOptions &o) { return at::rand(s, o); });
 }
 
 ct_status ct_tensor_randn(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
                           int32_t device_type, int32_t device_index, int32_t requires_grad) {
-  c10::ScalarType st;
-  if (ct::to_scalar_type(dtype, &st) && !c10::isFloatingType(st) && !c10::isComplexType(st))
-    return ct::set_error(CT_ERR_TYPE, "ct_tensor_randn: needs a floating dtype, got %s",
-                         ct_dtype_name(dtype));
-  return make_sized(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
-                    [](at::IntArrayRef s, const at::TensorOptions &o) { return at::randn(s, o); });
+  return make_random(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
+                     [](at::IntArrayRef s, const at::TensorOptions &o) { return at::randn(s, o); });
 }
 
 ct_status ct_tensor_arange(ct_tensor **out, double start, double end, double step,
@@ -424,38 +428,28 @@ const int64_t *ct_tensor_strides(const ct_tensor *t) {
   return t ? t->t.strides().data() : nullptr;
 }
 
-static ct_status dim_index(const char *func, const ct_tensor *t, int64_t dim, int64_t *out) {
-  int64_t nd = t->t.dim();
-  int64_t d = dim < 0 ? dim + nd : dim;
-  if (d < 0 || d >= nd)
-    return ct::set_error(CT_ERR_INDEX, "%s: dimension %lld out of range for a %lld-d tensor", func,
-                         static_cast<long long>(dim), static_cast<long long>(nd));
-  *out = d;
-  return CT_OK;
+// Size or stride of one dimension (negative dims count from the end).
+static ct_status dim_query(const char *ct_fn_, int64_t *out, const ct_tensor *t, int64_t dim,
+                           bool stride) {
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(t);
+    int64_t nd = t->t.dim();
+    int64_t d = dim < 0 ? dim + nd : dim;
+    if (d < 0 || d >= nd)
+      return ct::set_error(CT_ERR_INDEX, "%s: dimension %lld out of range for a %lld-d tensor",
+                           ct_fn_, static_cast<long long>(dim), static_cast<long long>(nd));
+    *out = stride ? t->t.strides()[d] : t->t.sizes()[d];
+    return CT_OK;
+  });
 }
 
 ct_status ct_tensor_size(int64_t *out, const ct_tensor *t, int64_t dim) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(t);
-    int64_t d;
-    if (ct_status s = dim_index(ct_fn_, t, dim, &d)) return s;
-    *out = t->t.sizes()[d];
-    return CT_OK;
-  });
+  return dim_query(__func__, out, t, dim, false);
 }
 
 ct_status ct_tensor_stride(int64_t *out, const ct_tensor *t, int64_t dim) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(t);
-    int64_t d;
-    if (ct_status s = dim_index(ct_fn_, t, dim, &d)) return s;
-    *out = t->t.strides()[d];
-    return CT_OK;
-  });
+  return dim_query(__func__, out, t, dim, true);
 }
 
 int64_t ct_tensor_numel(const ct_tensor *t) { return t ? t->t.numel() : -1; }
