@@ -166,6 +166,22 @@ CT_API int32_t ct_inference_mode_is_enabled(void);
 #define CT_FLOAT64 10
 #define CT_COMPLEX64 11
 #define CT_COMPLEX128 12
+/* Codes for dtypes of newer LibTorch releases. The codes are always valid
+ * (names, element sizes); creating a tensor of a dtype the LibTorch in use
+ * lacks fails with CT_ERR_NOT_SUPPORTED naming the release needed. */
+#define CT_UINT16 13          /* LibTorch >= 2.3 */
+#define CT_UINT32 14          /* LibTorch >= 2.3 */
+#define CT_UINT64 15          /* LibTorch >= 2.3 */
+#define CT_FLOAT8_E4M3FN 16   /* LibTorch >= 2.1 */
+#define CT_FLOAT8_E5M2 17     /* LibTorch >= 2.1 */
+#define CT_FLOAT8_E4M3FNUZ 18 /* LibTorch >= 2.2 */
+#define CT_FLOAT8_E5M2FNUZ 19 /* LibTorch >= 2.2 */
+/* Quantized dtypes: made by ct_tensor_quantize_per_tensor/_per_channel,
+ * read through ct_tensor_int_repr and the ct_tensor_q_* accessors. */
+#define CT_QINT8 20
+#define CT_QUINT8 21
+#define CT_QINT32 22
+#define CT_QUINT4X2 23 /* two 4-bit values per byte; element size 1 */
 /* In ct_tensor_to / ct_module_to: leave the dtype as it is. */
 #define CT_DTYPE_KEEP (-1)
 
@@ -173,11 +189,32 @@ CT_API int32_t ct_inference_mode_is_enabled(void);
 CT_API size_t ct_dtype_element_size(int32_t dtype);
 /* Name such as "float32"; static string; "unknown" for an unknown code. */
 CT_API const char *ct_dtype_name(int32_t dtype);
+/* 1 if the LibTorch in use has the dtype; 0 otherwise (unknown code, or a
+ * dtype of a newer release such as CT_UINT16 on LibTorch 1.13). */
+CT_API int32_t ct_dtype_is_supported(int32_t dtype);
 
-/* Frozen device type codes; equal to DLPack's DLDeviceType values. */
+/* Frozen device type codes. CPU and CUDA equal DLPack's DLDeviceType values;
+ * the others are ctorch's own (DLPack export maps them, or refuses).
+ * CT_DEVICE_META tensors have shapes and dtypes but no memory (data pointer
+ * NULL) and work in every build; the other devices give CT_ERR_NOT_SUPPORTED
+ * where the LibTorch in use has no backend registered for them. */
 #define CT_DEVICE_KEEP 0 /* in "to"/"load": leave the device as it is */
 #define CT_DEVICE_CPU 1
 #define CT_DEVICE_CUDA 2
+#define CT_DEVICE_META 3
+#define CT_DEVICE_MPS 4
+#define CT_DEVICE_XPU 5
+#define CT_DEVICE_HIP 6
+#define CT_DEVICE_PRIVATEUSE1 7
+#define CT_DEVICE_XLA 8
+#define CT_DEVICE_HPU 9
+#define CT_DEVICE_MTIA 10 /* LibTorch >= 2.0 */
+#define CT_DEVICE_LAZY 11
+#define CT_DEVICE_IPU 12
+#define CT_DEVICE_VE 13
+#define CT_DEVICE_VULKAN 14
+#define CT_DEVICE_METAL 15
+#define CT_DEVICE_MAIA 16 /* LibTorch >= 2.5 (ORT before) */
 /* Name such as "cpu"; static string; "unknown" for an unknown code. */
 CT_API const char *ct_device_type_name(int32_t device_type);
 
@@ -346,6 +383,102 @@ CT_API ct_status ct_tensor_allclose(int32_t *out, const ct_tensor *a, const ct_t
                                     double rtol, double atol, int32_t equal_nan);
 
 /* ===================================================================== */
+/* Tensors: layouts, memory formats, quantized and sparse tensors        */
+/* ===================================================================== */
+
+/* Frozen layout codes. */
+#define CT_LAYOUT_STRIDED 0
+#define CT_LAYOUT_SPARSE_COO 1
+#define CT_LAYOUT_SPARSE_CSR 2
+#define CT_LAYOUT_SPARSE_CSC 3
+#define CT_LAYOUT_SPARSE_BSR 4
+#define CT_LAYOUT_SPARSE_BSC 5
+#define CT_LAYOUT_MKLDNN 6
+/* *out = the tensor's CT_LAYOUT_* code. Only strided tensors have strides,
+ * a data pointer and a DLPack form. Errors: CT_ERR_INVALID_ARGUMENT (NULL,
+ * undefined tensor), CT_ERR_NOT_SUPPORTED (a layout without a code). */
+CT_API ct_status ct_tensor_layout(int32_t *out, const ct_tensor *t);
+
+/* Frozen memory format codes. */
+#define CT_MEMORY_FORMAT_CONTIGUOUS 0     /* row-major */
+#define CT_MEMORY_FORMAT_CHANNELS_LAST 1    /* 4-d NCHW stored as NHWC */
+#define CT_MEMORY_FORMAT_CHANNELS_LAST_3D 2 /* 5-d NCDHW stored as NDHWC */
+/* *out = 1 if the tensor is contiguous in `memory_format` (t.is_contiguous(
+ * memory_format)), else 0. A tensor of the wrong rank for a channels-last
+ * format gives 0. Errors: CT_ERR_INVALID_ARGUMENT (NULL, unknown format). */
+CT_API ct_status ct_tensor_is_contiguous_format(int32_t *out, const ct_tensor *t,
+                                                int32_t memory_format);
+/* t.contiguous(memory_format): t itself (new handle) if already so, else a
+ * copy. Channels-last formats need a 4-d (5-d for 3D) tensor (CT_ERR_TORCH). */
+CT_API ct_status ct_tensor_contiguous_format(ct_tensor **out, const ct_tensor *t,
+                                             int32_t memory_format);
+/* *out = the format torch would pick for t (t.suggest_memory_format()). */
+CT_API ct_status ct_tensor_suggest_memory_format(int32_t *out, const ct_tensor *t);
+
+/* Frozen quantization scheme codes. */
+#define CT_QSCHEME_PER_TENSOR_AFFINE 1
+#define CT_QSCHEME_PER_CHANNEL_AFFINE 2
+#define CT_QSCHEME_PER_TENSOR_SYMMETRIC 3
+#define CT_QSCHEME_PER_CHANNEL_SYMMETRIC 4
+#define CT_QSCHEME_PER_CHANNEL_AFFINE_FLOAT_QPARAMS 5
+/* Quantized tensors (dtype CT_QINT8, CT_QUINT8, CT_QINT32, CT_QUINT4X2).
+ * Each accessor fails with CT_ERR_TYPE on a tensor that is not quantized (or
+ * not quantized with the scheme asked about), CT_ERR_INVALID_ARGUMENT on NULL.
+ * ct_tensor_q_scheme: *out = CT_QSCHEME_* code.
+ * ct_tensor_q_scale / _q_zero_point: per-tensor schemes.
+ * ct_tensor_q_per_channel_scales (float64 tensor), _zero_points (int64
+ * tensor) and _axis: per-channel schemes; the tensors are new handles. */
+CT_API ct_status ct_tensor_q_scheme(int32_t *out, const ct_tensor *t);
+CT_API ct_status ct_tensor_q_scale(double *out, const ct_tensor *t);
+CT_API ct_status ct_tensor_q_zero_point(int64_t *out, const ct_tensor *t);
+CT_API ct_status ct_tensor_q_per_channel_scales(ct_tensor **out, const ct_tensor *t);
+CT_API ct_status ct_tensor_q_per_channel_zero_points(ct_tensor **out, const ct_tensor *t);
+CT_API ct_status ct_tensor_q_per_channel_axis(int64_t *out, const ct_tensor *t);
+/* The stored integers of a quantized tensor, as a new plain tensor (uint8
+ * for quint8/quint4x2 (packed: two values per byte), int8, int32). */
+CT_API ct_status ct_tensor_int_repr(ct_tensor **out, const ct_tensor *t);
+/* A float32 tensor of the values a quantized tensor represents. */
+CT_API ct_status ct_tensor_dequantize(ct_tensor **out, const ct_tensor *t);
+/* torch.quantize_per_tensor(t, scale, zero_point, dtype): t is a float
+ * tensor, dtype a quantized code. Errors: CT_ERR_TYPE (dtype not
+ * quantized), CT_ERR_TORCH (torch refuses: scale <= 0, zero point out of
+ * range, ...). */
+CT_API ct_status ct_tensor_quantize_per_tensor(ct_tensor **out, const ct_tensor *t, double scale,
+                                               int64_t zero_point, int32_t dtype);
+/* torch.quantize_per_channel: scales (float64) and zero_points (int64) are
+ * 1-d tensors of t's size along `axis`. */
+CT_API ct_status ct_tensor_quantize_per_channel(ct_tensor **out, const ct_tensor *t,
+                                                const ct_tensor *scales,
+                                                const ct_tensor *zero_points, int64_t axis,
+                                                int32_t dtype);
+/* A quantized tensor from its stored integers (no rounding): int_repr of
+ * dtype uint8 gives quint8, int8 gives qint8, int32 gives qint32. The
+ * result does not share int_repr's memory. */
+CT_API ct_status ct_tensor_make_per_tensor_quantized(ct_tensor **out, const ct_tensor *int_repr,
+                                                     double scale, int64_t zero_point);
+CT_API ct_status ct_tensor_make_per_channel_quantized(ct_tensor **out,
+                                                      const ct_tensor *int_repr,
+                                                      const ct_tensor *scales,
+                                                      const ct_tensor *zero_points, int64_t axis);
+
+/* Sparse tensors. Each result is a new handle sharing the sparse tensor's
+ * memory. Errors: CT_ERR_INVALID_ARGUMENT (NULL), CT_ERR_TYPE (wrong layout).
+ * ct_tensor_sparse_indices: COO only; the int64 (sparse_dim x nnz) indices
+ *   as stored (call aten::coalesce first for sorted, unique indices).
+ * ct_tensor_sparse_values: COO (as stored) and the compressed layouts.
+ * ct_tensor_sparse_compressed_indices: crow_indices (CSR, BSR) or
+ *   ccol_indices (CSC, BSC).
+ * ct_tensor_sparse_plain_indices: col_indices (CSR, BSR) or row_indices
+ *   (CSC, BSC). */
+CT_API ct_status ct_tensor_sparse_indices(ct_tensor **out, const ct_tensor *t);
+CT_API ct_status ct_tensor_sparse_values(ct_tensor **out, const ct_tensor *t);
+CT_API ct_status ct_tensor_sparse_compressed_indices(ct_tensor **out, const ct_tensor *t);
+CT_API ct_status ct_tensor_sparse_plain_indices(ct_tensor **out, const ct_tensor *t);
+/* A strided copy of a sparse or mkldnn tensor; a strided tensor itself
+ * (new handle). */
+CT_API ct_status ct_tensor_to_dense(ct_tensor **out, const ct_tensor *t);
+
+/* ===================================================================== */
 /* Autograd on tensors                                                   */
 /* ===================================================================== */
 
@@ -452,7 +585,18 @@ typedef enum {
   kDLOpaqueHandle = 3U,
   kDLBfloat = 4U,
   kDLComplex = 5U,
-  kDLBool = 6U
+  kDLBool = 6U,
+  kDLFloat8_e3m4 = 7U,
+  kDLFloat8_e4m3 = 8U,
+  kDLFloat8_e4m3b11fnuz = 9U,
+  kDLFloat8_e4m3fn = 10U,
+  kDLFloat8_e4m3fnuz = 11U,
+  kDLFloat8_e5m2 = 12U,
+  kDLFloat8_e5m2fnuz = 13U,
+  kDLFloat8_e8m0fnu = 14U,
+  kDLFloat6_e2m3fn = 15U,
+  kDLFloat6_e3m2fn = 16U,
+  kDLFloat4_e2m1fn = 17U
 } DLDataTypeCode;
 typedef struct {
   uint8_t code;

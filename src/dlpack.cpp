@@ -6,6 +6,7 @@
 #include "internal.h"
 
 #include <cstring>
+#include <sstream>
 #include <vector>
 
 static_assert(sizeof(DLPackVersion) == 8, "DLPackVersion layout");
@@ -33,14 +34,18 @@ namespace {
 
 bool to_dl_dtype(c10::ScalarType st, DLDataType *out) {
   uint8_t code;
-  switch (st) {
-    case c10::kBool: code = kDLBool; break;
-    case c10::kByte: code = kDLUInt; break;
-    case c10::kChar: case c10::kShort: case c10::kInt: case c10::kLong: code = kDLInt; break;
-    case c10::kHalf: case c10::kFloat: case c10::kDouble: code = kDLFloat; break;
-    case c10::kBFloat16: code = kDLBfloat; break;
-    case c10::kComplexFloat: case c10::kComplexDouble: code = kDLComplex; break;
-    default: return false;
+  switch (ct::from_scalar_type(st)) {
+    case CT_BOOL: code = kDLBool; break;
+    case CT_UINT8: case CT_UINT16: case CT_UINT32: case CT_UINT64: code = kDLUInt; break;
+    case CT_INT8: case CT_INT16: case CT_INT32: case CT_INT64: code = kDLInt; break;
+    case CT_FLOAT16: case CT_FLOAT32: case CT_FLOAT64: code = kDLFloat; break;
+    case CT_BFLOAT16: code = kDLBfloat; break;
+    case CT_COMPLEX64: case CT_COMPLEX128: code = kDLComplex; break;
+    case CT_FLOAT8_E4M3FN: code = kDLFloat8_e4m3fn; break;
+    case CT_FLOAT8_E5M2: code = kDLFloat8_e5m2; break;
+    case CT_FLOAT8_E4M3FNUZ: code = kDLFloat8_e4m3fnuz; break;
+    case CT_FLOAT8_E5M2FNUZ: code = kDLFloat8_e5m2fnuz; break;
+    default: return false;  // quantized dtypes: no DLPack code
   }
   out->code = code;
   out->bits = static_cast<uint8_t>(c10::elementSize(st) * 8);
@@ -48,35 +53,43 @@ bool to_dl_dtype(c10::ScalarType st, DLDataType *out) {
   return true;
 }
 
-bool from_dl_dtype(DLDataType d, c10::ScalarType *out) {
-  if (d.lanes != 1) return false;
+// The ctorch dtype code of a DLPack dtype (whether or not this LibTorch has
+// it); 0 if none.
+int32_t from_dl_dtype(DLDataType d) {
+  if (d.lanes != 1) return 0;
   switch (d.code) {
-    case kDLBool: if (d.bits == 8) { *out = c10::kBool; return true; } return false;
+    case kDLBool: return d.bits == 8 ? CT_BOOL : 0;
     case kDLUInt:
-      if (d.bits == 8) { *out = c10::kByte; return true; }
-      return false;
+      switch (d.bits) {
+        case 8: return CT_UINT8;
+        case 16: return CT_UINT16;
+        case 32: return CT_UINT32;
+        case 64: return CT_UINT64;
+      }
+      return 0;
     case kDLInt:
       switch (d.bits) {
-        case 8: *out = c10::kChar; return true;
-        case 16: *out = c10::kShort; return true;
-        case 32: *out = c10::kInt; return true;
-        case 64: *out = c10::kLong; return true;
+        case 8: return CT_INT8;
+        case 16: return CT_INT16;
+        case 32: return CT_INT32;
+        case 64: return CT_INT64;
       }
-      return false;
+      return 0;
     case kDLFloat:
       switch (d.bits) {
-        case 16: *out = c10::kHalf; return true;
-        case 32: *out = c10::kFloat; return true;
-        case 64: *out = c10::kDouble; return true;
+        case 16: return CT_FLOAT16;
+        case 32: return CT_FLOAT32;
+        case 64: return CT_FLOAT64;
       }
-      return false;
-    case kDLBfloat: if (d.bits == 16) { *out = c10::kBFloat16; return true; } return false;
-    case kDLComplex:
-      if (d.bits == 64) { *out = c10::kComplexFloat; return true; }
-      if (d.bits == 128) { *out = c10::kComplexDouble; return true; }
-      return false;
+      return 0;
+    case kDLBfloat: return d.bits == 16 ? CT_BFLOAT16 : 0;
+    case kDLComplex: return d.bits == 64 ? CT_COMPLEX64 : d.bits == 128 ? CT_COMPLEX128 : 0;
+    case kDLFloat8_e4m3fn: return d.bits == 8 ? CT_FLOAT8_E4M3FN : 0;
+    case kDLFloat8_e5m2: return d.bits == 8 ? CT_FLOAT8_E5M2 : 0;
+    case kDLFloat8_e4m3fnuz: return d.bits == 8 ? CT_FLOAT8_E4M3FNUZ : 0;
+    case kDLFloat8_e5m2fnuz: return d.bits == 8 ? CT_FLOAT8_E5M2FNUZ : 0;
   }
-  return false;
+  return 0;
 }
 
 // Owns the exported tensor and the shape/strides arrays the DLTensor points to.
@@ -100,6 +113,14 @@ ct_status export_tensor(const char *func, Managed **out, const ct_tensor *t, int
   const at::Tensor &src = t->t;
   if (!src.defined())
     return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: the tensor is undefined", func);
+  if (src.layout() != c10::kStrided) {
+    std::ostringstream os;
+    os << src.layout();
+    return ct::set_error(CT_ERR_NOT_SUPPORTED,
+                         "%s: a tensor of layout %s has no DLPack form; convert it with "
+                         "ct_tensor_to_dense first",
+                         func, os.str().c_str());
+  }
   if (src.requires_grad())
     return ct::set_error(CT_ERR_NOT_SUPPORTED,
                          "%s: cannot export a tensor that requires grad; detach it first", func);
@@ -108,7 +129,7 @@ ct_status export_tensor(const char *func, Managed **out, const ct_tensor *t, int
     return ct::set_error(CT_ERR_TYPE, "%s: dtype %s has no DLPack equivalent", func,
                          c10::toString(src.scalar_type()));
   int32_t dev_type = ct::device_type_code(src.device().type());
-  if (dev_type == 0)
+  if (dev_type != CT_DEVICE_CPU && dev_type != CT_DEVICE_CUDA)  // equal to kDLCPU, kDLCUDA
     return ct::set_error(CT_ERR_NOT_SUPPORTED, "%s: device %s cannot be exported", func,
                          src.device().str().c_str());
   if (src.is_cuda() && stream != -1) {
@@ -150,9 +171,11 @@ ct_status import_tensor(const char *func, ct_tensor **out, Managed *src, bool re
   if (!out) return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument 'out' is NULL", func);
   const DLTensor &dl = src->dl_tensor;
   c10::ScalarType st;
-  if (!from_dl_dtype(dl.dtype, &st))
+  int32_t code = from_dl_dtype(dl.dtype);
+  if (!code)
     return ct::set_error(CT_ERR_TYPE, "%s: unsupported DLPack dtype (code %u, bits %u, lanes %u)",
                          func, dl.dtype.code, dl.dtype.bits, dl.dtype.lanes);
+  if (ct_status s = ct::known_dtype(func, code, &st)) return s;
   if (dl.ndim < 0 || dl.ndim > 64)
     return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: invalid ndim %d", func, dl.ndim);
   if (dl.ndim > 0 && !dl.shape)

@@ -89,7 +89,10 @@ int32_t from_scalar_type(c10::ScalarType st) noexcept;
 ct_status to_device(const char *func, int32_t device_type, int32_t device_index,
                     c10::Device *out) noexcept;
 int32_t device_type_code(c10::DeviceType t) noexcept;
-// Validates a dtype code; sets the error (CT_ERR_TYPE) on failure.
+// Any dtype this LibTorch has, quantized included; else sets the error
+// (CT_ERR_TYPE unknown code, CT_ERR_NOT_SUPPORTED code of a newer LibTorch).
+ct_status known_dtype(const char *func, int32_t dtype, c10::ScalarType *out) noexcept;
+// known_dtype, minus quantized dtypes (CT_ERR_TYPE: no plain factories for them).
 ct_status check_dtype(const char *func, int32_t dtype, c10::ScalarType *out) noexcept;
 // Validates sizes (NULL allowed only for ndim == 0, no negative entries).
 ct_status check_sizes(const char *func, const int64_t *sizes, size_t ndim) noexcept;
