@@ -1,7 +1,8 @@
 # Every C handle type, defined in one loop (as Julia's LibGit2 does): a
 # mutable struct owning one pointer, a finalizer that frees it, `free!`,
 # `isfreed`, and `unsafe_convert` to the `Ptr{Cvoid}` the C calls take.
-# Finalizers only call the non-yielding `ct_*_free`.
+# Finalizers only call the non-yielding `ct_*_free`. (`ct_op` handles are
+# cached for the life of the process and never freed: `Op` in ops.jl.)
 
 @noinline _freed_error(what::String) = throw(CTorchError(CT_ERR_INVALID_ARGUMENT, "use of a freed CTorch.$what"))
 

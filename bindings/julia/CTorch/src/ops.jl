@@ -321,7 +321,8 @@ matmul(a::Tensor, b::Tensor) = _t(_MATMUL, a, b)
 # Julia's 1-based `dims` (an Int, a tuple or a range) as torch's 0-based dims.
 function _torch_dims(t::Tensor, dims)
     n = ndims(t)
-    return Int64[(1 <= d <= n ? d - 1 : throw(ArgumentError("dims: dimension $d out of range 1:$n"))) for d in dims]
+    ds = dims isa Integer ? (dims,) : dims
+    return Int64[(1 <= d <= n ? d - 1 : throw(ArgumentError("dims: dimension $d out of range 1:$n"))) for d in ds]
 end
 
 """
