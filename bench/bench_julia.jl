@@ -1,32 +1,44 @@
 # Julia-side benchmark of CTorch: call overhead of a small op and of a model
-# forward, as median times. The C/C++ floor is measured by the C benchmark;
-# this prints Julia's absolute numbers (plus the bare C call sequence made
-# from Julia, for reference) and writes JSON to ARGS[1] if given.
+# forward, as median times, next to the C++ floor measured in the same
+# process: bench_julia_floor.cpp (built as libbench_julia_floor.so in the
+# build tree's bench/ directory, or CTORCH_BENCH_FLOOR) runs torch::add and
+# Module::forward between Julia's samples. Writes JSON to ARGS[1] if given.
 #
-#   LD_PRELOAD=/lib/x86_64-linux-gnu/libgcc_s.so.1 CTORCH_LIBRARY=build/libctorch.so \
-#     julia --startup-file=no --project=bindings/julia/CTorch bench/bench_julia.jl [out.json]
+#   CTORCH_LIBRARY=build/libctorch.so scripts/julia bench/bench_julia.jl [out.json]
 
 using CTorch
 const C = CTorch
 
 C.set_num_threads(1)
 
-# Median over `samples` of the mean time of `inner` calls, in ns.
-function bench(f, inner::Int; samples::Int = 101)
+# The C++ floor library, if built.
+const FLOOR_LIB = let p = get(ENV, "CTORCH_BENCH_FLOOR", "")
+    isempty(p) ? joinpath(dirname(C.library_path()), "bench", "libbench_julia_floor.so") : p
+end
+const FLOOR = isfile(FLOOR_LIB) ? C.Libdl.dlopen(FLOOR_LIB) : nothing
+floor_fn(name) = FLOOR === nothing ? nothing : C.Libdl.dlsym(FLOOR, name)
+
+# Median over `samples` of the mean time of `inner` calls, in ns, and its
+# minimum; with a floor function, the floor's median measured between the
+# samples (same process, interleaved).
+function bench(f, inner::Int; samples::Int = 101, floor = nothing)
     for _ in 1:inner
         f()
     end
     ts = Float64[]
+    fs = Float64[]
     GC.gc()
     for _ in 1:samples
+        floor === nothing || push!(fs, ccall(floor, Float64, (Int64,), inner))
         t0 = time_ns()
         for _ in 1:inner
             f()
         end
         push!(ts, (time_ns() - t0) / inner)
     end
-    sort!(ts)
-    return ts[(samples + 1) ÷ 2], ts[1]
+    sort!(ts); sort!(fs)
+    med(v) = isempty(v) ? NaN : v[(length(v) + 1) ÷ 2]
+    return (med(ts), ts[1], med(fs))
 end
 
 a = Tensor(Float32[1, 2, 3, 4])
@@ -34,19 +46,20 @@ b = Tensor(Float32[5, 6, 7, 8])
 add = C.op("aten::add.Tensor")
 addset = ops.aten.add
 
-# The bare C sequence a C program would run for one call (prebuilt argument
-# values, ct_op_call, free the result), issued from Julia.
-const args2 = [C._value_ptr(a), C._value_ptr(b)]
+# The bare C sequence a C program would run for one call (ct_op_call_tensors
+# on the cached op, free the result), issued from Julia.
+const args2 = [Base.unsafe_convert(Ptr{Cvoid}, a), Base.unsafe_convert(Ptr{Cvoid}, b)]
 function bare_c()
     out = Ref{Ptr{Cvoid}}(C_NULL)
-    C.check(C.ct_op_call(out, add.ptr, args2, 2, C_NULL, C_NULL, 0))
-    C.ct_value_free(out[])
+    C.check(C.ct_op_call_tensors(out, 1, add.ptr, args2, 2))
+    C.ct_tensor_free(out[])
 end
 
-results = Pair{String,Tuple{Float64,Float64}}[]
-push!(results, "add 4 floats: bare ct_op_call from Julia" => bench(bare_c, 2000))
-push!(results, "add 4 floats: call_tensor(cached op, a, b)" => bench(() -> C.call_tensor(add, a, b), 2000))
-push!(results, "add 4 floats: a + b" => bench(() -> a + b, 2000))
+const ADD_FLOOR = floor_fn(:ctb_add_ns)
+results = Pair{String,NTuple{3,Float64}}[]
+push!(results, "add 4 floats: bare ct_op_call_tensors from Julia" => bench(bare_c, 2000; floor = ADD_FLOOR))
+push!(results, "add 4 floats: call_tensor(cached op, a, b)" => bench(() -> C.call_tensor(add, a, b), 2000; floor = ADD_FLOOR))
+push!(results, "add 4 floats: a + b" => bench(() -> a + b, 2000; floor = ADD_FLOOR))
 push!(results, "add 4 floats: cached op(a, b) (generic result)" => bench(() -> add(a, b), 2000))
 push!(results, "add 4 floats: ops.aten.add(a, b) (overload set)" => bench(() -> addset(a, b), 2000))
 push!(results, "add 4 floats: ops.aten.add(a, b; alpha=2)" => bench(() -> addset(a, b; alpha = 2), 2000))
@@ -62,20 +75,22 @@ x = C.randn(8, 64)
 push!(results, "model forward (MLP 8x64 -> 128 -> 10)" => bench(() -> C.no_grad(() -> m(x)), 200))
 tiny = ScriptModule("BenchTiny")
 C.define!(tiny, "def forward(self, x):\n    return x + 1\n")
-push!(results, "model forward (x + 1, 4 floats)" => bench(() -> tiny(a), 2000))
+push!(results, "model forward (x + 1, 4 floats), tensors-only" =>
+              bench(() -> tiny(a), 2000; floor = floor_fn(:ctb_tiny_forward_ns)))
+push!(results, "model forward (x + 1, 4 floats), general path" =>
+              bench(() -> C.call(tiny, "forward", a), 2000; floor = floor_fn(:ctb_tiny_forward_ns)))
 
+fmt(ns) = isnan(ns) ? "-" : string(round(ns / 1000; digits = 3), " µs")
 println()
-println(rpad("benchmark", 52), lpad("median", 12), lpad("min", 12))
-println("-"^76)
-for (name, (med, mn)) in results
-    println(rpad(name, 52), lpad(string(round(med / 1000; digits = 3), " µs"), 12),
-            lpad(string(round(mn / 1000; digits = 3), " µs"), 12))
+println(rpad("benchmark", 52), lpad("median", 12), lpad("min", 12), lpad("C++ floor", 12), lpad("ratio", 8))
+println("-"^96)
+for (name, (med, mn, fl)) in results
+    println(rpad(name, 52), lpad(fmt(med), 12), lpad(fmt(mn), 12), lpad(fmt(fl), 12),
+            lpad(isnan(fl) ? "-" : string(round(med / fl; digits = 2), "x"), 8))
 end
-bare = results[1].second[1]
-println("-"^76)
-println("Julia overhead of call_tensor over the bare C sequence: ",
-        round(results[2].second[1] / bare; digits = 3), "x")
-println("(compare with the C benchmark's direct C++ figure for the 1.10x target)")
+println("-"^96)
+FLOOR === nothing && println("no C++ floor: $(FLOOR_LIB) not found (ninja -C build bench_julia_floor)")
+println("C++ floors: torch::add and Module::forward, measured between the samples in this process")
 
 if !isempty(ARGS)
     open(ARGS[1], "w") do io
@@ -84,9 +99,11 @@ if !isempty(ARGS)
         println(io, "  \"torch_version\": \"", C.torch_version(), "\",")
         println(io, "  \"unit\": \"ns\",")
         println(io, "  \"results\": [")
-        for (i, (name, (med, mn))) in enumerate(results)
+        for (i, (name, (med, mn, fl))) in enumerate(results)
             print(io, "    {\"name\": \"", name, "\", \"median_ns\": ", round(med; digits = 1),
-                  ", \"min_ns\": ", round(mn; digits = 1), "}")
+                  ", \"min_ns\": ", round(mn; digits = 1))
+            isnan(fl) || print(io, ", \"floor_ns\": ", round(fl; digits = 1))
+            print(io, "}")
             println(io, i < length(results) ? "," : "")
         end
         println(io, "  ]")

@@ -127,7 +127,13 @@ def main():
              *pair(lambda: addT(x, y), lambda: tx + ty, n, B), "vs torch x + y")
     rows.add("small", "x * 2.0", *pair(lambda: x * 2.0, lambda: tx * 2.0, n, B))
     rows.add("small", "x[1]", *pair(lambda: x[1], lambda: tx[1], n, B))
-    rows.add("small", "x.shape", *pair(lambda: x.shape, lambda: tx.shape, n, B))
+    rows.add("meta", "x.shape", *pair(lambda: x.shape, lambda: tx.shape, n, B))
+    rows.add("meta", "x.dtype", *pair(lambda: x.dtype, lambda: tx.dtype, n, B))
+    rows.add("meta", "x.device", *pair(lambda: x.device, lambda: tx.device, n, B))
+    rows.add("meta", "x.ndim", *pair(lambda: x.ndim, lambda: tx.ndim, n, B))
+    rows.add("meta", "fresh result: (x + y).shape",
+             *pair(lambda: (x + y).shape, lambda: (tx + ty).shape, n, B),
+             "op + first metadata read")
     rows.add("small", "ones(4) factory", *pair(lambda: ctorch.ones(4), lambda: torch.ones(4), n, B))
 
     # ---- lifetime: __del__ against weakref.finalize -----------------------------
@@ -170,7 +176,9 @@ def main():
     xi = ctorch.randn(1, 16)
     txi = torch.from_numpy(xi.numpy())
     with ctorch.no_grad(), torch.no_grad():
-        rows.add("module", "tiny scripted forward (1x16)", *pair(lambda: cm(xi), lambda: tm(txi), n // 4, B))
+        rows.add("module", "tiny scripted forward (1x16)", *pair(lambda: cm(xi), lambda: tm(txi), n // 4, B),
+                 "tensors-only call" if ctorch._lib.has("ct_module_forward_tensors") else
+                 "ct_module_call")
 
     # ---- resnet18 ------------------------------------------------------------------
     try:

@@ -20,6 +20,5 @@ if [ -f examples/python/demo.py ]; then
 fi
 if [ -f examples/julia/demo.jl ] && command -v julia >/dev/null 2>&1; then
   echo; echo "== Julia (ccall) =="
-  LD_PRELOAD=/lib/x86_64-linux-gnu/libgcc_s.so.1:/opt/ctorch/julia-libunwind/libunwind.so.8 julia --startup-file=no \
-    --project=bindings/julia/CTorch examples/julia/demo.jl "$model" "${2:-2,8}"
+  scripts/julia examples/julia/demo.jl "$model" "${2:-2,8}"
 fi

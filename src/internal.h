@@ -8,6 +8,7 @@
 #include <cstdarg>
 #include <string>
 #include <utility>
+#include <vector>
 
 // ---- Handle structs: an opaque C handle is a heap object holding one C++ value.
 struct ct_tensor {
@@ -103,18 +104,12 @@ inline ct_value *new_value(c10::IValue v) { return new ct_value{std::move(v)}; }
 // Caller-owned copy of a string, freed with ct_free (malloc'ed).
 char *dup_string(const std::string &s);
 
-// ---- Calls with schemas (value.cpp) ---------------------------------------
-// Builds a full argument stack for `schema` from positional and keyword
-// arguments: fills defaults, coerces Python-like values (int->float,
-// generic list->typed list, ...). On mismatch, sets the error (naming the
-// schema) and returns non-OK. `strict` forbids lossy coercions (for overload
-// resolution).
-ct_status bind_arguments(const char *func, const c10::FunctionSchema &schema,
-                         const ct_value *const *args, size_t n, const char *const *kwnames,
-                         const ct_value *const *kwvalues, size_t nkw, bool skip_self,
-                         torch::jit::Stack *stack, bool set_errors = true);
-// Converts a value to a schema type where Python would (returns false if not).
-bool coerce(const c10::IValue &in, const c10::TypePtr &type, c10::IValue *out);
+// ---- Values (value.cpp) ---------------------------------------------------
+// Element type of a list or value type of a dict built from these types:
+// their unified type (tensor types without shapes); Any when they do not unify.
+c10::TypePtr unify_or_any(const std::vector<c10::TypePtr> &types);
+// Type of a value as a container element (tensor types without shapes).
+c10::TypePtr value_type(const c10::IValue &v);
 
 }  // namespace ct
 

@@ -4,15 +4,15 @@
 #   libctorch, with PyTorch reference models from the `models` fixture (the
 #   model cross-checks are skipped when they are absent).
 #
-# LD_PRELOAD: libgcc_s first, so C++ exceptions inside LibTorch unwind through
-# libgcc_s instead of the libunwind that Debian's julia links (otherwise every
-# C++ throw aborts the process). On Debian 12 with Debian 11's julia 1.5.3 the
-# system libunwind (1.6) also breaks Julia's *own* exceptions thrown through
-# JIT-compiled code (segfault in unw_step); the libunwind julia was built
-# against (1.3.2, Debian 11) fixes that. bindings/julia/get-libunwind.sh puts
-# it in a private directory; point CTORCH_JULIA_LIBUNWIND at the .so (the
-# default looks in ${CMAKE_BINARY_DIR}/julia-libunwind). Without it,
-# runtests.jl detects the broken unwinder and exits 77 (reported as skipped).
+# Julia is started through scripts/julia, the start line the README and the
+# demo use: it preloads libgcc_s (so C++ exceptions inside LibTorch unwind
+# through libgcc_s, not the libunwind Debian's julia links) and, for julia
+# < 1.6, the libunwind julia was built against (Debian 12's libunwind 1.6
+# makes Julia's own exceptions segfault), found in CTORCH_JULIA_LIBUNWIND
+# (default: ${CMAKE_BINARY_DIR}/julia-libunwind or /opt/ctorch/julia-libunwind;
+# bindings/julia/get-libunwind.sh puts it there). Without it, runtests.jl
+# detects the broken unwinder and exits 77 (reported as skipped).
+# The tests run with 4 Julia threads, so the threads testset is real.
 find_program(CTORCH_JULIA julia)
 if(CTORCH_JULIA)
   set(_jl_unwind_default "")
@@ -25,24 +25,19 @@ if(CTORCH_JULIA)
   endforeach()
   set(CTORCH_JULIA_LIBUNWIND "${_jl_unwind_default}" CACHE FILEPATH
       "libunwind.so.8 compatible with the installed julia (empty: the system one)")
-  set(_jl_preload "/lib/x86_64-linux-gnu/libgcc_s.so.1")
-  if(CTORCH_JULIA_LIBUNWIND)
-    string(APPEND _jl_preload ":${CTORCH_JULIA_LIBUNWIND}")
-  endif()
-  set(_jl_project ${CMAKE_SOURCE_DIR}/bindings/julia/CTorch)
+  set(_jl_start ${CMAKE_SOURCE_DIR}/scripts/julia)
+  set(_jl_env "JULIA=${CTORCH_JULIA};CTORCH_JULIA_LIBUNWIND=${CTORCH_JULIA_LIBUNWIND};CTORCH_LIBRARY=$<TARGET_FILE:ctorch>")
   add_test(NAME julia.runtests
-    COMMAND ${CTORCH_JULIA} --startup-file=no --project=${_jl_project}
-            ${_jl_project}/test/runtests.jl)
+    COMMAND ${_jl_start} --threads=4 ${CMAKE_SOURCE_DIR}/bindings/julia/CTorch/test/runtests.jl)
   set_tests_properties(julia.runtests PROPERTIES
-    ENVIRONMENT "LD_PRELOAD=${_jl_preload};CTORCH_LIBRARY=$<TARGET_FILE:ctorch>;CTORCH_TEST_MODELS=${CMAKE_BINARY_DIR}/models"
+    ENVIRONMENT "${_jl_env};JULIA_NUM_THREADS=4;CTORCH_TEST_MODELS=${CMAKE_BINARY_DIR}/models"
     SKIP_RETURN_CODE 77
     TIMEOUT 900)
   set_tests_properties(julia.runtests PROPERTIES FIXTURES_REQUIRED models)
   add_test(NAME julia.example
-    COMMAND ${CTORCH_JULIA} --startup-file=no --project=${_jl_project}
-            ${CMAKE_SOURCE_DIR}/examples/julia/demo.jl)
+    COMMAND ${_jl_start} ${CMAKE_SOURCE_DIR}/examples/julia/demo.jl)
   set_tests_properties(julia.example PROPERTIES
-    ENVIRONMENT "LD_PRELOAD=${_jl_preload};CTORCH_LIBRARY=$<TARGET_FILE:ctorch>"
+    ENVIRONMENT "${_jl_env}"
     SKIP_RETURN_CODE 77
     TIMEOUT 600)
 else()

@@ -1,8 +1,7 @@
 # CTorch demo: custom layers written in Julia on torch's own memory, and a
 # TorchScript model run from Julia.
 #
-#   LD_PRELOAD=/lib/x86_64-linux-gnu/libgcc_s.so.1 CTORCH_LIBRARY=build/libctorch.so \
-#     julia --startup-file=no --project=bindings/julia/CTorch examples/julia/demo.jl [model.pt]
+#   scripts/julia examples/julia/demo.jl [model.pt [sizes]]
 #
 # With a model path (a torch.jit.save'd module taking one (1,3,H,W) or (N,4)
 # float tensor... any module whose forward takes one tensor of the size given
@@ -14,13 +13,16 @@ const C = CTorch
 
 println("libctorch ", C.version(), " on LibTorch ", C.torch_version(), " (", C.library_path(), ")")
 
-# ---- 1. Zero-copy views of a torch tensor, in both index orders ------------------
-t = reshape(C.arange(Float32, 0, 24), 2, 3, 4)       # torch sizes (2,3,4)
-A = unsafe_array(t)                                   # Julia 4×3×2, same memory
-V = torch_view(t)                                     # 2×3×4, torch's index order
-@assert pointer(A) == pointer(t)
-@assert V[2, 3, 4] == A[4, 3, 2] == 23                # t[1,2,3] in torch
-println("torch sizes ", size(t), " -> unsafe_array ", size(A), ", torch_view ", size(V))
+# ---- 1. A tensor is a Julia array over torch's memory --------------------------
+t = ops.aten.reshape(C.arange(Float32, 0, 24), [2, 3, 4])   # torch sizes (2,3,4)
+@assert size(t) == (2, 3, 4) && t[2, 3, 4] == 23      # torch's t[1,2,3]
+t[1, 1, 1] = 100                                      # written in torch's memory
+@assert C.item(ops.aten.select(ops.aten.select(ops.aten.select(t, 0, 0), 0, 0), 0, 0)) == 100
+t[1, 1, 1] = 0
+A = unsafe_array(t)                                   # the raw memory: Julia 4×3×2, same memory
+@assert pointer(A) == pointer(t) && A[4, 3, 2] == 23
+println(summary(t), "; unsafe_array: ", summary(A))
+show(stdout, MIME"text/plain"(), C.tensor(Float32[1 2; 3 4])); println()
 
 # ---- 2. The seed's custom layers ------------------------------------------------------
 f!(x) = (x .*= 2)                                     # in place, on torch memory
@@ -90,11 +92,10 @@ def forward(self, x):
 def logits(self, x, temperature: float = 1.0):
     return self.forward(x) / temperature
 """)
-    inp = Tensor(rand(Float32, 4, 5))                 # Julia memory: torch (5,4)
+    inp = Tensor(rand(Float32, 5, 4))                 # Julia memory, no copy: torch (5,4)
 end
 out = C.no_grad(() -> m(inp))
-println("model output: ", summary(out isa Tensor ? unsafe_array(out) : out), " ",
-        out isa Tensor ? size(out) : "")
+println("model output: ", summary(out))
 for (name, p) in named_parameters(m)
     println("  parameter ", name, " ", size(p), " ", eltype(p))
 end

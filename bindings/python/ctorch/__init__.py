@@ -7,9 +7,15 @@ Needs only the standard library. numpy is used when you ask for numpy arrays
     >>> a = ctorch.ones(2, 3)
     >>> (a + a).sum().item()
     12.0
-    >>> m = ctorch.load("model.pt")
-    >>> y = m(ctorch.randn(1, 3, 224, 224))
+
+Layout: _lib (the library, constants, signatures, errors), _types (dtype,
+device), _values (Python <-> ct_value), _call (the marshalling path),
+tensor (Tensor), _interop (numpy, DLPack), _factories, _format (printing),
+_functions (ctorch.cat & co), _module (Module, Script, pickles), ops,
+autograd, library, _misc (settings).
 """
+
+from typing import Any
 
 from . import _lib
 from ._lib import (ABI_VERSION, LIBRARY_PATH, Error, InvalidArgumentError, CTorchTypeError,
@@ -17,18 +23,26 @@ from ._lib import (ABI_VERSION, LIBRARY_PATH, Error, InvalidArgumentError, CTorc
                    NotSupportedError, TorchError, CallbackError, InternalError,
                    LibraryNotFoundError)
 from ._types import (dtype, device, bool_, uint8, int8, int16, int32, int64, float16,
-                     bfloat16, float32, float64, complex64, complex128, get_dtype, get_device)
-from ._core import (Tensor, Value, tensor, as_tensor, from_numpy, from_dlpack, empty, zeros,
-                    ones, full, arange, eye, rand, randn, empty_like, zeros_like, ones_like,
-                    full_like, rand_like, randn_like, scalar_tensor)
+                     bfloat16, float32, float64, complex64, complex128, uint16, uint32, uint64,
+                     get_dtype, get_device)
+from ._values import Value
+from .tensor import Tensor, values_indices
+from ._interop import from_numpy, from_dlpack
+from ._factories import (tensor, as_tensor, empty, zeros, ones, full, arange, eye, rand, randn,
+                         empty_like, zeros_like, ones_like, full_like, rand_like, randn_like,
+                         scalar_tensor)
+from ._format import set_printoptions
 from ._module import Module, load, load_pickle, save_pickle, compile_script, Script
 from . import ops
 from . import autograd
 from . import library
+from ._functions import FUNCTIONS as _FUNCTIONS
 from ._misc import (version, torch_version, abi_version, cuda, manual_seed, get_num_threads,
                     set_num_threads, get_num_interop_threads, set_num_interop_threads,
                     no_grad, enable_grad, inference_mode, is_grad_enabled, load_library,
                     set_cpp_backtraces)
+
+globals().update(_FUNCTIONS)  # cat, stack, matmul, where, relu, softmax ... (see _functions)
 
 bool = bool_  # ctorch.bool, as torch.bool (shadows the builtin only inside this module)
 half = float16
@@ -46,6 +60,11 @@ __version__ = "0.1.0"
 TypeError_ = CTorchTypeError
 IndexError_ = CTorchIndexError
 
+
+def __getattr__(name: str) -> Any:  # the wrappers above, for type checkers
+    raise AttributeError("module 'ctorch' has no attribute %r" % name)
+
+
 __all__ = [
     "Tensor", "Module", "Value", "Script", "dtype", "device", "tensor", "as_tensor",
     "from_numpy", "from_dlpack", "empty", "zeros", "ones", "full", "arange", "eye", "rand",
@@ -54,5 +73,5 @@ __all__ = [
     "no_grad", "enable_grad", "inference_mode", "manual_seed", "cuda", "Error",
     "InvalidArgumentError", "CTorchTypeError", "CTorchIndexError", "NotFoundError",
     "CTorchIOError", "CTorchMemoryError", "NotSupportedError", "TorchError", "CallbackError",
-    "InternalError", "LibraryNotFoundError",
-]
+    "InternalError", "LibraryNotFoundError", "set_printoptions", "values_indices",
+] + sorted(_FUNCTIONS)

@@ -9,17 +9,18 @@ in a process-wide table and matched by their message."""
 
 import threading
 import traceback
+from typing import List, Optional, Tuple
 
 _lock = threading.Lock()
-_pending = []  # [(message, exception)], newest last
+_pending: List[Tuple[str, BaseException]] = []  # [(message, exception)], newest last
 _MAX_PENDING = 64
 
 
-def format_exception(exc):
+def format_exception(exc: BaseException) -> str:
     return "%s: %s" % (type(exc).__name__, exc)
 
 
-def report(exc):
+def report(exc: BaseException) -> int:
     """Records `exc` and stores its message as ctorch's last error; returns the
     status the callback must return."""
     from . import _lib
@@ -29,10 +30,11 @@ def report(exc):
         _pending.append((msg, exc))
         del _pending[:-_MAX_PENDING]
     full = msg + "\nPython traceback of the callback:\n" + tb
-    return _lib.G.set_error(9, full.encode("utf-8", "replace"))
+    st: int = _lib.G.set_error(_lib.CT_ERR_CALLBACK, full.encode("utf-8", "replace"))
+    return st
 
 
-def take_pending(message=None):
+def take_pending(message: Optional[str] = None) -> Optional[BaseException]:
     """Removes and returns the pending exception whose message appears in
     `message` (the newest if message is None), or None."""
     with _lock:

@@ -1,25 +1,119 @@
-"""Loading libctorch, the table of C signatures, and error translation.
+"""libctorch, opened once: named constants, the one signature table, errors.
 
-Everything here uses only the standard library (ctypes).
+Everything here uses only the standard library (ctypes). Every other module of
+the package calls C through the two namespaces defined here: ``C`` releases
+the GIL during the call (anything that may run long or call back into Python),
+``G`` keeps it (cheap calls, where releasing it costs more than the call).
 """
 
 import ctypes
 import ctypes.util
 import os
-import sys
 import threading
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_int32, c_int64,
                     c_size_t, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p)
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 #: The ABI version of include/ctorch.h this binding was written for.
 ABI_VERSION = 1
 
-_LIB_NAMES = ("libctorch.so", "libctorch.so.0", "libctorch.dylib", "ctorch.dll")
+# ---- named constants of include/ctorch.h ------------------------------------
+
+# ct_status
+CT_OK = 0
+CT_ERR_INVALID_ARGUMENT = 1
+CT_ERR_TYPE = 2
+CT_ERR_INDEX = 3
+CT_ERR_NOT_FOUND = 4
+CT_ERR_IO = 5
+CT_ERR_OUT_OF_MEMORY = 6
+CT_ERR_NOT_SUPPORTED = 7
+CT_ERR_TORCH = 8
+CT_ERR_CALLBACK = 9
+CT_ERR_INTERNAL = 10
+
+STATUS_NAMES = {CT_OK: "CT_OK", CT_ERR_INVALID_ARGUMENT: "CT_ERR_INVALID_ARGUMENT",
+                CT_ERR_TYPE: "CT_ERR_TYPE", CT_ERR_INDEX: "CT_ERR_INDEX",
+                CT_ERR_NOT_FOUND: "CT_ERR_NOT_FOUND", CT_ERR_IO: "CT_ERR_IO",
+                CT_ERR_OUT_OF_MEMORY: "CT_ERR_OUT_OF_MEMORY",
+                CT_ERR_NOT_SUPPORTED: "CT_ERR_NOT_SUPPORTED", CT_ERR_TORCH: "CT_ERR_TORCH",
+                CT_ERR_CALLBACK: "CT_ERR_CALLBACK", CT_ERR_INTERNAL: "CT_ERR_INTERNAL"}
+
+# dtype codes
+CT_DTYPE_KEEP = -1
+CT_BOOL = 1
+CT_UINT8 = 2
+CT_INT8 = 3
+CT_INT16 = 4
+CT_INT32 = 5
+CT_INT64 = 6
+CT_FLOAT16 = 7
+CT_BFLOAT16 = 8
+CT_FLOAT32 = 9
+CT_FLOAT64 = 10
+CT_COMPLEX64 = 11
+CT_COMPLEX128 = 12
+CT_UINT16 = 13
+CT_UINT32 = 14
+CT_UINT64 = 15
+CT_FLOAT8_E4M3FN = 16
+CT_FLOAT8_E5M2 = 17
+CT_FLOAT8_E4M3FNUZ = 18
+CT_FLOAT8_E5M2FNUZ = 19
+CT_QINT8 = 20
+CT_QUINT8 = 21
+CT_QINT32 = 22
+CT_QUINT4X2 = 23
+
+# device codes; the index -1 means "none / current"
+CT_DEVICE_KEEP = 0
+CT_DEVICE_CPU = 1
+CT_DEVICE_CUDA = 2
+CT_DEVICE_META = 3
+CT_DEVICE_MPS = 4
+CT_DEVICE_XPU = 5
+CT_DEVICE_HIP = 6
+CT_DEVICE_PRIVATEUSE1 = 7
+NO_INDEX = -1
+
+# layout codes
+CT_LAYOUT_STRIDED = 0
+CT_LAYOUT_SPARSE_COO = 1
+CT_LAYOUT_SPARSE_CSR = 2
+CT_LAYOUT_SPARSE_CSC = 3
+CT_LAYOUT_SPARSE_BSR = 4
+CT_LAYOUT_SPARSE_BSC = 5
+CT_LAYOUT_MKLDNN = 6
+
+# ct_value tags
+CT_VALUE_NONE = 0
+CT_VALUE_BOOL = 1
+CT_VALUE_INT = 2
+CT_VALUE_DOUBLE = 3
+CT_VALUE_STRING = 4
+CT_VALUE_TENSOR = 5
+CT_VALUE_DEVICE = 6
+CT_VALUE_LIST = 7
+CT_VALUE_TUPLE = 8
+CT_VALUE_DICT = 9
+CT_VALUE_INT_LIST = 10
+CT_VALUE_DOUBLE_LIST = 11
+CT_VALUE_BOOL_LIST = 12
+CT_VALUE_TENSOR_LIST = 13
+CT_VALUE_OBJECT = 14
+CT_VALUE_OTHER = 15
+
+# DLPack device types (dlpack.h) used by the binding
+DL_CPU = 1
+DL_CUDA = 2
+DL_ROCM = 10
+# DLPack stream values (array API): the legacy default CUDA stream
+DL_STREAM_LEGACY = 1
+DLPACK_FLAG_BITMASK_READ_ONLY = 1
+DLPACK_FLAG_BITMASK_IS_COPIED = 2
 
 
-# ---------------------------------------------------------------------------
-# Errors
-# ---------------------------------------------------------------------------
+# ---- errors -----------------------------------------------------------------
 
 class Error(Exception):
     """Base class of every error raised by ctorch.
@@ -28,9 +122,9 @@ class Error(Exception):
     ``ct_last_error()`` (first line short; C++ detail such as a TorchScript
     traceback may follow)."""
 
-    code = None
+    code: Optional[int] = None
 
-    def __init__(self, message, code=None):
+    def __init__(self, message: str, code: Optional[int] = None) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
@@ -38,46 +132,46 @@ class Error(Exception):
 
 
 class InvalidArgumentError(Error, ValueError):
-    code = 1
+    code = CT_ERR_INVALID_ARGUMENT
 
 
 class CTorchTypeError(Error, TypeError):
-    code = 2
+    code = CT_ERR_TYPE
 
 
 class CTorchIndexError(Error, IndexError):
-    code = 3
+    code = CT_ERR_INDEX
 
 
 class NotFoundError(Error, LookupError):
-    code = 4
+    code = CT_ERR_NOT_FOUND
 
 
 class CTorchIOError(Error, OSError):
-    code = 5
+    code = CT_ERR_IO
 
-    def __init__(self, message, code=None):
+    def __init__(self, message: str, code: Optional[int] = None) -> None:
         Error.__init__(self, message, code)
 
 
 class CTorchMemoryError(Error, MemoryError):
-    code = 6
+    code = CT_ERR_OUT_OF_MEMORY
 
 
 class NotSupportedError(Error, NotImplementedError):
-    code = 7
+    code = CT_ERR_NOT_SUPPORTED
 
 
 class TorchError(Error, RuntimeError):
-    code = 8
+    code = CT_ERR_TORCH
 
 
 class CallbackError(Error, RuntimeError):
-    code = 9
+    code = CT_ERR_CALLBACK
 
 
 class InternalError(Error, RuntimeError):
-    code = 10
+    code = CT_ERR_INTERNAL
 
 
 class LibraryNotFoundError(Error, ImportError):
@@ -88,29 +182,35 @@ _ERRORS = {c.code: c for c in (InvalidArgumentError, CTorchTypeError, CTorchInde
                                NotFoundError, CTorchIOError, CTorchMemoryError,
                                NotSupportedError, TorchError, CallbackError, InternalError)}
 
-STATUS_NAMES = {0: "CT_OK", 1: "CT_ERR_INVALID_ARGUMENT", 2: "CT_ERR_TYPE", 3: "CT_ERR_INDEX",
-                4: "CT_ERR_NOT_FOUND", 5: "CT_ERR_IO", 6: "CT_ERR_OUT_OF_MEMORY",
-                7: "CT_ERR_NOT_SUPPORTED", 8: "CT_ERR_TORCH", 9: "CT_ERR_CALLBACK",
-                10: "CT_ERR_INTERNAL"}
 
+# ---- finding and opening the library ------------------------------------------
 
-# ---------------------------------------------------------------------------
-# Finding the library
-# ---------------------------------------------------------------------------
-
+_LIB_NAMES = ("libctorch.so", "libctorch.so.0", "libctorch.dylib", "ctorch.dll")
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+_DL_MODE = getattr(os, "RTLD_GLOBAL", 0) | ctypes.DEFAULT_MODE
 
 
-def _candidates():
-    """Yields (description, path_or_name) in search order."""
+def _build_dirs(root: str) -> List[str]:
+    """The build*/ directories of a source tree, build/ first."""
+    try:
+        subs = sorted(e for e in os.listdir(root)
+                      if e.startswith("build") and os.path.isdir(os.path.join(root, e)))
+    except OSError:
+        return []
+    if "build" in subs:
+        subs.remove("build")
+        subs.insert(0, "build")
+    return subs
+
+
+def _candidates() -> Iterator[Tuple[str, str]]:
+    """Yields (where, path_or_name) in search order."""
     env = os.environ.get("CTORCH_LIBRARY")
     if env:
         yield "CTORCH_LIBRARY", env
     for n in _LIB_NAMES:
         yield "package directory", os.path.join(_PKG_DIR, n)
-    # The build tree: walk up from the package looking for a repository root
-    # (a directory holding include/ctorch.h) and look in its build*/ dirs,
-    # build/ first.
+    # The source tree: a repository root holds include/ctorch.h.
     d = _PKG_DIR
     for _ in range(6):
         parent = os.path.dirname(d)
@@ -118,39 +218,30 @@ def _candidates():
             break
         d = parent
         if os.path.isfile(os.path.join(d, "include", "ctorch.h")):
-            try:
-                subs = sorted(e for e in os.listdir(d)
-                              if e.startswith("build") and os.path.isdir(os.path.join(d, e)))
-            except OSError:
-                subs = []
-            if "build" in subs:
-                subs.remove("build")
-                subs.insert(0, "build")
-            for s in subs:
+            for s in _build_dirs(d):
                 yield "build tree", os.path.join(d, s, "libctorch.so")
             break
     found = ctypes.util.find_library("ctorch")
     yield "system loader", found or "libctorch.so"
 
 
-def _load():
-    tried = []
+def _open() -> Tuple[ctypes.CDLL, str]:
+    tried: List[str] = []
     for where, path in _candidates():
-        is_path = os.sep in path
-        if is_path and not os.path.exists(path):
+        if os.sep in path and not os.path.exists(path):
             tried.append("%s: %s (no such file)" % (where, path))
             continue
         try:
-            lib = ctypes.CDLL(path, mode=getattr(os, "RTLD_GLOBAL", 0) | ctypes.DEFAULT_MODE)
+            dll = ctypes.CDLL(path, mode=_DL_MODE)
         except OSError as e:
             tried.append("%s: %s (%s)" % (where, path, e))
             continue
-        if not hasattr(lib, "ct_abi_version"):
+        if not hasattr(dll, "ct_abi_version"):
             tried.append("%s: %s (not libctorch: no ct_abi_version)" % (where, path))
             continue
-        lib.ct_abi_version.restype = c_int32
-        lib.ct_abi_version.argtypes = []
-        abi = lib.ct_abi_version()
+        dll.ct_abi_version.restype = c_int32
+        dll.ct_abi_version.argtypes = []
+        abi = dll.ct_abi_version()
         if abi != ABI_VERSION:
             raise LibraryNotFoundError(
                 "libctorch at %s has ABI version %d, but this ctorch binding was written for "
@@ -159,21 +250,18 @@ def _load():
             import warnings
             warnings.warn("ctorch: CTORCH_LIBRARY is unusable (%s); using %s instead"
                           % (tried[0], path), RuntimeWarning, stacklevel=3)
-        return lib, path
+        return dll, path
     raise LibraryNotFoundError(
         "cannot find libctorch; tried, in order:\n  " + "\n  ".join(tried) +
         "\nSet CTORCH_LIBRARY to the path of libctorch.so.")
 
 
-lib, LIBRARY_PATH = _load()
-#: The same library, called with the GIL held (ctypes.PyDLL): used for cheap
-#: calls that never call back into Python on another thread.
-plib = ctypes.PyDLL(LIBRARY_PATH, mode=getattr(os, "RTLD_GLOBAL", 0) | ctypes.DEFAULT_MODE)
+lib, LIBRARY_PATH = _open()
+#: The same loaded library (no second dlopen), called with the GIL held.
+plib = ctypes.PyDLL(LIBRARY_PATH, handle=lib._handle)
 
 
-# ---------------------------------------------------------------------------
-# DLPack structs (layout of DLPack 1.1, as declared in ctorch.h)
-# ---------------------------------------------------------------------------
+# ---- structures ------------------------------------------------------------------
 
 class DLPackVersion(Structure):
     _fields_ = [("major", c_uint32), ("minor", c_uint32)]
@@ -210,13 +298,17 @@ DLManagedTensorVersioned._fields_ = [
     ("deleter", CFUNCTYPE(None, POINTER(DLManagedTensorVersioned))),
     ("flags", c_uint64), ("dl_tensor", DLTensor)]
 
-DLPACK_FLAG_BITMASK_READ_ONLY = 1
-DLPACK_FLAG_BITMASK_IS_COPIED = 2
+
+class TensorInfo(Structure):
+    """ct_tensor_info: a tensor's metadata in one call (ct_tensor_info_get)."""
+    _fields_ = [("size", c_size_t), ("dtype", c_int32), ("device_type", c_int32),
+                ("device_index", c_int32), ("ndim", c_int32), ("requires_grad", c_int32),
+                ("is_contiguous", c_int32), ("numel", c_int64), ("storage_offset", c_int64),
+                ("data", c_void_p), ("sizes", POINTER(c_int64)),
+                ("strides", POINTER(c_int64))]
 
 
-# ---------------------------------------------------------------------------
-# Callback types
-# ---------------------------------------------------------------------------
+# ---- callback types ----------------------------------------------------------------
 
 DELETER = CFUNCTYPE(None, c_void_p, c_void_p)
 OP_FN = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c_void_p))
@@ -227,13 +319,11 @@ AG_BACKWARD = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, POINTER(
 CTX_DESTROY = CFUNCTYPE(None, c_void_p)
 
 
-# ---------------------------------------------------------------------------
-# The signature table: every function of include/ctorch.h, declared once.
-# ---------------------------------------------------------------------------
+# ---- the signature table: every function of include/ctorch.h, declared once --------
 
-P = c_void_p          # any handle or pointer
+P = c_void_p            # any handle or pointer
 PP = POINTER(c_void_p)  # handle out-parameter / handle array
-S = c_int32           # ct_status / int32_t
+S = c_int32             # ct_status
 I32 = c_int32
 I64 = c_int64
 PI64 = POINTER(c_int64)
@@ -245,18 +335,21 @@ STR = c_char_p
 PSTR = POINTER(c_char_p)
 _FACT = [PP, PI64, SZ, I32, I32, I32, I32]
 
-SIGNATURES = {
+SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     # versions
     "ct_version": (STR, []),
     "ct_abi_version": (I32, []),
     "ct_torch_version": (STR, []),
-    # errors
+    # errors and warnings
     "ct_last_error": (STR, []),
     "ct_last_error_code": (S, []),
     "ct_set_error": (S, [S, STR]),
     "ct_clear_error": (None, []),
     "ct_free": (None, [P]),
     "ct_set_cpp_backtraces": (None, [I32]),
+    "ct_warnings_count": (SZ, []),
+    "ct_warnings_get": (STR, [SZ]),
+    "ct_warnings_clear": (None, []),
     # library-wide
     "ct_cuda_is_compiled": (I32, []),
     "ct_cuda_is_available": (I32, []),
@@ -301,6 +394,7 @@ SIGNATURES = {
     "ct_tensor_pin_memory": (S, [PP, P]),
     "ct_tensor_is_pinned": (I32, [P]),
     # tensor metadata
+    "ct_tensor_info_get": (S, [POINTER(TensorInfo), P]),
     "ct_tensor_ndim": (I64, [P]),
     "ct_tensor_sizes": (PI64, [P]),
     "ct_tensor_strides": (PI64, [P]),
@@ -313,10 +407,12 @@ SIGNATURES = {
     "ct_tensor_dtype": (I32, [P]),
     "ct_tensor_device_type": (I32, [P]),
     "ct_tensor_device_index": (I32, [P]),
+    "ct_tensor_layout": (S, [PI32, P]),
     "ct_tensor_data_ptr": (P, [P]),
     "ct_tensor_is_contiguous": (I32, [P]),
     "ct_tensor_requires_grad": (I32, [P]),
     "ct_tensor_is_defined": (I32, [P]),
+    "ct_tensor_defined": (I32, [P]),
     "ct_tensor_to_string": (S, [PP, P]),
     "ct_tensor_equal": (S, [PI32, P, P]),
     "ct_tensor_allclose": (S, [PI32, P, P, D, D, I32]),
@@ -374,12 +470,15 @@ SIGNATURES = {
     "ct_pickle_load_buffer": (S, [PP, P, SZ]),
     "ct_pickle_save": (S, [P, STR]),
     "ct_pickle_save_buffer": (S, [PP, PSZ, P]),
+    "ct_pickle_verify": (S, [STR]),
     # modules
     "ct_module_load": (S, [PP, STR, I32, I32]),
     "ct_module_load_buffer": (S, [PP, P, SZ, I32, I32]),
+    "ct_module_verify": (S, [STR]),
     "ct_module_free": (None, [P]),
     "ct_module_extra_files": (S, [PP, P]),
     "ct_module_forward": (S, [PP, P, PP, SZ]),
+    "ct_module_forward_tensors": (S, [PP, SZ, PSZ, P, STR, PP, SZ]),
     "ct_module_call": (S, [PP, P, STR, PP, SZ, PSTR, PP, SZ]),
     "ct_module_methods": (S, [PP, P]),
     "ct_module_named_parameters": (S, [PP, P, I32]),
@@ -406,6 +505,16 @@ SIGNATURES = {
     "ct_script_free": (None, [P]),
     "ct_script_functions": (S, [PP, P]),
     "ct_script_call": (S, [PP, P, STR, PP, SZ, PSTR, PP, SZ]),
+    # AOTInductor packages (bindings/python/ctorch/package.py)
+    "ct_package_load": (S, [PP, STR, STR]),
+    "ct_package_load_buffer": (S, [PP, P, SZ, STR]),
+    "ct_package_free": (None, [P]),
+    "ct_package_run": (S, [PP, SZ, PSZ, P, PP, SZ]),
+    "ct_package_metadata": (S, [PP, P]),
+    "ct_package_call_spec": (S, [PP, P]),
+    "ct_package_constant_names": (S, [PP, P]),
+    "ct_package_update_constants": (S, [P, PSTR, PP, SZ]),
+    "ct_package_device": (S, [PI32, PI32, P]),
     # ops
     "ct_op_find": (S, [PP, STR, STR]),
     "ct_op_free": (None, [P]),
@@ -415,6 +524,7 @@ SIGNATURES = {
     "ct_op_argument": (S, [PSTR, PSTR, PSTR, PI32, P, SZ, SZ]),
     "ct_op_num_returns": (S, [PSZ, P, SZ]),
     "ct_op_return": (S, [PSTR, PSTR, P, SZ, SZ]),
+    "ct_op_tensors_only": (S, [PI32, P, SZ]),
     "ct_op_call": (S, [PP, P, PP, SZ, PSTR, PP, SZ]),
     "ct_op_call_tensors": (S, [PP, SZ, P, PP, SZ]),
     "ct_op_call_name": (S, [PP, STR, PP, SZ, PSTR, PP, SZ]),
@@ -435,29 +545,42 @@ SIGNATURES = {
     "ct_cuda_stream_wait_stream": (S, [P, P, I32]),
 }
 
+#: Functions agreed for include/ctorch.h (docs: the coordination notes) that a
+#: library may not export yet; the binding falls back where one is missing.
+PENDING = frozenset({
+    "ct_tensor_info_get", "ct_module_forward_tensors", "ct_op_tensors_only",
+    "ct_warnings_count", "ct_warnings_get", "ct_warnings_clear", "ct_tensor_defined",
+    "ct_tensor_layout", "ct_module_verify", "ct_pickle_verify", "ct_package_load",
+    "ct_package_load_buffer", "ct_package_free", "ct_package_run", "ct_package_metadata",
+    "ct_package_call_spec", "ct_package_constant_names", "ct_package_update_constants",
+    "ct_package_device",
+})
+
 
 class _Missing:
     """Stands in for a function the loaded library lacks (older build)."""
 
-    def __init__(self, name):
+    def __init__(self, name: str) -> None:
         self.__name__ = name
 
-    def __call__(self, *a):
+    def __call__(self, *a: Any) -> Any:
         raise NotSupportedError("%s is not exported by %s (library older than the binding?)"
                                 % (self.__name__, LIBRARY_PATH))
 
 
 class _Funcs:
-    pass
+    """Attribute namespace of C functions, named without the ct_ prefix."""
+
+    def __getattr__(self, name: str) -> Any:  # for mypy: attributes are set below
+        raise AttributeError(name)
 
 
-#: Functions that release the GIL while they run (ctypes.CDLL): anything that
-#: may run for long or may call back into Python from another thread.
+#: Functions that release the GIL while they run (CDLL).
 C = _Funcs()
-#: The same functions called with the GIL held (ctypes.PyDLL): used only for
-#: cheap metadata calls, where releasing the GIL costs more than the call.
+#: The same functions called with the GIL held (PyDLL).
 G = _Funcs()
-MISSING = []
+#: Names of SIGNATURES the loaded library does not export.
+MISSING: List[str] = []
 for _name, (_res, _args) in SIGNATURES.items():
     for _l, _ns in ((lib, C), (plib, G)):
         try:
@@ -472,44 +595,28 @@ for _name, (_res, _args) in SIGNATURES.items():
         setattr(_ns, _name[3:], _f)
 del _name, _res, _args, _l, _ns
 
-#: Hot-path functions declared WITHOUT argtypes (ctypes' per-argument
-#: from_param conversion costs more than the call itself): callers pass ctypes
-#: objects only (c_void_p, c_size_t, arrays, byref, None).
-RAW = _Funcs()
-_rawlib = ctypes.CDLL(LIBRARY_PATH, mode=getattr(os, "RTLD_GLOBAL", 0) | ctypes.DEFAULT_MODE)
-for _name in ("ct_op_call", "ct_op_call_tensors", "ct_module_call", "ct_module_forward",
-              "ct_tensor_from_blob"):
-    _f = getattr(_rawlib, _name, None)
-    if _f is not None:
-        _f.restype = c_int32
-        setattr(RAW, _name[3:], _f)
-    else:
-        setattr(RAW, _name[3:], _Missing(_name))
-#: c_size_t constants for argument counts.
-SIZES = tuple(c_size_t(i) for i in range(17))
-#: c_int32 constants for dtype codes, device codes and -1.
-I32 = {i: c_int32(i) for i in range(-1, 17)}
+
+def has(name: str) -> bool:
+    """Whether the loaded library exports the C function `name`."""
+    return name not in MISSING
 
 
-# ---------------------------------------------------------------------------
-# Status checking
-# ---------------------------------------------------------------------------
+# ---- status checking --------------------------------------------------------------
 
 _last_error = G.last_error
-_last_error_code = G.last_error_code
 
 
-def error_from_status(status):
+def error_from_status(status: int) -> BaseException:
     """The exception for a failed call: a ctorch.Error subclass carrying the
     full ct_last_error() message and the code. When the failure came from a
     Python callback (CT_ERR_CALLBACK), the callback's original exception is
     returned instead, with the ctorch error as its __cause__."""
-    msg = _last_error()
-    msg = msg.decode("utf-8", "replace") if msg else ""
+    raw = _last_error()
+    msg = raw.decode("utf-8", "replace") if raw else ""
     if not msg:
         msg = "ctorch call failed with status %s" % STATUS_NAMES.get(status, status)
     err = _ERRORS.get(status, Error)(msg, status)
-    if status == 9:
+    if status == CT_ERR_CALLBACK:
         from . import _callbacks
         pending = _callbacks.take_pending(msg)
         if pending is not None:
@@ -518,52 +625,55 @@ def error_from_status(status):
     return err
 
 
-def _check(status):
+def check(status: int) -> None:
     """Raises the ctorch.Error subclass matching a non-zero status."""
     if status:
         raise error_from_status(status)
 
 
-check = _check
+def last_error_code() -> int:
+    code: int = G.last_error_code()
+    return code
 
 
-# ---------------------------------------------------------------------------
-# Small helpers
-# ---------------------------------------------------------------------------
+# ---- small helpers ---------------------------------------------------------------
 
-_free = C.free
-
-
-def take_string(p):
-    """Decodes and ct_free()s a caller-owned char* (a c_void_p value)."""
+def take_string(p: Optional[int]) -> Optional[str]:
+    """Decodes and ct_free()s a caller-owned char* (an address)."""
     if not p:
         return None
     try:
         return ctypes.string_at(p).decode("utf-8", "replace")
     finally:
-        _free(p)
+        C.free(p)
 
 
-def int64_array(seq):
-    seq = tuple(seq)
-    return (c_int64 * max(len(seq), 1))(*seq), len(seq)
+def take_buffer(p: Optional[int], n: int) -> bytes:
+    """Copies and ct_free()s a caller-owned buffer of n bytes."""
+    try:
+        return ctypes.string_at(p, n) if n and p else b""
+    finally:
+        C.free(p)
+
+
+#: c_size_t objects for small counts (ctypes converts its own objects fastest).
+SIZES = tuple(c_size_t(i) for i in range(17))
 
 
 class _TLS(threading.local):
-    """Per-thread argument array and out-parameter for the hot path (a
+    """Per-thread argument arrays and out-parameter for the hot paths (a
     foreign-op callback that re-enters on the same thread is safe: ctorch has
     copied the arguments before it runs the op)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.out = c_void_p()
         self.out_ref = ctypes.byref(self.out)
-        self.args = (c_void_p * 16)()
-        # the three together, for the hot path (one thread-local lookup)
-        self.frame = (self.args, self.out_ref, self.out)
-        # ct_op_call_tensors: input handles; out_ref doubles as the one-slot
-        # outputs array
-        self.tensors = (c_void_p * 16)()
-        self.tframe = (self.tensors, self.out_ref, self.out)
+        self.args = (c_void_p * 16)()       # ct_value* arguments
+        self.tensors = (c_void_p * 16)()    # ct_tensor* inputs
+        self.outputs = (c_void_p * 16)()    # ct_tensor* outputs
+        self.n = c_size_t()
+        self.n_ref = ctypes.byref(self.n)
+        self.frame = (self.tensors, self.outputs)   # one thread-local lookup
 
 
 tls = _TLS()

@@ -3,116 +3,116 @@
 import functools
 import os
 from ctypes import byref, c_int32, c_size_t, c_void_p
+from typing import Any, Callable, List, TypeVar
 
-from . import _lib
+F = TypeVar("F", bound=Callable[..., Any])
+
 from ._lib import C, G, check
 
 
-def version():
+def version() -> str:
     """libctorch's version string (ct_version)."""
-    return G.version().decode()
+    return str(G.version().decode())
 
 
-def torch_version():
+def torch_version() -> str:
     """The LibTorch version libctorch was built against."""
-    return G.torch_version().decode()
+    return str(G.torch_version().decode())
 
 
-def abi_version():
-    return G.abi_version()
+def abi_version() -> int:
+    return int(G.abi_version())
 
 
-def manual_seed(seed):
+def manual_seed(seed: int) -> None:
     check(G.manual_seed(int(seed) & 0xFFFFFFFFFFFFFFFF))
 
 
-def get_num_threads():
-    return G.get_num_threads()
+def get_num_threads() -> int:
+    return int(G.get_num_threads())
 
 
-def set_num_threads(n):
+def set_num_threads(n: int) -> None:
     check(G.set_num_threads(n))
 
 
-def get_num_interop_threads():
-    return G.get_num_interop_threads()
+def get_num_interop_threads() -> int:
+    return int(G.get_num_interop_threads())
 
 
-def set_num_interop_threads(n):
+def set_num_interop_threads(n: int) -> None:
     check(G.set_num_interop_threads(n))
 
 
-def load_library(path):
+def load_library(path: Any) -> None:
     """dlopen()s a library that registers TorchScript ops (e.g. torchvision's)."""
     check(C.load_library(os.fsencode(path)))
 
 
-def set_cpp_backtraces(enabled):
+def set_cpp_backtraces(enabled: bool) -> None:
     """Restores (True) or disables (False, the default) LibTorch's C++
     backtraces in error messages. Process-wide; see ct_set_cpp_backtraces."""
     G.set_cpp_backtraces(1 if enabled else 0)
 
 
-def is_grad_enabled():
+def is_grad_enabled() -> bool:
     return bool(G.grad_mode_is_enabled())
 
 
 class _GradMode:
     """Context manager and decorator setting grad mode for this thread."""
 
-    def __init__(self, enabled):
+    def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self.prev = []
+        self.prev: List[int] = []
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         self.prev.append(G.grad_mode_is_enabled())
         G.grad_mode_set(1 if self.enabled else 0)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         G.grad_mode_set(self.prev.pop())
-        return False
 
-    def __call__(self, fn):
+    def __call__(self, fn: F) -> F:
         @functools.wraps(fn)
-        def wrapper(*a, **k):
+        def wrapper(*a: Any, **k: Any) -> Any:
             with _GradMode(self.enabled):
                 return fn(*a, **k)
-        return wrapper
+        return wrapper  # type: ignore[return-value]
 
 
 class no_grad(_GradMode):
     """with ctorch.no_grad(): ... (also a decorator)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(False)
 
 
 class enable_grad(_GradMode):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(True)
 
 
 class inference_mode:
     """with ctorch.inference_mode(): ... (ct_inference_mode_push/pop)."""
 
-    def __init__(self, mode=True):
+    def __init__(self, mode: bool = True) -> None:
         self.mode = mode
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         check(G.inference_mode_push(1 if self.mode else 0))
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         check(G.inference_mode_pop())
-        return False
 
-    def __call__(self, fn):
+    def __call__(self, fn: F) -> F:
         @functools.wraps(fn)
-        def wrapper(*a, **k):
+        def wrapper(*a: Any, **k: Any) -> Any:
             with inference_mode(self.mode):
                 return fn(*a, **k)
-        return wrapper
+        return wrapper  # type: ignore[return-value]
 
 
 class _Cuda:
@@ -121,60 +121,60 @@ class _Cuda:
     is_available() is False)."""
 
     @staticmethod
-    def is_compiled():
+    def is_compiled() -> bool:
         return bool(G.cuda_is_compiled())
 
     @staticmethod
-    def is_available():
+    def is_available() -> bool:
         return bool(G.cuda_is_available())
 
     @staticmethod
-    def device_count():
-        return G.cuda_device_count()
+    def device_count() -> int:
+        return int(G.cuda_device_count())
 
     @staticmethod
-    def current_device():
+    def current_device() -> int:
         o = c_int32()
         check(G.cuda_current_device(byref(o)))
         return o.value
 
     @staticmethod
-    def set_device(d):
+    def set_device(d: int) -> None:
         check(G.cuda_set_device(int(d)))
 
     @staticmethod
-    def synchronize(device=-1):
+    def synchronize(device: Any = -1) -> None:
         check(C.cuda_synchronize(-1 if device is None else int(device)))
 
     @staticmethod
-    def memory_allocated(device=-1):
+    def memory_allocated(device: int = -1) -> int:
         o = c_size_t()
         check(G.cuda_memory_allocated(byref(o), device))
         return o.value
 
     @staticmethod
-    def memory_reserved(device=-1):
+    def memory_reserved(device: int = -1) -> int:
         o = c_size_t()
         check(G.cuda_memory_reserved(byref(o), device))
         return o.value
 
     @staticmethod
-    def empty_cache():
+    def empty_cache() -> None:
         check(C.cuda_empty_cache())
 
     @staticmethod
-    def manual_seed_all(seed):
+    def manual_seed_all(seed: int) -> None:
         check(G.cuda_manual_seed_all(int(seed) & 0xFFFFFFFFFFFFFFFF))
 
     @staticmethod
-    def current_stream(device=-1):
+    def current_stream(device: int = -1) -> int:
         """torch's current cudaStream_t on a device, as an int."""
         o = c_void_p()
         check(G.cuda_current_stream(byref(o), device))
         return o.value or 0
 
     @staticmethod
-    def set_stream(stream, device=-1):
+    def set_stream(stream: int, device: int = -1) -> int:
         """Makes `stream` (a cudaStream_t as int) torch's current stream on the
         calling thread; returns the previous one."""
         prev = c_void_p()

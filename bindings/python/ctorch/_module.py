@@ -1,52 +1,28 @@
 """TorchScript modules, scripts and torch.save pickles."""
 
 import os
-import ctypes
-from ctypes import byref, c_char_p, c_size_t, c_void_p
+from ctypes import byref, c_size_t, c_void_p
+from typing import Any, Dict, List, Optional
 
-from . import _lib
-from ._lib import C, G, check, error_from_status, tls as _tls
-from ._core import to_value, from_value, _value_free, _new_value, borrowed_to_python, kwargs_values
+from . import _lib, _values, _call
+from ._lib import (C, G, CT_DEVICE_KEEP, CT_DTYPE_KEEP, CT_ERR_NOT_FOUND, NO_INDEX, check,
+                   error_from_status)
+from ._values import to_value, from_value
 from ._types import get_device, get_dtype
 
-
-def _call_args(args, kwargs):
-    """Converts Python arguments; returns (arr, n, names, vals, nk, owned)."""
-    owned = []
-    ptrs = []
-    try:
-        for a in args:
-            p, o = to_value(a)
-            ptrs.append(p)
-            if o:
-                owned.append(p)
-        n = len(ptrs)
-        arr = (c_void_p * max(n, 1))(*ptrs)
-        names, vals, nk = kwargs_values(kwargs, owned)
-        return arr, n, names, vals, nk, owned
-    except BaseException:
-        for p in owned:
-            _value_free(p)
-        raise
+_HAS_FORWARD_TENSORS = _lib.has("ct_module_forward_tensors")
 
 
-def _read_bytes(data):
+def _read_bytes(data: Any) -> Optional[bytes]:
     if isinstance(data, (bytes, bytearray, memoryview)):
-        b = bytes(data)
-        return b
+        return bytes(data)
     if hasattr(data, "read"):
-        return data.read()
+        b: bytes = data.read()
+        return b
     return None
 
 
-def _take_buffer(p, n):
-    try:
-        return ctypes.string_at(p, n) if n else b""
-    finally:
-        _lib.C.free(p)
-
-
-def _dict_value_of_str(d):
+def _dict_value_of_str(d: Optional[Dict[str, Any]]) -> Any:
     if d is None:
         return None, False
     d = {str(k): (v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else str(v))
@@ -60,61 +36,81 @@ class Module:
     submodules and plain attributes. Arguments and results keep their kinds:
     tuples stay tuples, lists lists, dicts dicts."""
 
-    __slots__ = ("_m", "_methods_cache", "__weakref__")
+    __slots__ = ("_m", "_methods_cache", "_kinds", "__weakref__")
+    _m: Optional[int]
 
     @classmethod
-    def _wrap(cls, h):
+    def _wrap(cls, h: int) -> "Module":
         m = object.__new__(cls)
         m._m = h
         m._methods_cache = None
+        m._kinds = {}
         return m
 
-    def _ptr(self):
+    def _ptr(self) -> int:
         m = self._m
         if not m:
-            raise _lib.InvalidArgumentError("use of a freed module", 1)
+            raise _lib.InvalidArgumentError("use of a freed module")
         return m
 
-    def free(self):
+    @property
+    def _as_parameter_(self) -> int:
+        return self._ptr()
+
+    def free(self) -> None:
         m, self._m = self._m, None
         if m:
             G.module_free(m)
 
-    def __del__(self):
+    def __del__(self) -> None:
         m = self._m
         if m:
             self._m = None
             G.module_free(m)
 
-    def __enter__(self):
+    def __enter__(self) -> "Module":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> bool:
         self.free()
         return False
 
     # ---- calling -------------------------------------------------------------
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.call("forward", *args, **kwargs)
 
-    def forward(self, *args, **kwargs):
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.call("forward", *args, **kwargs)
 
-    def call(self, method, *args, **kwargs):
-        """Runs any method by name with positional and keyword arguments."""
-        arr, n, names, vals, nk, owned = _call_args(args, kwargs)
-        try:
-            out = c_void_p()
-            st = C.module_call(byref(out), self._ptr(), method.encode(), arr, n, names, vals,
-                               nk)
-            if st:
-                raise error_from_status(st)
-            return from_value(out.value)
-        finally:
-            for p in owned:
-                _value_free(p)
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Runs any method by name with positional and keyword arguments.
+        Tensor arguments only, and a method returning tensors only: one
+        ct_module_forward_tensors call, no value handles."""
+        if not kwargs and _HAS_FORWARD_TENSORS and len(args) <= 16:
+            kind = self._kinds.get(method, 0)
+            if kind == 0:
+                kind = self._kind(method)
+            if kind is not None:
+                T = _values.Tensor
+                for a in args:
+                    if type(a) is not T:
+                        break
+                else:
+                    r = _call.forward_tensors(self._ptr(), kind[1], args, kind[0])
+                    if r is not NotImplemented:
+                        return r
+                    self._kinds[method] = None  # not tensors only after all
+        return _call.call_method(C.module_call, self._ptr(), method.encode(), args, kwargs)
 
-    def methods(self):
+    def _kind(self, method: str) -> Any:
+        """(result kind, encoded name) of a method for the tensors-only call,
+        or None (see _call.result_kind)."""
+        schema = self.methods().get(method)
+        k = _call.result_kind(schema) if schema else None
+        kind = self._kinds[method] = (k, method.encode()) if k else None
+        return kind
+
+    def methods(self) -> Dict[str, str]:
         """{name: schema} of every method."""
         if self._methods_cache is None:
             out = c_void_p()
@@ -122,32 +118,33 @@ class Module:
             self._methods_cache = from_value(out.value)
         return dict(self._methods_cache)
 
-    def __getattr__(self, name):
-        if name.startswith("__") or name in ("_m", "_methods_cache"):
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in Module.__slots__:
             raise AttributeError(name)
         if name in self.methods():
             return _Method(self, name)
         out = c_void_p()
         st = G.module_get_attr(byref(out), self._ptr(), name.encode())
-        if st == 4:
+        if st == CT_ERR_NOT_FOUND:
             G.clear_error()
             raise AttributeError("TorchScript module has no method or attribute %r" % name)
         if st:
             raise error_from_status(st)
         return from_value(out.value)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         if name in Module.__slots__:
             object.__setattr__(self, name, value)
             return
         p, owned = to_value(value)
         try:
             check(G.module_set_attr(self._ptr(), name.encode(), p))
+            _call.bump()
         finally:
             if owned:
-                _value_free(p)
+                G.value_free(p)
 
-    def __dir__(self):
+    def __dir__(self) -> List[str]:
         names = set(object.__dir__(self)) | set(self.methods())
         try:
             names |= set(self.named_attributes(recurse=False))
@@ -156,49 +153,49 @@ class Module:
         return sorted(names)
 
     # ---- introspection ---------------------------------------------------------
-    def _dict(self, fn, recurse):
+    def _dict(self, fn: Any, recurse: bool) -> Dict[str, Any]:
         out = c_void_p()
         check(fn(byref(out), self._ptr(), 1 if recurse else 0))
         return from_value(out.value)
 
-    def named_parameters(self, recurse=True):
+    def named_parameters(self, recurse: bool = True) -> Dict[str, Any]:
         """{dotted name: Tensor}; the tensors are the module's own (no copy)."""
         return self._dict(G.module_named_parameters, recurse)
 
-    def named_buffers(self, recurse=True):
+    def named_buffers(self, recurse: bool = True) -> Dict[str, Any]:
         return self._dict(G.module_named_buffers, recurse)
 
-    def named_attributes(self, recurse=False):
+    def named_attributes(self, recurse: bool = False) -> Dict[str, Any]:
         return self._dict(G.module_named_attributes, recurse)
 
-    def named_children(self, recurse=False):
+    def named_children(self, recurse: bool = False) -> Dict[str, "Module"]:
         """{name: Module} of child modules (recurse=True: all descendants)."""
         return self._dict(G.module_named_children, recurse)
 
-    def parameters(self, recurse=True):
+    def parameters(self, recurse: bool = True) -> List[Any]:
         return list(self.named_parameters(recurse).values())
 
-    def buffers(self, recurse=True):
+    def buffers(self, recurse: bool = True) -> List[Any]:
         return list(self.named_buffers(recurse).values())
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         d = dict(self.named_parameters())
         d.update(self.named_buffers())
         return d
 
     @property
-    def extra_files(self):
+    def extra_files(self) -> Dict[str, str]:
         """{name: str} of the archive's extra files."""
         out = c_void_p()
         check(G.module_extra_files(byref(out), self._ptr()))
         return from_value(out.value)
 
     @property
-    def training(self):
+    def training(self) -> bool:
         return G.module_is_training(self._ptr()) == 1
 
     # ---- changing ----------------------------------------------------------------
-    def to(self, device=None, dtype=None, non_blocking=False):
+    def to(self, device: Any = None, dtype: Any = None, non_blocking: bool = False) -> "Module":
         """Moves parameters and buffers in place; returns self."""
         if device is not None and dtype is None and not isinstance(device, str):
             try:
@@ -209,42 +206,43 @@ class Module:
             d = get_device(device)
             dc, di = d.code, d.c_index
         else:
-            dc, di = 0, -1
-        dt = get_dtype(dtype).code if dtype is not None else -1
+            dc, di = CT_DEVICE_KEEP, NO_INDEX
+        dt = get_dtype(dtype).code if dtype is not None else CT_DTYPE_KEEP
         check(C.module_to(self._ptr(), dc, di, dt, 1 if non_blocking else 0))
+        _call.bump()
         return self
 
-    def cpu(self):
+    def cpu(self) -> "Module":
         return self.to("cpu")
 
-    def cuda(self, index=None):
+    def cuda(self, index: Optional[int] = None) -> "Module":
         return self.to(get_device("cuda" if index is None else "cuda:%d" % index))
 
-    def train(self, mode=True):
+    def train(self, mode: bool = True) -> "Module":
         check(G.module_train(self._ptr(), 1 if mode else 0))
         return self
 
-    def eval(self):
+    def eval(self) -> "Module":
         check(G.module_eval(self._ptr()))
         return self
 
-    def clone(self):
+    def clone(self) -> "Module":
         out = c_void_p()
         check(C.module_clone(byref(out), self._ptr()))
         return Module._wrap(out.value)
 
-    def freeze(self):
+    def freeze(self) -> "Module":
         """torch.jit.freeze: a new, frozen module (eval mode)."""
         out = c_void_p()
         check(C.module_freeze(byref(out), self._ptr()))
         return Module._wrap(out.value)
 
-    def optimize_for_inference(self):
+    def optimize_for_inference(self) -> "Module":
         out = c_void_p()
         check(C.module_optimize_for_inference(byref(out), self._ptr()))
         return Module._wrap(out.value)
 
-    def save(self, path=None, extra_files=None):
+    def save(self, path: Any = None, extra_files: Optional[Dict[str, Any]] = None) -> Optional[bytes]:
         """Saves a TorchScript archive to path, or returns its bytes when path is
         None. extra_files: {name: str} stored as _extra_files."""
         ev, owned = _dict_value_of_str(extra_files)
@@ -252,36 +250,37 @@ class Module:
             if path is None:
                 p, n = c_void_p(), c_size_t()
                 check(C.module_save_buffer(byref(p), byref(n), self._ptr(), ev))
-                return _take_buffer(p.value, n.value)
+                return _lib.take_buffer(p.value, n.value)
             check(C.module_save(self._ptr(), os.fsencode(path), ev))
         finally:
             if owned:
-                _value_free(ev)
+                G.value_free(ev)
 
     # ---- building -------------------------------------------------------------------
     @classmethod
-    def new(cls, class_name="Module"):
+    def new(cls, class_name: str = "Module") -> "Module":
         """An empty module to fill with register_* and define()."""
         out = c_void_p()
         check(G.module_new(byref(out), class_name.encode()))
         return cls._wrap(out.value)
 
-    def register_parameter(self, name, t, requires_grad=True):
+    def register_parameter(self, name: str, t: Any, requires_grad: bool = True) -> None:
         check(G.module_register_parameter(self._ptr(), name.encode(), t._handle,
                                           1 if requires_grad else 0))
 
-    def register_buffer(self, name, t):
+    def register_buffer(self, name: str, t: Any) -> None:
         check(G.module_register_buffer(self._ptr(), name.encode(), t._handle))
 
-    def register_module(self, name, child):
+    def register_module(self, name: str, child: "Module") -> None:
         check(G.module_register_module(self._ptr(), name.encode(), child._ptr()))
 
-    def define(self, source):
+    def define(self, source: str) -> None:
         """Compiles TorchScript methods from source."""
         check(C.module_define(self._ptr(), source.encode()))
         self._methods_cache = None
+        self._kinds = {}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if not self._m:
             return "<ctorch.Module (freed)>"
         try:
@@ -291,36 +290,39 @@ class Module:
         return "<ctorch.Module methods=%s>" % meths
 
 
+_values.register(Module=Module)
+
+
 class _Method:
     __slots__ = ("module", "name")
 
-    def __init__(self, module, name):
+    def __init__(self, module: Module, name: str) -> None:
         self.module = module
         self.name = name
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.module.call(self.name, *args, **kwargs)
 
     @property
-    def schema(self):
+    def schema(self) -> str:
         return self.module.methods()[self.name]
 
     @property
-    def __doc__(self):
+    def __doc__(self) -> str:  # type: ignore[override]
         return self.schema
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<ctorch method %s>" % self.schema
 
 
-def load(f, device=None, map_location=None):
+def load(f: Any, device: Any = None, map_location: Any = None) -> Module:
     """Loads a TorchScript archive (torch.jit.save) from a path, bytes or a
     binary file object. device (alias map_location): where to put the
     parameters; None keeps the saved devices."""
     if device is None:
         device = map_location
     if device is None:
-        dc, di = 0, -1
+        dc, di = CT_DEVICE_KEEP, NO_INDEX
     else:
         d = get_device(device)
         dc, di = d.code, d.c_index
@@ -333,7 +335,7 @@ def load(f, device=None, map_location=None):
     return Module._wrap(out.value)
 
 
-def load_pickle(f):
+def load_pickle(f: Any) -> Any:
     """Loads what Python's torch.save wrote (a tensor, a state_dict, lists,
     tuples, dicts of tensors and scalars) from a path, bytes or file object."""
     out = c_void_p()
@@ -345,7 +347,7 @@ def load_pickle(f):
     return from_value(out.value)
 
 
-def save_pickle(obj, f=None):
+def save_pickle(obj: Any, f: Any = None) -> Optional[bytes]:
     """Saves obj in torch.save's format, to a path, or returns the bytes when
     f is None; torch.load reads it."""
     p, owned = to_value(obj)
@@ -353,16 +355,16 @@ def save_pickle(obj, f=None):
         if f is None:
             buf, n = c_void_p(), c_size_t()
             check(C.pickle_save_buffer(byref(buf), byref(n), p))
-            return _take_buffer(buf.value, n.value)
+            return _lib.take_buffer(buf.value, n.value)
         if hasattr(f, "write"):
             buf, n = c_void_p(), c_size_t()
             check(C.pickle_save_buffer(byref(buf), byref(n), p))
-            f.write(_take_buffer(buf.value, n.value))
+            f.write(_lib.take_buffer(buf.value, n.value))
             return None
         check(C.pickle_save(p, os.fsencode(f)))
     finally:
         if owned:
-            _value_free(p)
+            G.value_free(p)
 
 
 class Script:
@@ -371,46 +373,37 @@ class Script:
 
     __slots__ = ("_s", "__weakref__")
 
-    def __init__(self, source):
+    def __init__(self, source: str) -> None:
         out = c_void_p()
         check(C.script_compile(byref(out), source.encode()))
         self._s = out.value
 
-    def functions(self):
+    def functions(self) -> List[str]:
         out = c_void_p()
         check(G.script_functions(byref(out), self._s))
         return from_value(out.value)
 
-    def call(self, name, *args, **kwargs):
-        arr, n, names, vals, nk, owned = _call_args(args, kwargs)
-        try:
-            out = c_void_p()
-            st = C.script_call(byref(out), self._s, name.encode(), arr, n, names, vals, nk)
-            if st:
-                raise error_from_status(st)
-            return from_value(out.value)
-        finally:
-            for p in owned:
-                _value_free(p)
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        return _call.call_method(C.script_call, self._s, name.encode(), args, kwargs)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
         if name not in self.functions():
             raise AttributeError("script has no function %r" % name)
         return lambda *a, **k: self.call(name, *a, **k)
 
-    def free(self):
+    def free(self) -> None:
         s, self._s = self._s, None
         if s:
             G.script_free(s)
 
-    def __del__(self):
+    def __del__(self) -> None:
         s = getattr(self, "_s", None)
         if s:
             self._s = None
             G.script_free(s)
 
 
-def compile_script(source):
+def compile_script(source: str) -> Script:
     return Script(source)

@@ -1,6 +1,12 @@
 """dtype and device objects (stdlib only)."""
 
+from typing import Any, Optional
+
 from . import _lib
+from ._lib import (CT_BOOL, CT_UINT8, CT_INT8, CT_INT16, CT_INT32, CT_INT64, CT_FLOAT16,
+                   CT_BFLOAT16, CT_FLOAT32, CT_FLOAT64, CT_COMPLEX64, CT_COMPLEX128, CT_UINT16,
+                   CT_UINT32, CT_UINT64, CT_DEVICE_CPU, CT_DEVICE_CUDA, CT_DEVICE_META,
+                   CT_DEVICE_MPS, CT_DEVICE_XPU, CT_DEVICE_HIP, CT_DEVICE_PRIVATEUSE1, NO_INDEX)
 
 
 class dtype:
@@ -13,7 +19,8 @@ class dtype:
     __slots__ = ("name", "code", "itemsize", "typestr", "is_floating_point", "is_complex",
                  "is_signed")
 
-    def __init__(self, name, code, itemsize, typestr, kind):
+    def __init__(self, name: str, code: int, itemsize: int, typestr: Optional[str],
+                 kind: str) -> None:
         self.name = name
         self.code = code
         self.itemsize = itemsize
@@ -22,16 +29,16 @@ class dtype:
         self.is_complex = kind == "c"
         self.is_signed = kind in "fci"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "ctorch." + self.name
 
     __str__ = __repr__
 
-    def __reduce__(self):
+    def __reduce__(self) -> Any:
         return (get_dtype, (self.name,))
 
     @property
-    def numpy_dtype(self):
+    def numpy_dtype(self) -> Any:
         """The matching numpy dtype (imports numpy). Raises TypeError for bfloat16."""
         if self.typestr is None:
             raise TypeError("numpy has no bfloat16 dtype")
@@ -39,21 +46,25 @@ class dtype:
         return numpy.dtype(self.typestr)
 
 
-bool_ = dtype("bool", 1, 1, "|b1", "b")
-uint8 = dtype("uint8", 2, 1, "|u1", "u")
-int8 = dtype("int8", 3, 1, "|i1", "i")
-int16 = dtype("int16", 4, 2, "<i2", "i")
-int32 = dtype("int32", 5, 4, "<i4", "i")
-int64 = dtype("int64", 6, 8, "<i8", "i")
-float16 = dtype("float16", 7, 2, "<f2", "f")
-bfloat16 = dtype("bfloat16", 8, 2, None, "f")
-float32 = dtype("float32", 9, 4, "<f4", "f")
-float64 = dtype("float64", 10, 8, "<f8", "f")
-complex64 = dtype("complex64", 11, 8, "<c8", "c")
-complex128 = dtype("complex128", 12, 16, "<c16", "c")
+bool_ = dtype("bool", CT_BOOL, 1, "|b1", "b")
+uint8 = dtype("uint8", CT_UINT8, 1, "|u1", "u")
+int8 = dtype("int8", CT_INT8, 1, "|i1", "i")
+int16 = dtype("int16", CT_INT16, 2, "<i2", "i")
+int32 = dtype("int32", CT_INT32, 4, "<i4", "i")
+int64 = dtype("int64", CT_INT64, 8, "<i8", "i")
+float16 = dtype("float16", CT_FLOAT16, 2, "<f2", "f")
+bfloat16 = dtype("bfloat16", CT_BFLOAT16, 2, None, "f")
+float32 = dtype("float32", CT_FLOAT32, 4, "<f4", "f")
+float64 = dtype("float64", CT_FLOAT64, 8, "<f8", "f")
+complex64 = dtype("complex64", CT_COMPLEX64, 8, "<c8", "c")
+complex128 = dtype("complex128", CT_COMPLEX128, 16, "<c16", "c")
+# unsigned wider ints (LibTorch 2.3+; ctorch codes 13-15)
+uint16 = dtype("uint16", CT_UINT16, 2, "<u2", "u")
+uint32 = dtype("uint32", CT_UINT32, 4, "<u4", "u")
+uint64 = dtype("uint64", CT_UINT64, 8, "<u8", "u")
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64,
-       complex128)
+       complex128, uint16, uint32, uint64)
 BY_CODE = {d.code: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NAME.update({
@@ -64,11 +75,12 @@ _BY_NAME.update({
     "c16": complex128,
 })
 # numpy typestr (with byte order) -> dtype
-_BY_TYPESTR = {d.typestr: d for d in ALL if d.typestr}
-_BY_TYPESTR.update({"=" + d.typestr[1:]: d for d in ALL if d.typestr})
+BY_TYPESTR = {d.typestr: d for d in ALL if d.typestr}
+BY_TYPESTR.update({"=" + d.typestr[1:]: d for d in ALL if d.typestr})
+_BY_TYPESTR = BY_TYPESTR
 
 
-def get_dtype(x):
+def get_dtype(x: Any) -> "dtype":
     """Converts a ctorch dtype, a name ("float32", "float"), a numpy dtype or
     scalar type, a torch dtype, or a Python type (float, int, bool, complex)
     to a ctorch dtype."""
@@ -100,7 +112,7 @@ def get_dtype(x):
         s = s[6:]
     d = _BY_NAME.get(s) or _BY_TYPESTR.get(s)
     if d is None:
-        raise _lib.CTorchTypeError("unknown dtype %r" % (x,), 2)
+        raise _lib.CTorchTypeError("unknown dtype %r" % (x,))
     return d
 
 
@@ -111,32 +123,34 @@ class device:
 
     __slots__ = ("type", "index", "code")
 
-    _TYPES = {"cpu": 1, "cuda": 2}
-    _NAMES = {1: "cpu", 2: "cuda"}
+    _TYPES = {"cpu": CT_DEVICE_CPU, "cuda": CT_DEVICE_CUDA, "meta": CT_DEVICE_META,
+              "mps": CT_DEVICE_MPS, "xpu": CT_DEVICE_XPU, "hip": CT_DEVICE_HIP,
+              "privateuseone": CT_DEVICE_PRIVATEUSE1}
+    _NAMES = {v: k for k, v in _TYPES.items()}
 
-    def __init__(self, type, index=None):
+    def __init__(self, type: Any, index: Optional[int] = None) -> None:
         if isinstance(type, device):
             type, index = type.type, type.index if index is None else index
         elif isinstance(type, str) and ":" in type:
             if index is not None:
                 raise _lib.InvalidArgumentError(
-                    "device %r already has an index; do not pass index=%r" % (type, index), 1)
+                    "device %r already has an index; do not pass index=%r" % (type, index))
             type, _, idx = type.partition(":")
             try:
                 index = int(idx)
             except ValueError:
-                raise _lib.InvalidArgumentError("bad device string %r" % (type + ":" + idx,),
-                                                1) from None
+                raise _lib.InvalidArgumentError(
+                    "bad device string %r" % (type + ":" + idx,)) from None
         elif not isinstance(type, str):
             # torch.device or anything with .type/.index
             t = getattr(type, "type", None)
             if isinstance(t, str):
                 type, index = t, getattr(type, "index", None) if index is None else index
             else:
-                raise _lib.InvalidArgumentError("bad device %r" % (type,), 1)
+                raise _lib.InvalidArgumentError("bad device %r" % (type,))
         if type not in self._TYPES:
             raise _lib.InvalidArgumentError(
-                "unknown device type %r (expected 'cpu' or 'cuda')" % (type,), 1)
+                "unknown device type %r (expected one of %s)" % (type, ", ".join(self._TYPES)))
         if index is not None:
             index = int(index)
             if index < 0:
@@ -148,18 +162,18 @@ class device:
         self.code = self._TYPES[type]
 
     @classmethod
-    def _from_codes(cls, code, index):
+    def _from_codes(cls, code: int, index: Optional[int]) -> "device":
         d = cls.__new__(cls)
         d.type = cls._NAMES.get(code, "unknown")
         d.code = code
-        d.index = None if index is None or index < 0 or code == 1 else index
+        d.index = None if index is None or index < 0 or code == CT_DEVICE_CPU else index
         return d
 
     @property
-    def c_index(self):
-        return -1 if self.index is None else self.index
+    def c_index(self) -> int:
+        return NO_INDEX if self.index is None else self.index
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, str):
             try:
                 other = device(other)
@@ -169,13 +183,13 @@ class device:
             return NotImplemented
         return self.type == other.type and self.index == other.index
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.type, self.index))
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.type if self.index is None else "%s:%d" % (self.type, self.index)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.index is None:
             return "device(type=%r)" % self.type
         return "device(type=%r, index=%d)" % (self.type, self.index)
@@ -184,7 +198,7 @@ class device:
 CPU = device("cpu")
 
 
-def get_device(x):
+def get_device(x: Any) -> "device":
     if x is None:
         return None
     if isinstance(x, device):

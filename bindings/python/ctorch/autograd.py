@@ -32,9 +32,11 @@ import itertools
 import threading
 from ctypes import byref, c_void_p
 
-from . import _lib, _callbacks
+from . import _lib, _callbacks, _call
 from ._lib import C, G, check, error_from_status
-from ._core import Tensor, _wrap_h, _leak, as_tensor
+from ._interop import leak as _leak
+from .tensor import Tensor, wrap as _wrap_h
+from ._factories import as_tensor
 
 __all__ = ["Function", "FunctionCtx", "grad"]
 
@@ -178,6 +180,7 @@ class Function:
             outs = (c_void_p * n_out)()
             status = C.autograd_function_apply(outs, n_out, ins, n_in, cls.__name__.encode(),
                                                _FORWARD, _BACKWARD, key, _DESTROY)
+            _call.bump()
             if status:
                 err = error_from_status(status)
                 if isinstance(err, _WrongOutputCount) and attempt == 0 and \

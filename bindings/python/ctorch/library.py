@@ -16,11 +16,10 @@ with the ctorch error as its __cause__. Registrations last for the life of the
 process.
 """
 
-from ctypes import c_void_p
-
 from . import _lib, _callbacks
 from ._lib import C, check
-from ._core import borrowed_to_python, to_owned_value, _leak
+from ._values import borrowed_to_python, to_owned_value
+from ._interop import leak as _leak
 
 __all__ = ["register", "registered"]
 

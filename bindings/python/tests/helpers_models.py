@@ -26,6 +26,19 @@ class AE(torch.nn.Module):
         return (t[0] + t[1], [x * 2 for x in l], {k + s: v + 1 for k, v in d.items()})
 
 
+class TupleOut(torch.nn.Module):
+    def forward(self, x):
+        return x + 1, x * 2
+
+    @torch.jit.export
+    def as_list(self, x) -> List[torch.Tensor]:
+        return [x, x - 1]
+
+    @torch.jit.export
+    def mixed(self, x) -> Tuple[torch.Tensor, int]:
+        return x, 3
+
+
 class UsesForeign(torch.nn.Module):
     def forward(self, x):
         return torch.ops.pytest_ns.twice(x) + 1
@@ -44,7 +57,7 @@ def save_foreign(path):
 
 def save(name, outdir, **kw):
     torch.manual_seed(0)
-    m = torch.jit.script({"ae": AE}[name]())
+    m = torch.jit.script({"ae": AE, "tuple_out": TupleOut}[name]())
     path = os.path.join(outdir, name + ".pt")
     torch.jit.save(m, path, _extra_files=kw.get("extra_files", {}))
     return path, m

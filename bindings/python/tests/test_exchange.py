@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import ctorch
-from ctorch import _core
+from ctorch import _interop
 
 
 def test_from_numpy_zero_copy_both_directions():
@@ -53,7 +53,7 @@ def test_from_numpy_strided_views():
 def test_from_numpy_keeps_array_alive_and_deleter_runs_once():
     a = np.ones(1000)
     base_refs = sys.getrefcount(a)
-    stats0 = dict(_core.blob_stats)
+    stats0 = dict(_interop.blob_stats)
     t = ctorch.from_numpy(a)
     v = t[10:20]              # a view of the same memory
     assert sys.getrefcount(a) == base_refs + 1
@@ -66,8 +66,8 @@ def test_from_numpy_keeps_array_alive_and_deleter_runs_once():
     del n
     gc.collect()
     assert sys.getrefcount(a) == base_refs
-    assert _core.blob_stats["released"] - stats0["released"] == 1
-    assert _core.blob_stats["created"] - stats0["created"] == 1
+    assert _interop.blob_stats["released"] - stats0["released"] == 1
+    assert _interop.blob_stats["created"] - stats0["created"] == 1
 
 
 def test_from_numpy_array_outlives_python_name():
@@ -167,7 +167,7 @@ def test_dlpack_device_and_protocol_arguments():
 
 def test_capsules_consumed_exactly_once_and_deleted_when_unused():
     t = ctorch.arange(4, dtype=ctorch.float32)
-    s0 = dict(_core.dlpack_stats)
+    s0 = dict(_interop.dlpack_stats)
     for mv in (None, (1, 0)):
         cap = t.__dlpack__(max_version=mv)
         u = ctorch.from_dlpack(cap)
@@ -178,13 +178,13 @@ def test_capsules_consumed_exactly_once_and_deleted_when_unused():
         del cap
     gc.collect()
     # consumed capsules are not deleted by their destructor
-    assert _core.dlpack_stats["unconsumed_deleted"] == s0["unconsumed_deleted"]
+    assert _interop.dlpack_stats["unconsumed_deleted"] == s0["unconsumed_deleted"]
     # unconsumed capsules delete their managed tensor exactly once
     for mv in (None, (1, 0)):
         cap = t.__dlpack__(max_version=mv)
         del cap
     gc.collect()
-    assert _core.dlpack_stats["unconsumed_deleted"] == s0["unconsumed_deleted"] + 2
+    assert _interop.dlpack_stats["unconsumed_deleted"] == s0["unconsumed_deleted"] + 2
     with pytest.raises(ctorch.CTorchTypeError):
         ctorch.from_dlpack(object())
 

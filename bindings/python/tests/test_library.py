@@ -30,8 +30,10 @@ def test_every_header_function_is_declared():
     names = set(re.findall(r"CT_API\s+[^;(]*?\b(ct_\w+)\s*\(", src))
     assert names, "no CT_API functions found"
     assert names - set(_lib.SIGNATURES) == set()
-    assert set(_lib.SIGNATURES) - names == set()
-    assert _lib.MISSING == []
+    # agreed functions not in this header yet are the only extras ...
+    assert set(_lib.SIGNATURES) - names <= _lib.PENDING
+    # ... and the library exports every function its header declares
+    assert set(_lib.MISSING) & names == set()
 
 
 def test_error_classes_and_codes():

@@ -95,9 +95,34 @@ def test_metadata():
     assert v.storage_offset() == 12
 
 
-def test_repr_is_torch_cpp_format():
-    r = repr(ctorch.tensor([1.0, 2.0]))
-    assert "1" in r and "2" in r and "CPUFloatType{2}" in r
+REPR_CASES = [
+    lambda: torch.tensor([1.0, 2.0]), lambda: torch.tensor(3.5), lambda: torch.tensor(7),
+    lambda: torch.arange(6).reshape(2, 3), lambda: torch.tensor([True, False]),
+    lambda: torch.tensor([1.5, -2.25, 1e-5]), lambda: torch.tensor([1e10, 1.0]),
+    lambda: torch.tensor([0.1, float("nan"), float("inf")]),
+    lambda: torch.zeros(1000, 1000), lambda: torch.arange(2000.0),
+    lambda: torch.arange(24.0).reshape(2, 3, 4), lambda: torch.zeros(0, 3),
+    lambda: torch.zeros(0), lambda: torch.ones(3, dtype=torch.float64),
+    lambda: torch.ones(2, dtype=torch.int32), lambda: torch.ones(2, dtype=torch.float16),
+    lambda: torch.randn(5, 40), lambda: torch.arange(30.0).reshape(3, 10) * 1000.5,
+]
+
+
+@pytest.mark.parametrize("case", range(len(REPR_CASES)))
+def test_repr_is_torchs(case):
+    """repr() prints as torch's Python does (summarised past 1000 elements)."""
+    t = REPR_CASES[case]()
+    assert repr(to_ctorch(t)) == repr(t).replace("torch.", "ctorch.")
+
+
+def test_repr_grad_and_short_reprs():
+    x = ctorch.ones(2, requires_grad=True)
+    tx = torch.ones(2, requires_grad=True)
+    assert repr(x) == repr(tx)
+    assert repr(x * 2) == repr(tx * 2)
+    assert len(repr(ctorch.zeros(1000, 1000))) < 600
+    assert repr(ctorch.ops.aten.add) == "<ctorch op aten::add>"
+    assert repr(ctorch.ops.aten.add.Tensor) == "<ctorch op aten::add.Tensor>"
     t = ctorch.ones(1)
     t.free()
     assert "freed" in repr(t)

@@ -6,11 +6,14 @@ zero-copy array views in both index orders, Julia arrays as tensors without a
 copy, TorchScript models, every torch operator by name, and custom autograd
 functions written in Julia.
 
-The library is found through `ENV["CTORCH_LIBRARY"]`, else the repository's
-`build/` tree, else the system loader (`libctorch`). Start Julia with
-`LD_PRELOAD=/lib/x86_64-linux-gnu/libgcc_s.so.1` where Julia links libunwind
-(Debian's julia does): CTorch warns at load time when it detects that case.
-See bindings/julia/README.md.
+A CPU `Tensor` is an `AbstractArray` in torch's index order (`size(t)` is
+torch's shape, `t[i,j]` is torch's `t[i-1,j-1]`).
+
+The library is found as the Python package finds it (`CTorch.library_candidates()`):
+`ENV["CTORCH_LIBRARY"]`, the repository's `build*/` trees, the system loader.
+Start Julia with the repository's `scripts/julia` (it preloads libgcc_s and a
+compatible libunwind where Debian's julia needs them; CTorch warns at load
+time when it detects the problem). See bindings/julia/README.md.
 """
 module CTorch
 
@@ -20,12 +23,17 @@ export Tensor, CTorchError, Device, BFloat16, ScriptModule, AutogradFunction, Fu
        unsafe_array, torch_view, with_array, with_view, free!, release_unused!,
        forward, named_parameters, named_buffers, eval!, train!,
        backward, grad, requires_grad, requires_grad!, zero_grad!, matmul, device,
-       save_for_backward!, saved_tensors, ops
+       save_for_backward!, saved_tensors, ops, Value, Script
 
-include("lib.jl")
+include("constants.jl")
+include("capi.jl")
+include("errors.jl")
+include("library.jl")
+include("handles.jl")
 include("dtypes.jl")
 include("tensor.jl")
 include("arrays.jl")
+include("show.jl")
 include("values.jl")
 include("ops.jl")
 include("module.jl")
@@ -39,13 +47,9 @@ isloaded() = _LOADED[]
 function __init__()
     # First, before anything can throw inside LibTorch: the unwinder check.
     _warn_unwind_pitfall()
-    _load_library!() || return
+    _load_library!() || return   # also checks the ABI version
     _resolve_symbols!()
-    abi = ct_abi_version()
-    if abi != ABI_VERSION
-        @error "CTorch: libctorch at $(_LIBPATH[]) has ABI version $abi; this binding needs $(ABI_VERSION)"
-        return
-    end
+    _HAS_WARNINGS[] = _bound(:ct_warnings_count)
     _init_callbacks!()
     _LOADED[] = true
     return nothing

@@ -62,70 +62,66 @@ when a custom autograd function is applied.
 """
 release_unused!() = _poll_release_queue()
 
+# free!(t::Tensor) polls the queue: the tensor may have been the last user of a Julia array.
+_after_free(::Tensor) = (_poll_release_queue(); nothing)
+
 "Number of Julia objects currently rooted because torch may still use them."
 rooted_count() = lock(() -> length(_ROOTS), _ROOTS_LOCK)
 
 # ---- Julia arrays as tensors (no copy) --------------------------------------------
 
 """
-    Tensor(A::Array; order=:reversed, requires_grad=false)
+    Tensor(A::Array; requires_grad=false)
+    Tensor(P::PermutedDimsArray; requires_grad=false)   # of an Array
 
-Wraps the memory of a Julia `Array` as a torch tensor, **without copying**
-(`ct_tensor_from_blob_queued`). Writes on either side are visible on the other.
+Wraps the memory of a Julia array as a torch tensor, **without copying**
+(`ct_tensor_from_blob_queued`), in the binding's one index order:
+`size(t) == size(A)`, `t[I] == A[I]`, and writes on either side are seen by
+the other.
 
-- `order=:reversed` (default): torch sizes are `reverse(size(A))` with
-  contiguous row-major strides: a Julia 4×3×2 array becomes a (2,3,4) tensor and
-  `A[i,j,k] == t[k-1,j-1,i-1]`. This is what `unsafe_array(t)` gives back.
-- `order=:same`: torch sizes are `size(A)` with column-major strides
-  `(1, size(A,1), ...)`, so `A[i,j,k] == t[i-1,j-1,k-1]`. The tensor is not
-  contiguous in torch's sense (torch ops accept it; `unsafe_array` refuses it;
-  `torch_view` works).
+A column-major `Array` becomes a tensor with strides `strides(A)` (not
+"contiguous" in torch's row-major sense; torch ops accept it). For a tensor
+that is contiguous for torch, wrap a reversed view of the array:
+`Tensor(PermutedDimsArray(A, (2, 1)))` is the (3,4) contiguous tensor over the
+memory of a 4×3 `A` (any permutation works; its strides are kept).
 
 `A` stays rooted (it cannot be garbage-collected) until torch lets go of the
 memory, i.e. after every tensor and view using it is freed and the release
 queue is polled. Do not resize `A` (`push!`, `resize!`) while torch uses it.
 """
-function Tensor(A::Array{T,N}; order::Symbol = :reversed, requires_grad::Bool = false) where {T,N}
+Tensor(A::Array{T,N}; requires_grad::Bool = false) where {T,N} =
+    _wrap_julia_memory(A, A, size(A), strides(A), requires_grad)
+Tensor(P::PermutedDimsArray{T,N,perm,iperm,Array{T,N}}; requires_grad::Bool = false) where {T,N,perm,iperm} =
+    _wrap_julia_memory(parent(P), P, size(P), strides(P), requires_grad)
+Tensor(t::Tensor) = t
+
+function _wrap_julia_memory(A::Array{T}, X, dims, st, requires_grad::Bool) where {T}
     code = dtype_code(T)
     _poll_release_queue()
-    if order === :reversed
-        sizes = Int64[size(A, N + 1 - i) for i in 1:N]
-        strides = Ptr{Int64}(C_NULL)
-        strides_arr = Int64[]
-    elseif order === :same
-        sizes = Int64[size(A, i) for i in 1:N]
-        strides_arr = Vector{Int64}(undef, N)
-        s = 1
-        for i in 1:N
-            strides_arr[i] = s
-            s *= max(size(A, i), 1)
-        end
-        strides = pointer(strides_arr)
-    else
-        throw(ArgumentError("order must be :reversed or :same, got :$order"))
-    end
+    sizes = Int64[d for d in dims]
+    strides = Int64[s for s in st]
     id = _root!(A)
     out = Ref{Ptr{Cvoid}}(C_NULL)
-    st = GC.@preserve A strides_arr ct_tensor_from_blob_queued(out, pointer(A), sizes, N, strides, code,
-                                                               Int32(1), Int32(-1), Ptr{Cvoid}(id))
-    if st != 0
+    status = GC.@preserve A ct_tensor_from_blob_queued(out, pointer(A), sizes, length(sizes), strides, code,
+                                                       CT_DEVICE_CPU, Int32(-1), Ptr{Cvoid}(id))
+    if status != CT_OK
         _unroot!(id)          # on failure nothing is queued: we still own A
-        _throw_last_error(st)
+        _throw_last_error(status)
     end
-    t = _tensor_from_handle(out[])
+    t = _tensor(out[])
     requires_grad && requires_grad!(t, true)
     return t
 end
 
-Tensor(t::Tensor) = t
-
 # ---- Tensors as Julia arrays (no copy) ---------------------------------------------
 
-@noinline function _check_cpu(t::Tensor, what)
-    d = device(t)
-    iscpu(d) || throw(CTorchError(Int32(7), "$what: tensor is on $(d); only CPU tensors can be " *
-                                            "viewed as Julia arrays (see README: CUDA)"))
-end
+@noinline _not_cpu(t::Tensor, what) = throw(CTorchError(CT_ERR_NOT_SUPPORTED,
+    "$what: the tensor is on $(device(t)); only CPU tensors are Julia arrays element by element. " *
+    "Copy it first: Array(t), or CTorch.to(t, :cpu)"))
+@inline _check_cpu(t::Tensor, what) = (ct_tensor_device_type(t) == CT_DEVICE_CPU || _not_cpu(t, what); nothing)
+
+@noinline _opaque_error(T) = throw(CTorchError(CT_ERR_TYPE, "elements of dtype $(T) cannot be read from Julia"))
+_check_readable(::Type{T}) where {T} = T <: OpaqueElement ? _opaque_error(T) : nothing
 
 _wrap(::Type{T}, p::Ptr{Cvoid}, dims::NTuple{N,Int}) where {T,N} =
     p == C_NULL ? Array{T,N}(undef, dims) :        # no elements: nothing to alias
@@ -144,15 +140,17 @@ The array does **not** keep the tensor alive: it is valid only while `t` (or
 another handle to the same memory) lives and is not resized. Keep `t`
 referenced (e.g. `GC.@preserve t ...`, or use [`with_array`](@ref)).
 
-The element type is only known at run time; put loops behind a function
-barrier (`kernel!(unsafe_array(t))`) so they compile for the concrete type.
+The element type of an op's result is only known at run time; put loops
+behind a function barrier (`kernel!(unsafe_array(y), unsafe_array(x))`) so
+they compile for the concrete type.
 """
-function unsafe_array(t::Tensor)
+function unsafe_array(t::Tensor{T,N}) where {T,N}
     _check_cpu(t, "unsafe_array")
-    is_contiguous(t) || throw(CTorchError(Int32(1),
+    _check_readable(T)
+    is_contiguous(t) || throw(CTorchError(CT_ERR_INVALID_ARGUMENT,
         "unsafe_array: tensor is not contiguous (sizes $(size(t)), strides $(strides(t))); " *
         "use torch_view(t) for a strided view or unsafe_array(contiguous(t)) for a copy"))
-    return _wrap(eltype(t), data_ptr(t), reverse(size(t)))
+    return _wrap(T, data_ptr(t), reverse(size(t)))::Array{T,N}
 end
 
 """
@@ -162,7 +160,7 @@ Like `unsafe_array(t)`, asserting the element type (a `CTorchError` if it
 differs), which makes the element type inferable.
 """
 function unsafe_array(::Type{T}, t::Tensor) where {T}
-    eltype(t) === T || throw(CTorchError(Int32(2), "unsafe_array: tensor has element type $(eltype(t)), not $T"))
+    eltype(t) === T || throw(CTorchError(CT_ERR_TYPE, "unsafe_array: tensor has element type $(eltype(t)), not $T"))
     return unsafe_array(t)::Array{T}
 end
 
@@ -248,3 +246,78 @@ with_array(f, t::Tensor) = GC.@preserve t f(unsafe_array(t))
 
 "`with_view(f, t)`: `f(torch_view(t))` with `t` kept alive."
 with_view(f, t::Tensor) = GC.@preserve t f(torch_view(t))
+
+# ---- A CPU Tensor as an AbstractArray -------------------------------------------------
+#
+# Elements are read and written in torch's memory, in torch's index order
+# (t[i,j] is torch's t[i-1,j-1]). Broadcasting runs over the zero-copy views
+# and writes into torch memory; `t .+ 1` allocates its result with torch.
+
+@noinline _index_error(t, I) = throw(BoundsError(t, I))
+
+# Address of element I (1-based, torch order) after device and bounds checks.
+@inline function _element_ptr(t::Tensor{T,N}, I::NTuple{N,Int}) where {T,N}
+    _check_cpu(t, "indexing")
+    _check_readable(T)
+    _check_rank(t)
+    sz = ct_tensor_sizes(t)
+    st = ct_tensor_strides(t)
+    o = 0
+    @inbounds for d in 1:N
+        i = I[d]
+        (1 <= i <= unsafe_load(sz, d)) || _index_error(t, I)
+        o += (i - 1) * unsafe_load(st, d)
+    end
+    return Ptr{T}(ct_tensor_data_ptr(t)) + o * sizeof(T)
+end
+
+Base.IndexStyle(::Type{<:Tensor}) = IndexCartesian()
+@inline Base.getindex(t::Tensor{T,N}, I::Vararg{Int,N}) where {T,N} =
+    GC.@preserve t unsafe_load(_element_ptr(t, I))
+@inline function Base.setindex!(t::Tensor{T,N}, v, I::Vararg{Int,N}) where {T,N}
+    x = convert(T, v)
+    GC.@preserve t unsafe_store!(_element_ptr(t, I), x)
+    return t
+end
+
+"""
+    similar(t::Tensor, [T, dims])
+
+A new, uninitialised, contiguous torch tensor on `t`'s device (a plain `Array`
+when `T` has no torch dtype).
+"""
+Base.similar(t::Tensor, ::Type{S}, dims::Dims) where {S} =
+    S <: TorchElType ? empty(S, dims; device = device(t)) : Array{S}(undef, dims)
+
+# Column-major, as for every Julia array: a new tensor, sharing memory when
+# torch can express it as a view.
+function Base.reshape(t::Tensor{T,N}, dims::Dims) where {T,N}
+    prod(dims) == length(t) || throw(DimensionMismatch("new dimensions $dims must be consistent with array size $(length(t))"))
+    r = N <= 1 ? t : ops.aten.permute(t, collect(N-1:-1:0))
+    r = ops.aten.reshape(r, Int64[reverse(dims)...])
+    return length(dims) <= 1 ? r : ops.aten.permute(r, collect(length(dims)-1:-1:0))
+end
+Base.vec(t::Tensor) = reshape(t, (length(t),))
+
+# Broadcasting: a Tensor argument makes the result a Tensor.
+struct TensorStyle <: Broadcast.AbstractArrayStyle{Any} end
+TensorStyle(::Val) = TensorStyle()
+Base.BroadcastStyle(::Type{<:Tensor}) = TensorStyle()
+Base.BroadcastStyle(::TensorStyle, ::Broadcast.DefaultArrayStyle) = TensorStyle()
+
+function Base.similar(bc::Broadcast.Broadcasted{TensorStyle}, ::Type{S}) where {S}
+    S <: TorchElType || return similar(Array{S}, axes(bc))
+    return empty(S, map(length, axes(bc)))
+end
+
+# The same broadcast over the tensors' zero-copy views (callers keep the
+# tensors alive: they are referenced by `bc`).
+_over_views(bc::Broadcast.Broadcasted{S}) where {S} =
+    Broadcast.Broadcasted{S}(bc.f, map(_over_views, bc.args), bc.axes)
+_over_views(t::Tensor) = torch_view(t)
+_over_views(x) = x
+
+Base.copyto!(dest::Tensor, bc::Broadcast.Broadcasted{Nothing}) =
+    (GC.@preserve dest bc copyto!(torch_view(dest), _over_views(bc)); dest)
+Base.copyto!(dest::AbstractArray, bc::Broadcast.Broadcasted{TensorStyle}) =
+    (GC.@preserve dest bc copyto!(_over_views(dest), _over_views(convert(Broadcast.Broadcasted{Nothing}, bc))); dest)

@@ -8,14 +8,14 @@ requires_grad!(t::Tensor, on::Bool = true) = (check(ct_tensor_set_requires_grad(
 
 `t.backward(grad)`. CPU backward runs on the calling thread, including Julia
 custom functions' backward callbacks. An error raised in a Julia callback
-comes back as a `CTorchError` with code `CT_ERR_CALLBACK` (9) whose message
+comes back as a `CTorchError` with code `CT_ERR_CALLBACK` whose message
 contains the Julia exception.
 """
 function backward(t::Tensor; grad::Union{Nothing,Tensor} = nothing, retain_graph::Bool = false,
                   create_graph::Bool = false)
     st = GC.@preserve grad ct_tensor_backward(t, grad === nothing ? C_NULL : Base.unsafe_convert(P, grad),
                                               Int32(retain_graph), Int32(create_graph))
-    st == 0 || _throw_callback_aware(st)
+    st == CT_OK || _throw_callback_aware(st)
     return nothing
 end
 
@@ -23,7 +23,7 @@ end
 function grad(t::Tensor)
     out = Ref{Ptr{Cvoid}}(C_NULL)
     check(ct_tensor_grad(out, t))
-    return out[] == C_NULL ? nothing : _tensor_from_handle(out[])
+    return out[] == C_NULL ? nothing : _tensor(out[])
 end
 "Sets `t.grad` (`nothing` clears it)."
 function grad!(t::Tensor, g::Union{Nothing,Tensor})
@@ -61,8 +61,8 @@ function autograd_grad(outputs, inputs; grad_outputs = nothing, retain_graph::Bo
                                                    gos === nothing ? C_NULL : pointer(gp),
                                                    Int32(retain_graph), Int32(create_graph),
                                                    Int32(allow_unused))
-    st == 0 || _throw_callback_aware(st)
-    return Any[p == C_NULL ? nothing : _tensor_from_handle(p) for p in res]
+    st == CT_OK || _throw_callback_aware(st)
+    return Any[p == C_NULL ? nothing : _tensor(p) for p in res]
 end
 
 # ---- Custom autograd functions ----------------------------------------------------
@@ -119,7 +119,7 @@ function _callback_failed(e, bt)
         end
     catch
     end
-    return ct_set_error(Int32(9), msg)
+    return ct_set_error(CT_ERR_CALLBACK, msg)
 end
 
 @noinline function _throw_callback_aware(st::Int32)
@@ -157,7 +157,7 @@ function _forward_trampoline(ctx::Ptr{Cvoid}, inputs::Ptr{Ptr{Cvoid}}, n_in::Csi
             outs[i] isa Tensor || throw(ArgumentError("forward must return Tensors, got $(typeof(outs[i]))"))
             _store_new_handle!(outputs, i, outs[i])
         end
-        return Int32(0)
+        return CT_OK
     catch e
         return _callback_failed(e, catch_backtrace())
     end
@@ -178,7 +178,7 @@ function _backward_trampoline(ctx::Ptr{Cvoid}, grad_outputs::Ptr{Ptr{Cvoid}}, n_
         for i in 1:Int(n_in)
             _store_new_handle!(grad_inputs, i, gins[i])
         end
-        return Int32(0)
+        return CT_OK
     catch e
         return _callback_failed(e, catch_backtrace())
     end
@@ -238,7 +238,7 @@ Applies a custom autograd function once (see [`AutogradFunction`](@ref)).
 function apply_function(forward, backward, inputs::Tensor...; name::AbstractString = "JuliaFunction",
                         n_outputs::Integer = 1)
     if VERSION < v"1.9" && any(t -> iscuda(device(t)), inputs)
-        throw(CTorchError(Int32(7), "custom autograd functions on CUDA tensors need Julia >= 1.9: torch runs " *
+        throw(CTorchError(CT_ERR_NOT_SUPPORTED, "custom autograd functions on CUDA tensors need Julia >= 1.9: torch runs " *
                                     "their backward on its own device thread, which Julia $(VERSION) cannot be " *
                                     "called from"))
     end
@@ -253,8 +253,8 @@ function apply_function(forward, backward, inputs::Tensor...; name::AbstractStri
     marker = Ref{Ptr{Cvoid}}(C_NULL)
     sizes = Int64[1]
     st = GC.@preserve state ct_tensor_from_blob_queued(marker, pointer(state.idbuf), sizes, 1, C_NULL,
-                                                       Int32(6), Int32(1), Int32(-1), Ptr{Cvoid}(id))
-    if st != 0
+                                                       CT_INT64, CT_DEVICE_CPU, Int32(-1), Ptr{Cvoid}(id))
+    if st != CT_OK
         _unroot!(id)
         _throw_last_error(st)
     end
@@ -262,8 +262,8 @@ function apply_function(forward, backward, inputs::Tensor...; name::AbstractStri
     ins = P[Base.unsafe_convert(P, t) for t in inputs]
     st = GC.@preserve inputs ct_autograd_function_apply(outs, n_outputs, ins, length(ins), name,
                                                         _FWD_CFUNC[], _BWD_CFUNC[], marker[],
-                                                        _fp_ct_tensor_free[])
-    st == 0 || _throw_callback_aware(st)
-    res = [_tensor_from_handle(p) for p in outs]
+                                                        _c_address(:ct_tensor_free))
+    st == CT_OK || _throw_callback_aware(st)
+    res = [_tensor(p) for p in outs]
     return n_outputs == 1 ? res[1] : Tuple(res)
 end

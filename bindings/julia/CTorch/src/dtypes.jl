@@ -47,33 +47,33 @@ Base.eps(::Type{BFloat16}) = reinterpret(BFloat16, 0x3c00)
 Base.hash(a::BFloat16, h::UInt) = hash(Float32(a), h)
 Base.show(io::IO, x::BFloat16) = print(io, "BFloat16(", Float32(x), ")")
 
-# Frozen CT_<dtype> codes <-> Julia element types.
+# CT_<dtype> code <-> Julia element type.
 const DTYPES = (Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64,
                 ComplexF32, ComplexF64)
+const DTYPE_CODES = (CT_BOOL, CT_UINT8, CT_INT8, CT_INT16, CT_INT32, CT_INT64, CT_FLOAT16,
+                     CT_BFLOAT16, CT_FLOAT32, CT_FLOAT64, CT_COMPLEX64, CT_COMPLEX128)
+
+"""
+    CTorch.OpaqueElement{code}
+
+Element type of a tensor whose dtype has no Julia equivalent (a dtype code
+this binding does not know). Such a tensor can be passed to ops and models;
+its elements cannot be read from Julia.
+"""
+struct OpaqueElement{code} end
 
 "Julia element type of a CT_<dtype> code."
-function julia_type(code::Integer)
-    1 <= code <= length(DTYPES) || throw(CTorchError(Int32(2), "dtype code $code has no Julia element type"))
-    return DTYPES[code]
-end
+julia_type(code::Integer) = 1 <= code <= length(DTYPES) ? DTYPES[code] : OpaqueElement{Int32(code)}
 
 "CT_<dtype> code of a Julia element type."
-dtype_code(::Type{Bool}) = Int32(1)
-dtype_code(::Type{UInt8}) = Int32(2)
-dtype_code(::Type{Int8}) = Int32(3)
-dtype_code(::Type{Int16}) = Int32(4)
-dtype_code(::Type{Int32}) = Int32(5)
-dtype_code(::Type{Int64}) = Int32(6)
-dtype_code(::Type{Float16}) = Int32(7)
-dtype_code(::Type{BFloat16}) = Int32(8)
-dtype_code(::Type{Float32}) = Int32(9)
-dtype_code(::Type{Float64}) = Int32(10)
-dtype_code(::Type{ComplexF32}) = Int32(11)
-dtype_code(::Type{ComplexF64}) = Int32(12)
+dtype_code(::Type{OpaqueElement{code}}) where {code} = code
+dtype_code(::Nothing) = CT_DTYPE_KEEP
+for (T, c) in zip(DTYPES, DTYPE_CODES)
+    @eval dtype_code(::Type{$T}) = $c
+end
 dtype_code(::Type{T}) where {T} =
-    throw(CTorchError(Int32(2), "element type $T has no torch dtype " *
-                                "(supported: $(join(DTYPES, ", ")))"))
-dtype_code(::Nothing) = Int32(-1)   # CT_DTYPE_KEEP
+    throw(CTorchError(CT_ERR_TYPE, "element type $T has no torch dtype " *
+                                   "(supported: $(join(DTYPES, ", ")))"))
 
 const TorchElType = Union{DTYPES...}
 
@@ -90,29 +90,29 @@ struct Device
     type::Int32
     index::Int32
 end
-const DEVICE_CODES = Dict(:cpu => Int32(1), :cuda => Int32(2))
+const DEVICE_CODES = Dict(:cpu => CT_DEVICE_CPU, :cuda => CT_DEVICE_CUDA)
 function Device(type::Symbol, index::Integer = -1)
-    haskey(DEVICE_CODES, type) || throw(CTorchError(Int32(1), "unknown device type :$type (use :cpu or :cuda)"))
+    haskey(DEVICE_CODES, type) || throw(CTorchError(CT_ERR_INVALID_ARGUMENT, "unknown device type :$type (use :cpu or :cuda)"))
     Device(DEVICE_CODES[type], Int32(index))
 end
 function Device(s::AbstractString)
     parts = split(s, ':')
     length(parts) == 1 && return Device(Symbol(parts[1]))
     length(parts) == 2 && return Device(Symbol(parts[1]), parse(Int, parts[2]))
-    throw(CTorchError(Int32(1), "bad device string \"$s\""))
+    throw(CTorchError(CT_ERR_INVALID_ARGUMENT, "bad device string \"$s\""))
 end
 Device(d::Device) = d
-device_type_symbol(d::Device) = d.type == 1 ? :cpu : d.type == 2 ? :cuda : Symbol(unsafe_string(ct_device_type_name(d.type)))
+device_type_symbol(d::Device) = Symbol(unsafe_string(ct_device_type_name(d.type)))
 function Base.show(io::IO, d::Device)
     print(io, "Device(\"", device_type_symbol(d))
     d.index >= 0 && print(io, ":", d.index)
     print(io, "\")")
 end
-iscuda(d::Device) = d.type == 2
-iscpu(d::Device) = d.type == 1
+iscuda(d::Device) = d.type == CT_DEVICE_CUDA
+iscpu(d::Device) = d.type == CT_DEVICE_CPU
 
-const CPU = Device(Int32(1), Int32(-1))
+const CPU = Device(CT_DEVICE_CPU, Int32(-1))
 
 # A device keyword: nothing (keep / default), Symbol, String or Device.
-_device(::Nothing) = Device(Int32(0), Int32(-1))   # CT_DEVICE_KEEP
+_device(::Nothing) = Device(CT_DEVICE_KEEP, Int32(-1))
 _device(d) = Device(d)

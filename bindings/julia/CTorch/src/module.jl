@@ -15,19 +15,7 @@ Arguments and results are converted as described in `CTorch.from_value`
 (tensors pass by reference, without copying). Many threads may run the same
 module at once. Freed by a finalizer or [`free!`](@ref).
 """
-mutable struct ScriptModule
-    ptr::Ptr{Cvoid}
-    function ScriptModule(::Val{:own}, p::Ptr{Cvoid})
-        m = new(p)
-        finalizer(m) do m
-            ct_module_free(m.ptr)
-            m.ptr = C_NULL
-        end
-        return m
-    end
-end
-Base.unsafe_convert(::Type{Ptr{Cvoid}}, m::ScriptModule) = (p = m.ptr; p == C_NULL && _freed_error(); p)
-free!(m::ScriptModule) = (ct_module_free(m.ptr); m.ptr = C_NULL; nothing)
+ScriptModule
 
 """
     CTorch.load(path; device=nothing) -> ScriptModule
@@ -74,13 +62,45 @@ register_buffer!(m::ScriptModule, name::AbstractString, t::Tensor) =
 register_module!(m::ScriptModule, name::AbstractString, child::ScriptModule) =
     (check(ct_module_register_module(m, name, child)); m)
 
-"Runs `forward(args...)`."
+"""
+    forward(m::ScriptModule, args...)
+
+Runs `forward(args...)`. When every argument is a Tensor the call goes
+through `ct_module_forward_tensors`: one C call, no value handles; results
+that are not all tensors fall back to the general path.
+"""
 function forward(m::ScriptModule, args...)
+    if args isa Tuple{Vararg{Tensor}} && _bound(:ct_module_forward_tensors)
+        r = _forward_tensors(m, args)
+        r === nothing || return r
+    end
     out = Ref{Ptr{Cvoid}}(C_NULL)
     _with_values(collect(Any, args)) do ap
         check(ct_module_forward(out, m, ap, length(ap)))
     end
     return from_value(out[])
+end
+
+const _MAX_FORWARD_OUTPUTS = 16
+
+# The tensors-only forward: one Tensor, a tuple of Tensors, or `nothing` when
+# the results are not all tensors (CT_ERR_TYPE: use the general path).
+function _forward_tensors(m::ScriptModule, args::NTuple{N,Tensor}) where {N}
+    ins = Ref(map(t -> Base.unsafe_convert(P, t), args))
+    outs = Ref(ntuple(_ -> C_NULL, Val(_MAX_FORWARD_OUTPUTS)))
+    n = Ref{Csize_t}(0)
+    st = GC.@preserve m args ins outs ct_module_forward_tensors(
+        Base.unsafe_convert(Ptr{P}, outs), _MAX_FORWARD_OUTPUTS, n, m, Cstring(C_NULL),
+        N == 0 ? Ptr{P}(C_NULL) : Base.unsafe_convert(Ptr{P}, ins), N)
+    if st == CT_ERR_TYPE
+        ct_clear_error()
+        return nothing
+    end
+    st == CT_OK || _throw_last_error(st)
+    _check_warnings()
+    k = Int(n[])
+    k == 1 && return _tensor(outs[][1])
+    return ntuple(i -> _tensor(outs[][i]), k)
 end
 
 """
@@ -168,15 +188,34 @@ freeze(m::ScriptModule) = ScriptModule(Val(:own), @_newvalue ct_module_freeze(ou
 Writes a TorchScript archive that Python's `torch.jit.load` reads.
 """
 function save(m::ScriptModule, path::AbstractString; extra_files::AbstractDict = Dict{String,String}())
-    if isempty(extra_files)
-        check(ct_module_save(m, path, C_NULL))
-    else
-        _with_values(Any[Dict{String,String}(extra_files)]) do p
-            check(ct_module_save(m, path, p[1]))
-        end
+    _with_extra_files(extra_files) do p
+        check(ct_module_save(m, path, p))
     end
     return path
 end
+
+"`CTorch.save_bytes(m; extra_files)`: the TorchScript archive as bytes in memory."
+function save_bytes(m::ScriptModule; extra_files::AbstractDict = Dict{String,String}())
+    data = Ref{Ptr{Cvoid}}(C_NULL)
+    n = Ref{Csize_t}(0)
+    _with_extra_files(extra_files) do p
+        check(ct_module_save_buffer(data, n, m, p))
+    end
+    return _take_bytes(data[], n[])
+end
+
+_with_extra_files(f, extra::AbstractDict) =
+    isempty(extra) ? f(C_NULL) : _with_values(p -> f(p[1]), Any[Dict{String,String}(extra)])
+
+"The extra files stored in the archive the module was loaded from (`Dict{String,String}`)."
+extra_files(m::ScriptModule) =
+    Dict{String,String}(from_value(@_newvalue ct_module_extra_files(out, m)))
+"Every attribute (parameters, buffers, submodules, plain attributes) under dotted names."
+named_attributes(m::ScriptModule; recurse::Bool = false) =
+    from_value(@_newvalue ct_module_named_attributes(out, m, Int32(recurse)))
+"`torch.jit.optimize_for_inference`: a new, frozen and optimized module."
+optimize_for_inference(m::ScriptModule) =
+    ScriptModule(Val(:own), @_newvalue ct_module_optimize_for_inference(out, m))
 
 function Base.show(io::IO, m::ScriptModule)
     if m.ptr == C_NULL
@@ -201,21 +240,14 @@ TorchScript functions compiled from source (no module):
     s = CTorch.Script("def f(x: Tensor, k: int = 2):\\n    return x * k\\n")
     s(:f, x; k=3)
 """
-mutable struct Script
-    ptr::Ptr{Cvoid}
-    function Script(source::AbstractString)
-        out = Ref{Ptr{Cvoid}}(C_NULL)
-        check(ct_script_compile(out, source))
-        s = new(out[])
-        finalizer(s) do s
-            ct_script_free(s.ptr)
-            s.ptr = C_NULL
-        end
-        return s
-    end
+Script
+
+"Compiles TorchScript source into a [`Script`](@ref)."
+function Script(source::AbstractString)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    check(ct_script_compile(out, source))
+    return Script(Val(:own), out[])
 end
-Base.unsafe_convert(::Type{Ptr{Cvoid}}, s::Script) = (p = s.ptr; p == C_NULL && _freed_error(); p)
-free!(s::Script) = (ct_script_free(s.ptr); s.ptr = C_NULL; nothing)
 functions(s::Script) = from_value(@_newvalue ct_script_functions(out, s))
 function call(s::Script, fn::Union{AbstractString,Symbol}, args...; kw...)
     out = Ref{Ptr{Cvoid}}(C_NULL)

@@ -26,7 +26,7 @@ const _OP_LOCK = ReentrantLock()
 
 function _split_op_name(q::AbstractString)
     i = findfirst("::", q)
-    i === nothing && throw(CTorchError(Int32(1), "operator name \"$q\" is not qualified (use \"aten::add\")"))
+    i === nothing && throw(CTorchError(CT_ERR_INVALID_ARGUMENT, "operator name \"$q\" is not qualified (use \"aten::add\")"))
     rest = q[last(i)+1:end]
     j = findfirst(isequal('.'), rest)
     j === nothing && return (String(q), nothing)
@@ -92,25 +92,37 @@ function _may_take_tensor(ty::String)
 end
 
 # Decided once per op (at lookup): bit n is set when n tensor arguments bind
-# the op (they fit its positional arguments, the rest have defaults, the
-# first n may take a Tensor) and it returns exactly one Tensor. Only for
-# single-overload handles: libctorch resolves an overload set in its general
-# binder either way, and ct_op_call_tensors measured slower than ct_op_call
-# there (bench/bench_julia.jl, "ops.aten.add(a, b)").
+# the op through ct_op_call_tensors (libctorch's ct_op_tensors_only says so)
+# and it returns exactly one result. Only for single-overload handles:
+# libctorch resolves an overload set in its general binder either way, and
+# ct_op_call_tensors measured slower than ct_op_call there
+# (bench/bench_julia.jl, "ops.aten.add(a, b)").
 function _tensor_mask(p::Ptr{Cvoid})
-    _fp_ct_op_call_tensors[] == C_NULL && return UInt32(0)   # older libctorch
+    _bound(:ct_op_call_tensors) || return UInt32(0)
     ct_op_num_overloads(p) == 1 || return UInt32(0)
     nr = Ref{Csize_t}(0)
     check(ct_op_num_returns(nr, p, 0))
     nr[] == 1 || return UInt32(0)
+    _bound(:ct_op_tensors_only) || return _tensor_mask_from_schema(p)
+    mask = UInt32(0)
+    ok = Ref{Int32}(0)
+    for n in 1:_MAX_TENSOR_ARGS
+        check(ct_op_tensors_only(ok, p, n))
+        ok[] == 1 && (mask |= UInt32(1) << n)
+    end
+    return mask
+end
+
+# For a libctorch without ct_op_tensors_only: the same decision from the schema.
+function _tensor_mask_from_schema(p::Ptr{Cvoid})
     ty = Ref{Ptr{UInt8}}(C_NULL)
-    check(ct_op_return(C_NULL, ty, p, 0, 0))
+    check(ct_op_return(Ptr{Ptr{UInt8}}(C_NULL), ty, p, 0, 0))
     unsafe_string(ty[]) == "Tensor" || return UInt32(0)
     na = Ref{Csize_t}(0)
     check(ct_op_num_arguments(na, p, 0))
     args = map(0:Int(na[])-1) do j
         dv = Ref{Ptr{UInt8}}(C_NULL); kw = Ref{Int32}(0)
-        check(ct_op_argument(C_NULL, ty, dv, kw, p, 0, j))
+        check(ct_op_argument(Ptr{Ptr{UInt8}}(C_NULL), ty, dv, kw, p, 0, j))
         (_may_take_tensor(unsafe_string(ty[])), dv[] != C_NULL, kw[] != 0)
     end
     mask = UInt32(0)
@@ -124,37 +136,30 @@ end
 
 # --- calling ---------------------------------------------------------------------
 
-@inline _tensor_ptr(t::Tensor) = (p = t.ptr; p == C_NULL && _freed_error(); p)
-
 # Tensors in, one tensor out (ct_op_call_tensors): no ct_value per argument or
 # for the result. The handles live in a stack tuple.
 @inline function _call_tensors1(p::Ptr{Cvoid}, args::NTuple{N,Tensor}) where {N}
-    r = Ref(map(_tensor_ptr, args))
+    r = Ref(map(t -> Base.unsafe_convert(P, t), args))
     out = Ref{Ptr{Cvoid}}(C_NULL)
-    st = GC.@preserve args r ccall(_fp_ct_op_call_tensors[], Int32,
-        (Ptr{Cvoid}, Csize_t, Ptr{Cvoid}, Ptr{Cvoid}, Csize_t),
-        out, 1, p, Base.unsafe_convert(Ptr{Cvoid}, r), N)
-    st == 0 || _throw_last_error(st)
-    return _tensor_from_handle(out[])
+    st = GC.@preserve args r ct_op_call_tensors(out, 1, p, Base.unsafe_convert(Ptr{P}, r), N)
+    st == CT_OK || _throw_last_error(st)
+    _check_warnings()
+    return _tensor(out[])
 end
 
 const _FastArg = Union{Tensor,Real}
-@inline _argval(t::Tensor) = _value_ptr(t)
-@inline _argval(x::Real) = _new_value(x)
-@inline _freeval(::Tensor, v::Ptr{Cvoid}) = nothing
-@inline _freeval(::Real, v::Ptr{Cvoid}) = ct_value_free(v)
 
-# The lean path: tensors and numbers only, no keywords. Arguments live in a
-# stack tuple; tensors lend the ct_value they carry, numbers make one.
+# The lean path: tensors and numbers only, no keywords. The argument values
+# live in a stack tuple and are freed after the call.
 @inline function _call_raw(p::Ptr{Cvoid}, args::Tuple{Vararg{_FastArg,N}}) where {N}
-    vals = map(_argval, args)
+    vals = map(_new_value, args)
     r = Ref(vals)
     out = Ref{Ptr{Cvoid}}(C_NULL)
-    st = GC.@preserve args r ccall(_fp_ct_op_call[], Int32,
-        (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Csize_t, Ptr{Cvoid}, Ptr{Cvoid}, Csize_t),
-        out, p, N == 0 ? C_NULL : Base.unsafe_convert(Ptr{Cvoid}, r), N, C_NULL, C_NULL, 0)
-    foreach(_freeval, args, vals)
-    st == 0 || _throw_last_error(st)
+    st = GC.@preserve r ct_op_call(out, p, N == 0 ? Ptr{P}(C_NULL) : Base.unsafe_convert(Ptr{P}, r), N,
+                                   Ptr{Ptr{UInt8}}(C_NULL), Ptr{P}(C_NULL), 0)
+    foreach(ct_value_free, vals)
+    st == CT_OK || _throw_last_error(st)
+    _check_warnings()
     return out[]
 end
 
@@ -181,9 +186,9 @@ end
 
 # Result known to be one tensor (Julia operators): skips the generic conversion.
 @inline function _as_tensor(v::Ptr{Cvoid})
-    ct_value_tag(v) == TAG_TENSOR && return _tensor_from_value(v)
     x = from_value(v)
-    throw(CTorchError(Int32(2), "expected a tensor result, got $(typeof(x))"))
+    x isa Tensor || throw(CTorchError(CT_ERR_TYPE, "expected a tensor result, got $(typeof(x))"))
+    return x
 end
 
 """
@@ -274,24 +279,36 @@ const _MATMUL = LazyOp("aten::matmul.default")
 const _SUM = LazyOp("aten::sum.default")
 const _MEAN = LazyOp("aten::mean.default")
 
-Base.:+(a::Tensor, b::Tensor) = _t(_ADD_T, a, b)
-Base.:+(a::Tensor, b::Real) = _t(_ADD_S, a, b)
-Base.:+(a::Real, b::Tensor) = _t(_ADD_S, b, a)
-Base.:-(a::Tensor, b::Tensor) = _t(_SUB_T, a, b)
-Base.:-(a::Tensor, b::Real) = _t(_SUB_S, a, b)
-Base.:-(a::Real, b::Tensor) = _t(_RSUB_S, b, a)
-Base.:*(a::Tensor, b::Tensor) = _t(_MUL_T, a, b)
-Base.:*(a::Tensor, b::Real) = _t(_MUL_S, a, b)
-Base.:*(a::Real, b::Tensor) = _t(_MUL_S, b, a)
-Base.:/(a::Tensor, b::Tensor) = _t(_DIV_T, a, b)
-Base.:/(a::Tensor, b::Real) = _t(_DIV_S, a, b)
-Base.:/(a::Real, b::Tensor) = _t(_MUL_S, _t(_RECIP, b), a)
-Base.:-(a::Tensor) = _t(_NEG, a)
-Base.:+(a::Tensor) = a
-Base.:^(a::Tensor, b::Tensor) = _t(_POW_TT, a, b)
-Base.:^(a::Tensor, b::Real) = _t(_POW_TS, a, b)
-Base.:^(a::Tensor, b::Integer) = _t(_POW_TS, a, b)   # literal powers (x^2)
-Base.:^(a::Real, b::Tensor) = _t(_POW_ST, a, b)
+# Each operator is defined for Tensor and again for 1-/2-dimensional tensors,
+# so that it is more specific than LinearAlgebra's matrix methods (`*`, `/`,
+# `^`, `exp`, `sin`, ... of an AbstractMatrix), which it replaces.
+const _T1or2 = (:Tensor, :(Tensor{<:Any,1}), :(Tensor{<:Any,2}))
+for A in _T1or2, B in _T1or2
+    @eval begin
+        Base.:+(a::$A, b::$B) = _t(_ADD_T, a, b)
+        Base.:-(a::$A, b::$B) = _t(_SUB_T, a, b)
+        Base.:*(a::$A, b::$B) = _t(_MUL_T, a, b)
+        Base.:/(a::$A, b::$B) = _t(_DIV_T, a, b)
+        Base.:^(a::$A, b::$B) = _t(_POW_TT, a, b)
+    end
+end
+for A in _T1or2
+    @eval begin
+        Base.:+(a::$A, b::Real) = _t(_ADD_S, a, b)
+        Base.:+(a::Real, b::$A) = _t(_ADD_S, b, a)
+        Base.:-(a::$A, b::Real) = _t(_SUB_S, a, b)
+        Base.:-(a::Real, b::$A) = _t(_RSUB_S, b, a)
+        Base.:*(a::$A, b::Real) = _t(_MUL_S, a, b)
+        Base.:*(a::Real, b::$A) = _t(_MUL_S, b, a)
+        Base.:/(a::$A, b::Real) = _t(_DIV_S, a, b)
+        Base.:/(a::Real, b::$A) = _t(_MUL_S, _t(_RECIP, b), a)
+        Base.:^(a::$A, b::Real) = _t(_POW_TS, a, b)
+        Base.:^(a::$A, b::Integer) = _t(_POW_TS, a, b)   # literal powers (x^2)
+        Base.:^(a::Real, b::$A) = _t(_POW_ST, a, b)
+        Base.:-(a::$A) = _t(_NEG, a)
+        Base.:+(a::$A) = a
+    end
+end
 
 """
     matmul(a, b)
@@ -301,20 +318,34 @@ tensors is elementwise, as in torch.
 """
 matmul(a::Tensor, b::Tensor) = _t(_MATMUL, a, b)
 
-"Sum of all elements (a 0-dim tensor); `sum(t; dims=(0,), keepdim=false)` reduces torch dims (0-based)."
-function Base.sum(t::Tensor; dims = nothing, keepdim::Bool = false)
-    dims === nothing && return _t(_SUM, t)
-    return ops.aten.var"sum.dim_IntList"(t, Int64[d for d in dims]; keepdim = keepdim)::Tensor
+# Julia's 1-based `dims` (an Int, a tuple or a range) as torch's 0-based dims.
+function _torch_dims(t::Tensor, dims)
+    n = ndims(t)
+    ds = dims isa Integer ? (dims,) : dims
+    return Int64[(1 <= d <= n ? d - 1 : throw(ArgumentError("dims: dimension $d out of range 1:$n"))) for d in ds]
 end
-"Mean of all elements (a 0-dim tensor)."
-mean(t::Tensor) = _t(_MEAN, t)
 
-"`reshape(t, dims...)`: torch.reshape with torch-order sizes (may share memory)."
-Base.reshape(t::Tensor, dims::Integer...) = ops.aten.reshape(t, Int64[dims...])::Tensor
-Base.reshape(t::Tensor, dims::Tuple) = reshape(t, dims...)
+"""
+    sum(t::Tensor; dims=:)
+
+Sum of all elements (a 0-dim tensor, `t[]` is the number), or over the
+dimensions `dims` (1-based, as for Julia arrays), which are kept with size 1
+as Julia's `sum` does. Records autograd.
+"""
+function Base.sum(t::Tensor; dims = :)
+    dims === Colon() && return _t(_SUM, t)
+    return ops.aten.var"sum.dim_IntList"(t, _torch_dims(t, dims); keepdim = true)::Tensor
+end
+"`CTorch.mean(t; dims=:)`: like `sum`, the mean."
+function mean(t::Tensor; dims = :)
+    dims === Colon() && return _t(_MEAN, t)
+    return ops.aten.var"mean.dim"(t, _torch_dims(t, dims); keepdim = true)::Tensor
+end
 
 for f in (:abs, :exp, :log, :sqrt, :sin, :cos, :tanh)
     l = Symbol("_", uppercase(string(f)))
     @eval const $l = LazyOp($("aten::" * string(f) * ".default"))
-    @eval Base.$f(t::Tensor) = _t($l, t)
+    for A in (:Tensor, :(Tensor{<:Any,2}), :(Tensor{<:Real,2}))
+        @eval Base.$f(t::$A) = _t($l, t)
+    end
 end

@@ -1,84 +1,45 @@
 # Tensor handles, factories and metadata.
 
 """
-    Tensor
+    Tensor{T,N} <: AbstractArray{T,N}
 
-A handle to a torch tensor (a `ct_tensor*`). Several `Tensor`s may refer to the
-same torch tensor; freeing one never invalidates another. The handle is freed by
-a finalizer, or at once with [`free!`](@ref).
+A handle to a torch tensor (one `ct_tensor*`) with element type `T` and `N`
+dimensions. Several `Tensor`s may refer to the same torch tensor; freeing one
+never invalidates another. Freed by a finalizer, or at once with
+[`free!`](@ref).
 
-Index order: `size(t)`, `strides(t)` and every factory use **torch's order**
-(row-major, the first dimension varies slowest), exactly as PyTorch prints them.
-The array views make the Julia side explicit: [`unsafe_array`](@ref) gives the
-reversed (column-major) order, [`torch_view`](@ref) keeps torch's order.
+**One index convention**: `size(t)` is torch's `t.shape`, `t[i,j]` is torch's
+`t[i-1,j-1]` (Julia indices are 1-based), and `Array(t)`, `Tensor(A)`,
+`collect`, iteration, broadcasting and `dims=` all use that same order. A CPU
+tensor is an `AbstractArray` whose elements are read and written in torch's
+memory (no copy). [`unsafe_array`](@ref) is the one exception: the raw memory
+as a plain `Array`, dimensions reversed.
 
-Operators follow torch's semantics: `+ - * / ^` are elementwise with
-broadcasting (`*` is `torch.mul`, not a matrix product: use
-[`matmul`](@ref)).
+Array functions (`size`, indexing, `reshape`, `vec`, `sum(t; dims)`, `Array`,
+`collect`) behave as for Julia arrays in that index order (`reshape` is
+column-major as in Julia; torch's row-major one is `ops.aten.reshape`).
+Arithmetic operators follow torch and record autograd: `+ - * / ^` are
+elementwise with torch's broadcasting (`*` is `torch.mul`; [`matmul`](@ref) is
+the matrix product).
 """
-mutable struct Tensor
-    ptr::Ptr{Cvoid}   # ct_tensor*, owned
-    val::Ptr{Cvoid}   # ct_value* holding the same tensor, owned (cheap op arguments)
-    function Tensor(::Val{:own}, ptr::Ptr{Cvoid}, val::Ptr{Cvoid})
-        t = new(ptr, val)
-        finalizer(_finalize_tensor, t)
-        return t
-    end
-end
+Tensor
 
-# Finalizers only call non-yielding C (ct_value_free / ct_tensor_free).
-function _finalize_tensor(t::Tensor)
-    v = t.val
-    p = t.ptr
-    t.val = C_NULL
-    t.ptr = C_NULL
-    ct_value_free(v)
-    ct_tensor_free(p)
-    return nothing
-end
-
-"""
-    free!(t::Tensor)
-
-Frees the handle now instead of waiting for the garbage collector. Other
-handles to the same tensor stay valid. Using `t` afterwards throws. Also polls
-the release queue, so Julia arrays that torch no longer uses are un-rooted.
-"""
-function free!(t::Tensor)
-    _finalize_tensor(t)
-    _poll_release_queue()
-    return nothing
-end
-
-@noinline _freed_error() = throw(CTorchError(Int32(1), "use of a freed CTorch.Tensor"))
-
-Base.unsafe_convert(::Type{Ptr{Cvoid}}, t::Tensor) = (p = t.ptr; p == C_NULL && _freed_error(); p)
-isfreed(t::Tensor) = t.ptr == C_NULL
+# Constructors of Tensor{T,N} for every dtype and up to 8 dimensions, made
+# once: building the type from run-time T and N (apply_type) costs far more
+# than the C call that made the tensor.
+const _MAX_FAST_NDIM = 8
+const _MAKERS = [Any[@eval(p -> Tensor{$T,$N}(Val(:own), p)) for N in 0:_MAX_FAST_NDIM] for T in DTYPES]
 
 # Takes ownership of a new ct_tensor* handle.
-function _tensor_from_handle(ptr::Ptr{Cvoid})
-    out = Ref{Ptr{Cvoid}}(C_NULL)
-    st = ct_value_from_tensor(out, ptr)
-    if st != 0
-        ct_tensor_free(ptr)
-        _throw_last_error(st)
-    end
-    return Tensor(Val(:own), ptr, out[])
+function _tensor(p::Ptr{Cvoid})
+    code = ct_tensor_dtype(p)
+    n = Int(ct_tensor_ndim(p))
+    1 <= code <= length(DTYPES) && n <= _MAX_FAST_NDIM && return _MAKERS[code][n+1](p)::Tensor
+    return Tensor{julia_type(code),n}(Val(:own), p)
 end
 
-# Takes ownership of a new ct_value* that holds a tensor.
-function _tensor_from_value(val::Ptr{Cvoid})
-    out = Ref{Ptr{Cvoid}}(C_NULL)
-    st = ct_value_to_tensor(out, val)
-    if st != 0
-        ct_value_free(val)
-        _throw_last_error(st)
-    end
-    return Tensor(Val(:own), out[], val)
-end
-
-# The ct_value* of a tensor (borrowed; valid while t lives).
-@inline _value_ptr(t::Tensor) = (v = t.val; v == C_NULL && _freed_error(); v)
+# An undefined tensor (e.g. a gradient an op was told not to compute) is `nothing`.
+_defined_tensor(p::Ptr{Cvoid}) = ct_tensor_is_defined(p) == 1 ? _tensor(p) : (ct_tensor_free(p); nothing)
 
 macro _newtensor(call)
     # `call` uses `out` as its first argument.
@@ -86,57 +47,59 @@ macro _newtensor(call)
     quote
         local $out = Ref{Ptr{Cvoid}}(C_NULL)
         check($(esc(call)))
-        _tensor_from_handle($out[])
+        _tensor($out[])
     end
 end
 
 # ---- Metadata ------------------------------------------------------------------
 
-Base.ndims(t::Tensor) = Int(ct_tensor_ndim(t))
-function Base.size(t::Tensor)
-    n = ndims(t)
-    p = ct_tensor_sizes(t)
-    return ntuple(i -> Int(unsafe_load(p, i)), n)
+@noinline _rank_changed(t::Tensor{T,N}, n) where {T,N} = throw(CTorchError(CT_ERR_INVALID_ARGUMENT,
+    "this Tensor{$T,$N} handle now has $n dimensions (changed in place, e.g. by unsqueeze_); " *
+    "use CTorch.newref(t) for a handle of the new shape"))
+
+@inline function _check_rank(t::Tensor{T,N}) where {T,N}
+    n = ct_tensor_ndim(t)
+    n == N || _rank_changed(t, n)
+    return nothing
 end
-Base.size(t::Tensor, d::Integer) = (s = Ref{Int64}(0); check(ct_tensor_size(s, t, Int64(d - 1))); Int(s[]))
-function Base.strides(t::Tensor)
-    n = ndims(t)
+
+"`size(t)`: torch's `t.shape` (the index order of the whole binding)."
+function Base.size(t::Tensor{T,N}) where {T,N}
+    _check_rank(t)
+    p = ct_tensor_sizes(t)
+    return ntuple(i -> Int(unsafe_load(p, i)), Val(N))
+end
+function Base.strides(t::Tensor{T,N}) where {T,N}
+    _check_rank(t)
     p = ct_tensor_strides(t)
-    return ntuple(i -> Int(unsafe_load(p, i)), n)
+    return ntuple(i -> Int(unsafe_load(p, i)), Val(N))
 end
 Base.stride(t::Tensor, d::Integer) = strides(t)[d]
 Base.length(t::Tensor) = Int(ct_tensor_numel(t))
-Base.eltype(t::Tensor) = julia_type(ct_tensor_dtype(t))
 "CT_<dtype> code of the tensor."
 dtype(t::Tensor) = ct_tensor_dtype(t)
 "The tensor's [`Device`](@ref)."
 device(t::Tensor) = Device(ct_tensor_device_type(t), ct_tensor_device_index(t))
 "Raw address of the first element (host or device memory), storage offset applied."
 data_ptr(t::Tensor) = ct_tensor_data_ptr(t)
-Base.pointer(t::Tensor) = Ptr{eltype(t)}(data_ptr(t))
+Base.pointer(t::Tensor{T}) where {T} = Ptr{T}(data_ptr(t))
 storage_offset(t::Tensor) = Int(ct_tensor_storage_offset(t))
 is_contiguous(t::Tensor) = ct_tensor_is_contiguous(t) == 1
 requires_grad(t::Tensor) = ct_tensor_requires_grad(t) == 1
 is_defined(t::Tensor) = ct_tensor_is_defined(t) == 1
-Base.isempty(t::Tensor) = length(t) == 0
+"Bytes of the tensor's elements (`t.nbytes`)."
+nbytes(t::Tensor) = Int(ct_tensor_nbytes(t))
+"`true` for a CPU tensor in page-locked memory."
+is_pinned(t::Tensor) = ct_tensor_is_pinned(t) == 1
+"A copy in page-locked memory (needs CUDA), for faster host-to-device copies."
+pin_memory(t::Tensor) = @_newtensor ct_tensor_pin_memory(out, t)
 
-function Base.string(t::Tensor)
-    isfreed(t) && return "CTorch.Tensor(<freed>)"
+"`torch_string(t)`: torch's own text for the tensor (every element; `print(t)` in C++)."
+function torch_string(t::Tensor)
     out = Ref{Ptr{UInt8}}(C_NULL)
     check(ct_tensor_to_string(out, t))
     return _take_string(out[])
 end
-
-function Base.show(io::IO, t::Tensor)
-    if isfreed(t)
-        print(io, "CTorch.Tensor(<freed>)")
-    elseif get(io, :compact, false)
-        print(io, "Tensor{", eltype(t), "}(", join(size(t), "×"), ", ", device_type_symbol(device(t)), ")")
-    else
-        print(io, string(t))
-    end
-end
-Base.show(io::IO, ::MIME"text/plain", t::Tensor) = print(io, isfreed(t) ? "CTorch.Tensor(<freed>)" : string(t))
 
 # ---- Factories -----------------------------------------------------------------
 
@@ -205,18 +168,15 @@ ones_like(t::Tensor; dtype::Type = eltype(t), device = CTorch.device(t), require
     ones(dtype, size(t); device = device, requires_grad = requires_grad)
 
 """
-    CTorch.tensor(A::AbstractArray; order=:reversed, device=:cpu)
-    CTorch.tensor(x::Number)
+    CTorch.tensor(A::AbstractArray; device=:cpu)
+    CTorch.tensor(x::Number; device=:cpu)
 
-A torch tensor holding a **copy** of `A` (see `Tensor(A)` for the zero-copy
-constructor). `order=:reversed` gives torch sizes `reverse(size(A))` with the same
-memory layout; `order=:same` keeps the index order (torch sizes `size(A)`,
-`t[i-1,j-1] == A[i,j]`).
+A new, contiguous torch tensor holding a **copy** of `A`, with `size(t) ==
+size(A)` and `t[I] == A[I]` (see `Tensor(A)` for the zero-copy constructor).
 """
-function tensor(A::AbstractArray{T}; order::Symbol = :reversed, device = :cpu) where {T}
-    order in (:reversed, :same) || throw(ArgumentError("order must be :reversed or :same"))
-    B = order === :reversed ? Array{T}(A) : permutedims(Array{T}(A), ndims(A):-1:1)
-    s = Int64[d for d in reverse(size(B))]
+function tensor(A::AbstractArray{T,N}; device = :cpu) where {T,N}
+    B = N <= 1 ? Array{T,N}(A) : permutedims(Array{T,N}(A), ntuple(i -> N + 1 - i, N))
+    s = Int64[d for d in size(A)]
     d = Device(device)
     GC.@preserve B begin
         @_newtensor ct_tensor_from_data(out, pointer(B), s, length(s), dtype_code(T), d.type, d.index)
@@ -273,24 +233,26 @@ function Base.isapprox(a::Tensor, b::Tensor; rtol::Real = 1e-5, atol::Real = 1e-
 end
 
 """
-    Array(t::Tensor; order=:reversed)
+    Array(t::Tensor)
 
-A Julia `Array` holding a **copy** of a tensor's data (any device, any
-layout). `order=:reversed` gives `reverse(size(t))` (same memory order as
-torch); `order=:same` gives `size(t)` with torch's index order.
+A Julia `Array` holding a **copy** of a tensor's elements (any device, any
+layout), in the binding's one index order: `size(Array(t)) == size(t)` and
+`Array(t)[I] == t[I]`. `collect(t)` and `convert(Array, t)` are the same.
 """
-function Base.Array(t::Tensor; order::Symbol = :reversed)
-    c = device(t).type == 1 ? contiguous(t) : contiguous(to(t; device = :cpu))
-    A = copy(unsafe_array(c))
+function Base.Array(t::Tensor{T,N}) where {T,N}
+    _check_readable(T)
+    c = iscpu(device(t)) ? contiguous(t) : contiguous(to(t; device = :cpu))
+    A = GC.@preserve c (N <= 1 ? copy(unsafe_array(T, c)) :
+                        permutedims(unsafe_array(T, c), ntuple(i -> N + 1 - i, N)))
     free!(c)
-    order === :reversed && return A
-    order === :same && return ndims(A) <= 1 ? A : permutedims(A, ndims(A):-1:1)
-    throw(ArgumentError("order must be :reversed or :same"))
+    return A::Array{T,N}
 end
+Base.Array{T}(t::Tensor{S,N}) where {T,S,N} = Array{T,N}(Array(t))
+Base.collect(t::Tensor) = Array(t)
 
-"The value of a one-element tensor, as a Julia number."
+"The value of a one-element tensor, as a Julia number (`t.item()`)."
 function item(t::Tensor)
-    length(t) == 1 || throw(CTorchError(Int32(1), "item: tensor has $(length(t)) elements, not 1"))
+    length(t) == 1 || throw(CTorchError(CT_ERR_INVALID_ARGUMENT, "item: tensor has $(length(t)) elements, not 1"))
     return Array(t)[1]
 end
 
@@ -300,10 +262,26 @@ end
 manual_seed(seed::Integer) = check(ct_manual_seed(UInt64(seed)))
 num_threads() = Int(ct_get_num_threads())
 set_num_threads(n::Integer) = check(ct_set_num_threads(Int32(n)))
+num_interop_threads() = Int(ct_get_num_interop_threads())
+set_num_interop_threads(n::Integer) = check(ct_set_num_interop_threads(Int32(n)))
 cuda_is_available() = ct_cuda_is_available() == 1
 cuda_is_compiled() = ct_cuda_is_compiled() == 1
 cuda_device_count() = Int(ct_cuda_device_count())
 cuda_synchronize(device::Integer = -1) = check(ct_cuda_synchronize(Int32(device)))
+cuda_current_device() = (r = Ref{Int32}(0); check(ct_cuda_current_device(r)); Int(r[]))
+cuda_set_device(device::Integer) = check(ct_cuda_set_device(Int32(device)))
+cuda_empty_cache() = check(ct_cuda_empty_cache())
+cuda_manual_seed_all(seed::Integer) = check(ct_cuda_manual_seed_all(UInt64(seed)))
+cuda_memory_allocated(device::Integer = -1) = (r = Ref{Csize_t}(0); check(ct_cuda_memory_allocated(r, Int32(device))); Int(r[]))
+cuda_memory_reserved(device::Integer = -1) = (r = Ref{Csize_t}(0); check(ct_cuda_memory_reserved(r, Int32(device))); Int(r[]))
+"torch's current CUDA stream of `device` (a `cudaStream_t` as a pointer)."
+cuda_current_stream(device::Integer = -1) = (r = Ref{Ptr{Cvoid}}(C_NULL); check(ct_cuda_current_stream(r, Int32(device))); r[])
+"Makes `stream` torch's current stream on `device`; returns the previous one."
+cuda_set_stream(stream::Ptr{Cvoid}, device::Integer = -1) =
+    (r = Ref{Ptr{Cvoid}}(C_NULL); check(ct_cuda_set_stream(r, Int32(device), stream)); r[])
+cuda_stream_synchronize(stream::Ptr{Cvoid}, device::Integer = -1) = check(ct_cuda_stream_synchronize(stream, Int32(device)))
+cuda_stream_wait_stream(waiting::Ptr{Cvoid}, producer::Ptr{Cvoid}, device::Integer = -1) =
+    check(ct_cuda_stream_wait_stream(waiting, producer, Int32(device)))
 "Loads a shared library that registers custom TorchScript operators."
 load_library(path::AbstractString) = check(ct_load_library(path))
 version() = VersionNumber(unsafe_string(ct_version()))

@@ -14,23 +14,6 @@
 #   modules (objects)   -> ScriptModule
 #   anything else       -> CTorch.Value (an opaque handle; passes back unchanged)
 
-const TAG_NONE = 0
-const TAG_BOOL = 1
-const TAG_INT = 2
-const TAG_DOUBLE = 3
-const TAG_STRING = 4
-const TAG_TENSOR = 5
-const TAG_DEVICE = 6
-const TAG_LIST = 7
-const TAG_TUPLE = 8
-const TAG_DICT = 9
-const TAG_INT_LIST = 10
-const TAG_DOUBLE_LIST = 11
-const TAG_BOOL_LIST = 12
-const TAG_TENSOR_LIST = 13
-const TAG_OBJECT = 14
-const TAG_OTHER = 15
-
 """
     CTorch.Value
 
@@ -38,19 +21,8 @@ An opaque TorchScript value with no Julia equivalent (a complex number, a
 generator, a non-module object, ...). It can be passed back to ctorch calls
 unchanged; `repr` shows TorchScript's form, `CTorch.type_str(v)` its type.
 """
-mutable struct Value
-    ptr::Ptr{Cvoid}
-    function Value(::Val{:own}, p::Ptr{Cvoid})
-        v = new(p)
-        finalizer(v) do v
-            ct_value_free(v.ptr)
-            v.ptr = C_NULL
-        end
-        return v
-    end
-end
-Base.unsafe_convert(::Type{Ptr{Cvoid}}, v::Value) = (p = v.ptr; p == C_NULL && _freed_error(); p)
-free!(v::Value) = (ct_value_free(v.ptr); v.ptr = C_NULL; nothing)
+Value
+
 function Base.show(io::IO, v::Value)
     out = Ref{Ptr{UInt8}}(C_NULL)
     check(ct_value_to_repr(out, v))
@@ -86,25 +58,26 @@ function _new_value(x::AbstractString)
 end
 _new_value(x::Symbol) = _new_value(String(x))
 _new_value(x::Device) = @_newvalue ct_value_from_device(out, x.type, x.index)
-_new_value(x::Tensor) = @_newvalue ct_value_ref(out, _value_ptr(x))
 _new_value(x::Value) = @_newvalue ct_value_ref(out, x)
-_new_value(x::AbstractVector{Bool}) = (v = Int32[b for b in x]; @_newvalue ct_value_bool_list(out, v, length(v)))
-_new_value(x::AbstractVector{<:Integer}) = (v = Int64[i for i in x]; @_newvalue ct_value_int_list(out, v, length(v)))
-_new_value(x::AbstractVector{<:AbstractFloat}) = (v = Float64[f for f in x]; @_newvalue ct_value_double_list(out, v, length(v)))
-function _new_value(x::AbstractVector{Tensor})
-    ptrs = P[Base.unsafe_convert(P, t) for t in x]
-    GC.@preserve x @_newvalue ct_value_tensor_list(out, ptrs, length(ptrs))
-end
-_new_value(x::Tuple) = _with_values(collect(Any, x)) do ptrs
-    @_newvalue ct_value_tuple(out, ptrs, length(ptrs))
-end
-function _new_value(x::AbstractVector)
+_new_value(x::ScriptModule) = @_newvalue ct_value_from_module(out, x)
+# A Tensor is an AbstractArray: one method for both keeps dispatch unambiguous.
+_new_value(x::AbstractArray) = x isa Tensor ? (@_newvalue ct_value_from_tensor(out, x)) : _new_list_value(x)
+_new_list_value(x::AbstractVector{Bool}) = (v = Int32[b for b in x]; @_newvalue ct_value_bool_list(out, v, length(v)))
+_new_list_value(x::AbstractVector{<:Integer}) = (v = Int64[i for i in x]; @_newvalue ct_value_int_list(out, v, length(v)))
+_new_list_value(x::AbstractVector{<:AbstractFloat}) = (v = Float64[f for f in x]; @_newvalue ct_value_double_list(out, v, length(v)))
+function _new_list_value(x::AbstractVector)
     if !isempty(x) && all(e -> e isa Tensor, x)
-        return _new_value(Tensor[e for e in x])
+        ptrs = P[Base.unsafe_convert(P, t) for t in x]
+        return GC.@preserve x @_newvalue ct_value_tensor_list(out, ptrs, length(ptrs))
     end
     _with_values(collect(Any, x)) do ptrs
         @_newvalue ct_value_list(out, ptrs, length(ptrs))
     end
+end
+_new_list_value(x::AbstractArray) = throw(CTorchError(CT_ERR_TYPE,
+    "a $(typeof(x)) is not a TorchScript value; wrap it as a tensor with Tensor(A) (no copy) or CTorch.tensor(A)"))
+_new_value(x::Tuple) = _with_values(collect(Any, x)) do ptrs
+    @_newvalue ct_value_tuple(out, ptrs, length(ptrs))
 end
 function _new_value(x::AbstractDict)
     ks = collect(Any, keys(x))
@@ -115,14 +88,12 @@ function _new_value(x::AbstractDict)
         end
     end
 end
-_new_value(x::Complex) = throw(CTorchError(Int32(2), "complex scalars cannot be passed as TorchScript values " *
-                                                     "(the C API has no constructor); use a one-element tensor"))
-_new_value(x::AbstractArray) = throw(CTorchError(Int32(2),
-    "a $(typeof(x)) is not a TorchScript value; wrap it as a tensor with Tensor(A) (no copy) or CTorch.tensor(A)"))
-_new_value(x) = throw(CTorchError(Int32(2), "cannot convert a $(typeof(x)) to a TorchScript value"))
+_new_value(x::Complex) = throw(CTorchError(CT_ERR_TYPE, "complex scalars cannot be passed as TorchScript values " *
+                                                       "(the C API has no constructor); use a one-element tensor"))
+_new_value(x) = throw(CTorchError(CT_ERR_TYPE, "cannot convert a $(typeof(x)) to a TorchScript value"))
 
 # Calls f(ptrs::Vector{Ptr}) with borrowed ct_value* for every item of xs:
-# tensors lend their cached value, everything else is converted and freed after.
+# values lend their handle, everything else is converted and freed after.
 function _with_values(f, xs::AbstractVector)
     n = length(xs)
     ptrs = Vector{P}(undef, n)
@@ -131,9 +102,7 @@ function _with_values(f, xs::AbstractVector)
     try
         for i in 1:n
             x = xs[i]
-            if x isa Tensor
-                ptrs[i] = _value_ptr(x)
-            elseif x isa Value
+            if x isa Value
                 ptrs[i] = Base.unsafe_convert(P, x)
             else
                 ptrs[i] = _new_value(x)
@@ -168,13 +137,16 @@ Converts a ct_value* into a Julia value. With `own=true` the handle is consumed
 function from_value(v::Ptr{Cvoid}; own::Bool = true)
     v == C_NULL && return nothing
     tag = ct_value_tag(v)
-    if tag == TAG_TENSOR
-        own && return _tensor_from_value(v)
-        return _tensor_from_value(@_newvalue ct_value_ref(out, v))
+    if tag == CT_VALUE_TENSOR
+        try
+            return _defined_tensor(@_newvalue ct_value_to_tensor(out, v))
+        finally
+            own && ct_value_free(v)
+        end
     end
-    if tag == TAG_OTHER || tag == TAG_OBJECT
+    if tag == CT_VALUE_OTHER || tag == CT_VALUE_OBJECT
         keep = own ? v : (@_newvalue ct_value_ref(out, v))
-        tag == TAG_OBJECT && (m = _try_module(keep)) !== nothing && (ct_value_free(keep); return m)
+        tag == CT_VALUE_OBJECT && (m = _try_module(keep)) !== nothing && (ct_value_free(keep); return m)
         return Value(Val(:own), keep)
     end
     try
@@ -187,41 +159,42 @@ end
 function _try_module(v::Ptr{Cvoid})
     out = Ref{Ptr{Cvoid}}(C_NULL)
     st = ct_value_to_module(out, v)
-    st == 0 || (ct_clear_error(); return nothing)
+    st == CT_OK || (ct_clear_error(); return nothing)
     return ScriptModule(Val(:own), out[])
 end
 
 function _from_value_plain(v::Ptr{Cvoid}, tag::Int32)
-    if tag == TAG_NONE
+    if tag == CT_VALUE_NONE
         return nothing
-    elseif tag == TAG_BOOL
+    elseif tag == CT_VALUE_BOOL
         r = Ref{Int32}(0); check(ct_value_to_bool(r, v)); return r[] != 0
-    elseif tag == TAG_INT
+    elseif tag == CT_VALUE_INT
         r = Ref{Int64}(0); check(ct_value_to_int(r, v)); return r[]
-    elseif tag == TAG_DOUBLE
+    elseif tag == CT_VALUE_DOUBLE
         r = Ref{Float64}(0); check(ct_value_to_double(r, v)); return r[]
-    elseif tag == TAG_STRING
+    elseif tag == CT_VALUE_STRING
         s = Ref{Ptr{UInt8}}(C_NULL); n = Ref{Csize_t}(0)
         check(ct_value_to_string(s, n, v))
         return unsafe_string(s[], n[])
-    elseif tag == TAG_DEVICE
+    elseif tag == CT_VALUE_DEVICE
         a = Ref{Int32}(0); b = Ref{Int32}(0)
         check(ct_value_to_device(a, b, v))
         return Device(a[], b[])
-    elseif tag == TAG_TUPLE
+    elseif tag == CT_VALUE_TUPLE
         return Tuple(_items(v))
-    elseif tag == TAG_INT_LIST
+    elseif tag == CT_VALUE_INT_LIST
         return Int64[x for x in _items(v)]
-    elseif tag == TAG_DOUBLE_LIST
+    elseif tag == CT_VALUE_DOUBLE_LIST
         return Float64[x for x in _items(v)]
-    elseif tag == TAG_BOOL_LIST
+    elseif tag == CT_VALUE_BOOL_LIST
         return Bool[x for x in _items(v)]
-    elseif tag == TAG_TENSOR_LIST
-        return Tensor[x for x in _items(v)]
-    elseif tag == TAG_LIST
+    elseif tag == CT_VALUE_TENSOR_LIST
+        items = _items(v)
+        return all(x -> x isa Tensor, items) ? Tensor[x for x in items] : Union{Nothing,Tensor}[x for x in items]
+    elseif tag == CT_VALUE_LIST
         items = _items(v)
         return isempty(items) ? items : [x for x in items]   # narrowest element type
-    elseif tag == TAG_DICT
+    elseif tag == CT_VALUE_DICT
         n = Ref{Csize_t}(0)
         check(ct_value_len(n, v))
         ks = Vector{Any}(undef, n[]); vs = Vector{Any}(undef, n[])
@@ -235,7 +208,7 @@ function _from_value_plain(v::Ptr{Cvoid}, tag::Int32)
         K = mapreduce(typeof, typejoin, ks); V = mapreduce(typeof, typejoin, vs)
         return Dict{K,V}(zip(ks, vs))
     end
-    throw(CTorchError(Int32(10), "unknown value tag $tag"))
+    throw(CTorchError(CT_ERR_INTERNAL, "unknown value tag $tag"))
 end
 
 function _items(v::Ptr{Cvoid})
@@ -276,4 +249,39 @@ function pickle_save(x, path::AbstractString)
         check(ct_pickle_save(ptrs[1], path))
     end
     return path
+end
+
+"`CTorch.pickle_load(data::Vector{UInt8})`: like `pickle_load(path)`, from bytes in memory."
+function pickle_load(data::AbstractVector{UInt8})
+    buf = Vector{UInt8}(data)
+    GC.@preserve buf from_value(@_newvalue ct_pickle_load_buffer(out, pointer(buf), length(buf)))
+end
+
+"`CTorch.pickle_bytes(x) -> Vector{UInt8}`: `x` in `torch.save`'s format, in memory."
+function pickle_bytes(x)
+    data = Ref{Ptr{Cvoid}}(C_NULL)
+    n = Ref{Csize_t}(0)
+    _with_values(Any[x]) do ptrs
+        check(ct_pickle_save_buffer(data, n, ptrs[1]))
+    end
+    return _take_bytes(data[], n[])
+end
+
+# Copies and frees a caller-owned buffer (void **data_out, size_t *size_out).
+function _take_bytes(p::Ptr{Cvoid}, n::Integer)
+    bytes = Vector{UInt8}(undef, n)
+    n > 0 && unsafe_copyto!(pointer(bytes), Ptr{UInt8}(p), n)
+    ct_free(p)
+    return bytes
+end
+
+"""
+    CTorch.dict_get(v::Value, key)
+
+Looks up `key` in a TorchScript dict value without converting the whole dict
+(`ct_value_dict_get` / `ct_value_dict_get_str`).
+"""
+dict_get(v::Value, key::AbstractString) = from_value(@_newvalue ct_value_dict_get_str(out, v, key))
+dict_get(v::Value, key) = _with_values(Any[key]) do k
+    from_value(@_newvalue ct_value_dict_get(out, v, k[1]))
 end

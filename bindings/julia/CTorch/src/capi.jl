@@ -1,11 +1,11 @@
-# Low-level layer: locating libctorch, resolving its symbols, raw ccall
-# wrappers (one Julia function per C function, same name, same argument
-# order), status checking.
+# The raw C API: one Julia function per C function of include/ctorch.h, same
+# name, same argument order (`@cfunc`), plus `UNBOUND`, the functions that are
+# deliberately not bound and why. Everything else in CTorch calls C through
+# these wrappers.
 #
-# The library path is only known at run time (ENV["CTORCH_LIBRARY"], the
-# repository's build tree, or the system loader), so every C function is
-# called through a function pointer resolved once in `__init__` and stored in
-# a `const Ref`. A call costs one load plus an indirect call.
+# The library path is only known at run time (see library.jl), so every C
+# function is called through a function pointer resolved once in `__init__`
+# and stored in a `const Ref`. A call costs one load plus an indirect call.
 
 const P = Ptr{Cvoid}
 
@@ -13,7 +13,7 @@ const P = Ptr{Cvoid}
 const _SYMBOLS = Tuple{Symbol,Base.RefValue{Ptr{Cvoid}}}[]
 
 @noinline function _missing_symbol(name::Symbol)
-    throw(CTorchError(Int32(10), "libctorch at $(_LIBPATH[]) does not export $(name) " *
+    throw(CTorchError(CT_ERR_NOT_SUPPORTED, "libctorch at $(_LIBPATH[]) does not export $(name) " *
                                  "(library older than this binding?)"))
 end
 
@@ -37,6 +37,12 @@ macro cfunc(name, ret, argtypes)
     end
 end
 
+"The address of a C function of libctorch, to hand to C as a callback."
+_c_address(name::Symbol) = (e = _SYMBOLS[findfirst(e -> e[1] === name, _SYMBOLS)]; e[2][])
+
+"`true` when the loaded libctorch exports `name` (newer functions may be absent)."
+_bound(name::Symbol) = any(e -> e[1] === name && e[2][] != C_NULL, _SYMBOLS)
+
 # ---- Versions, errors, settings ------------------------------------------
 @cfunc ct_version Cstring ()
 @cfunc ct_abi_version Int32 ()
@@ -45,6 +51,9 @@ end
 @cfunc ct_last_error_code Int32 ()
 @cfunc ct_set_error Int32 (Int32, Cstring)
 @cfunc ct_clear_error Cvoid ()
+@cfunc ct_warnings_count Csize_t ()
+@cfunc ct_warnings_get Cstring (Csize_t,)
+@cfunc ct_warnings_clear Cvoid ()
 @cfunc ct_free Cvoid (P,)
 @cfunc ct_set_cpp_backtraces Cvoid (Int32,)
 @cfunc ct_cuda_is_compiled Int32 ()
@@ -53,6 +62,18 @@ end
 @cfunc ct_cuda_synchronize Int32 (Int32,)
 @cfunc ct_get_num_threads Int32 ()
 @cfunc ct_set_num_threads Int32 (Int32,)
+@cfunc ct_get_num_interop_threads Int32 ()
+@cfunc ct_set_num_interop_threads Int32 (Int32,)
+@cfunc ct_cuda_current_device Int32 (Ptr{Int32},)
+@cfunc ct_cuda_set_device Int32 (Int32,)
+@cfunc ct_cuda_current_stream Int32 (Ptr{P}, Int32)
+@cfunc ct_cuda_set_stream Int32 (Ptr{P}, Int32, P)
+@cfunc ct_cuda_stream_synchronize Int32 (P, Int32)
+@cfunc ct_cuda_stream_wait_stream Int32 (P, P, Int32)
+@cfunc ct_cuda_empty_cache Int32 ()
+@cfunc ct_cuda_manual_seed_all Int32 (UInt64,)
+@cfunc ct_cuda_memory_allocated Int32 (Ptr{Csize_t}, Int32)
+@cfunc ct_cuda_memory_reserved Int32 (Ptr{Csize_t}, Int32)
 @cfunc ct_manual_seed Int32 (UInt64,)
 @cfunc ct_load_library Int32 (Cstring,)
 @cfunc ct_grad_mode_set Cvoid (Int32,)
@@ -91,6 +112,13 @@ end
 @cfunc ct_tensor_stride Int32 (Ptr{Int64}, P, Int64)
 @cfunc ct_tensor_storage_offset Int64 (P,)
 @cfunc ct_tensor_element_size Csize_t (P,)
+@cfunc ct_tensor_nbytes Csize_t (P,)
+@cfunc ct_tensor_is_pinned Int32 (P,)
+@cfunc ct_tensor_pin_memory Int32 (Ptr{P}, P)
+@cfunc ct_tensor_to_dlpack Int32 (Ptr{P}, P, Int32, Int64)
+@cfunc ct_tensor_to_dlpack_versioned Int32 (Ptr{P}, P, Int32, Int64)
+@cfunc ct_tensor_from_dlpack Int32 (Ptr{P}, P)
+@cfunc ct_tensor_from_dlpack_versioned Int32 (Ptr{P}, P)
 @cfunc ct_tensor_dtype Int32 (P,)
 @cfunc ct_tensor_device_type Int32 (P,)
 @cfunc ct_tensor_device_index Int32 (P,)
@@ -98,6 +126,7 @@ end
 @cfunc ct_tensor_is_contiguous Int32 (P,)
 @cfunc ct_tensor_requires_grad Int32 (P,)
 @cfunc ct_tensor_is_defined Int32 (P,)
+@cfunc ct_tensor_info_get Int32 (P, P)
 @cfunc ct_tensor_to_string Int32 (Ptr{Ptr{UInt8}}, P)
 @cfunc ct_tensor_equal Int32 (Ptr{Int32}, P, P)
 @cfunc ct_tensor_allclose Int32 (Ptr{Int32}, P, P, Cdouble, Cdouble, Int32)
@@ -131,6 +160,9 @@ end
 @cfunc ct_value_tensor_list Int32 (Ptr{P}, Ptr{P}, Csize_t)
 @cfunc ct_value_tuple Int32 (Ptr{P}, Ptr{P}, Csize_t)
 @cfunc ct_value_dict Int32 (Ptr{P}, Ptr{P}, Ptr{P}, Csize_t)
+@cfunc ct_value_from_module Int32 (Ptr{P}, P)
+@cfunc ct_value_dict_get Int32 (Ptr{P}, P, P)
+@cfunc ct_value_dict_get_str Int32 (Ptr{P}, P, Cstring)
 @cfunc ct_value_to_bool Int32 (Ptr{Int32}, P)
 @cfunc ct_value_to_int Int32 (Ptr{Int64}, P)
 @cfunc ct_value_to_double Int32 (Ptr{Cdouble}, P)
@@ -145,12 +177,15 @@ end
 @cfunc ct_value_type_str Int32 (Ptr{Ptr{UInt8}}, P)
 @cfunc ct_pickle_load Int32 (Ptr{P}, Cstring)
 @cfunc ct_pickle_save Int32 (P, Cstring)
+@cfunc ct_pickle_load_buffer Int32 (Ptr{P}, P, Csize_t)
+@cfunc ct_pickle_save_buffer Int32 (Ptr{P}, Ptr{Csize_t}, P)
 
 # ---- Modules and scripts ----------------------------------------------------
 @cfunc ct_module_load Int32 (Ptr{P}, Cstring, Int32, Int32)
 @cfunc ct_module_load_buffer Int32 (Ptr{P}, Ptr{UInt8}, Csize_t, Int32, Int32)
 @cfunc ct_module_free Cvoid (P,)
 @cfunc ct_module_forward Int32 (Ptr{P}, P, Ptr{P}, Csize_t)
+@cfunc ct_module_forward_tensors Int32 (Ptr{P}, Csize_t, Ptr{Csize_t}, P, Cstring, Ptr{P}, Csize_t)
 @cfunc ct_module_call Int32 (Ptr{P}, P, Cstring, Ptr{P}, Csize_t, Ptr{Ptr{UInt8}}, Ptr{P}, Csize_t)
 @cfunc ct_module_methods Int32 (Ptr{P}, P)
 @cfunc ct_module_named_parameters Int32 (Ptr{P}, P, Int32)
@@ -164,6 +199,10 @@ end
 @cfunc ct_module_is_training Int32 (P,)
 @cfunc ct_module_clone Int32 (Ptr{P}, P)
 @cfunc ct_module_save Int32 (P, Cstring, P)
+@cfunc ct_module_save_buffer Int32 (Ptr{P}, Ptr{Csize_t}, P, P)
+@cfunc ct_module_extra_files Int32 (Ptr{P}, P)
+@cfunc ct_module_named_attributes Int32 (Ptr{P}, P, Int32)
+@cfunc ct_module_optimize_for_inference Int32 (Ptr{P}, P)
 @cfunc ct_module_freeze Int32 (Ptr{P}, P)
 @cfunc ct_module_new Int32 (Ptr{P}, Cstring)
 @cfunc ct_module_register_parameter Int32 (P, Cstring, P, Int32)
@@ -187,194 +226,22 @@ end
 @cfunc ct_op_num_arguments Int32 (Ptr{Csize_t}, P, Csize_t)
 @cfunc ct_op_argument Int32 (Ptr{Ptr{UInt8}}, Ptr{Ptr{UInt8}}, Ptr{Ptr{UInt8}}, Ptr{Int32}, P, Csize_t, Csize_t)
 @cfunc ct_op_return Int32 (Ptr{Ptr{UInt8}}, Ptr{Ptr{UInt8}}, P, Csize_t, Csize_t)
+@cfunc ct_op_tensors_only Int32 (Ptr{Int32}, P, Csize_t)
 @cfunc ct_op_call_name Int32 (Ptr{P}, Cstring, Ptr{P}, Csize_t, Ptr{Ptr{UInt8}}, Ptr{P}, Csize_t)
 
-# ---- Errors -------------------------------------------------------------------
-
-const STATUS_NAMES = Dict{Int32,String}(
-    0 => "CT_OK", 1 => "CT_ERR_INVALID_ARGUMENT", 2 => "CT_ERR_TYPE", 3 => "CT_ERR_INDEX",
-    4 => "CT_ERR_NOT_FOUND", 5 => "CT_ERR_IO", 6 => "CT_ERR_OUT_OF_MEMORY",
-    7 => "CT_ERR_NOT_SUPPORTED", 8 => "CT_ERR_TORCH", 9 => "CT_ERR_CALLBACK",
-    10 => "CT_ERR_INTERNAL")
 
 """
-    CTorchError(code, message)
+    CTorch.UNBOUND
 
-Raised for every failing libctorch call. `code` is the frozen `CT_ERR_*` status
-number (see `CTorch.STATUS_NAMES`); `message` is the full text of
-`ct_last_error()` (first line short, C++/TorchScript detail after it).
+Functions of include/ctorch.h that CTorch deliberately does not bind, with the
+reason (a test checks that every other header function has a `@cfunc`).
 """
-struct CTorchError <: Exception
-    code::Int32
-    message::String
-end
-
-function Base.showerror(io::IO, e::CTorchError)
-    print(io, "CTorchError(", get(STATUS_NAMES, e.code, string(e.code)), "): ", e.message)
-end
-
-@noinline function _throw_last_error(status::Int32)
-    throw(CTorchError(status, unsafe_string(ct_last_error())))
-end
-
-"Throws a `CTorchError` carrying `ct_last_error()` unless `status == CT_OK`."
-@inline check(status::Int32) = (status == 0 || _throw_last_error(status); nothing)
-
-# Reads and frees a caller-owned C string (char ** out-parameter).
-function _take_string(p::Ptr{UInt8})
-    p == C_NULL && return nothing
-    s = unsafe_string(p)
-    ct_free(p)
-    return s
-end
-
-# ---- Locating and loading the library ----------------------------------------
-
-const _LIBPATH = Ref{String}("")
-const _LIBHANDLE = Ref{Ptr{Cvoid}}(C_NULL)
-const ABI_VERSION = Int32(1)   # CTORCH_ABI_VERSION this binding was written against
-
-const PRELOAD_FIX = "LD_PRELOAD=/lib/x86_64-linux-gnu/libgcc_s.so.1"
-
-"""
-    CTorch.library_candidates()
-
-Where `CTorch` looks for libctorch, in order: `ENV["CTORCH_LIBRARY"]`, the
-repository's `build/` tree (`<repo>/build/libctorch.so`), then the system
-loader (`libctorch`).
-"""
-function library_candidates()
-    c = String[]
-    p = get(ENV, "CTORCH_LIBRARY", "")
-    isempty(p) || return [p]          # explicit choice: nothing else is tried
-    repo = normpath(joinpath(@__DIR__, "..", "..", "..", ".."))
-    push!(c, joinpath(repo, "build", "libctorch.so"))
-    push!(c, "libctorch")
-    return c
-end
-
-function _load_library!()
-    errs = String[]
-    for cand in library_candidates()
-        if cand != "libctorch" && !isfile(cand)
-            push!(errs, "$cand: no such file")
-            continue
-        end
-        h = Libdl.dlopen(cand, Libdl.RTLD_LAZY | Libdl.RTLD_LOCAL; throw_error = false)
-        if h === nothing || h == C_NULL
-            push!(errs, "$cand: dlopen failed")
-            continue
-        end
-        _LIBHANDLE[] = h
-        _LIBPATH[] = cand == "libctorch" ? something(Libdl.dlpath(h), cand) : abspath(cand)
-        return true
-    end
-    @error "CTorch: libctorch not found; set ENV[\"CTORCH_LIBRARY\"] to the path of libctorch.so" tried = errs
-    return false
-end
-
-function _resolve_symbols!()
-    h = _LIBHANDLE[]
-    for (name, slot) in _SYMBOLS
-        p = Libdl.dlsym(h, name; throw_error = false)
-        slot[] = p === nothing ? C_NULL : p
-    end
-end
-
-"""
-    CTorch.library_path()
-
-The path of the libctorch this session loaded.
-"""
-library_path() = _LIBPATH[]
-
-# ---- The libunwind pitfall -------------------------------------------------------
-#
-# Debian's julia links the system libunwind.so.8, which also exports
-# `_Unwind_RaiseException`. If the process-wide definition comes from libunwind
-# rather than libgcc_s, every C++ `throw` inside LibTorch (even one that ctorch
-# catches a few frames up) ends in std::terminate: a bare SIGABRT. Preloading
-# libgcc_s makes its definition win.
-
-"""
-    CTorch.unwinder_library()
-
-The shared object that provides the process-wide `_Unwind_RaiseException`
-(the one C++ `throw` uses), or `nothing` if it cannot be determined.
-"""
-function unwinder_library()
-    p = ccall(:dlsym, Ptr{Cvoid}, (Ptr{Cvoid}, Cstring), C_NULL, "_Unwind_RaiseException")
-    p == C_NULL && return nothing
-    info = Ref{NTuple{4,Ptr{Cvoid}}}((C_NULL, C_NULL, C_NULL, C_NULL))
-    ok = ccall(:dladdr, Cint, (Ptr{Cvoid}, Ptr{NTuple{4,Ptr{Cvoid}}}), p, info)
-    (ok == 0 || info[][1] == C_NULL) && return nothing
-    return unsafe_string(Ptr{UInt8}(info[][1]))
-end
-
-"""
-    CTorch.unwind_pitfall()
-
-`true` when C++ exceptions would abort this process: the `_Unwind_RaiseException`
-in use comes from libunwind (not libgcc_s). Falls back to checking
-`Libdl.dllist()` for libunwind and `ENV["LD_PRELOAD"]` for libgcc_s.
-"""
-function unwind_pitfall()
-    lib = try
-        unwinder_library()
-    catch
-        nothing
-    end
-    if lib !== nothing
-        return occursin("libunwind", basename(lib))
-    end
-    has_unwind = any(l -> occursin("libunwind", basename(l)), Libdl.dllist())
-    preload_ok = occursin("libgcc_s", get(ENV, "LD_PRELOAD", ""))
-    return has_unwind && !preload_ok
-end
-
-# Second pitfall (Debian 11's julia 1.5.3 on Debian 12): the system libunwind
-# 1.6 makes Julia's *own* exceptions segfault when they unwind through
-# JIT-compiled code. Heuristic: Julia < 1.6 using the system libunwind.so.8
-# while dpkg says libunwind8 is 1.4 or newer.
-function julia_exceptions_unsafe()
-    VERSION >= v"1.6" && return false
-    libs = filter(l -> occursin("libunwind.so.8", l), Libdl.dllist())
-    isempty(libs) && return false
-    real = realpath(first(libs))
-    startswith(real, "/usr/lib/") || startswith(real, "/lib/") || return false
-    status = "/var/lib/dpkg/status"
-    isfile(status) || return false
-    ver = nothing
-    open(status) do io
-        inpkg = false
-        for line in eachline(io)
-            if startswith(line, "Package: ")
-                inpkg = line == "Package: libunwind8"
-            elseif inpkg && startswith(line, "Version: ")
-                ver = line[10:end]
-                break
-            end
-        end
-    end
-    ver === nothing && return false
-    m = match(r"^(\d+)\.(\d+)", ver)
-    m === nothing && return false
-    return (parse(Int, m[1]), parse(Int, m[2])) >= (1, 4)
-end
-
-function _warn_unwind_pitfall()
-    if julia_exceptions_unsafe()
-        @warn "CTorch: this julia $(VERSION) uses the system libunwind (libunwind8 >= 1.4), with which " *
-              "a Julia exception thrown through compiled code crashes the process (segfault), " *
-              "so errors from libctorch could not be caught. Preload the libunwind julia was built " *
-              "against (bindings/julia/get-libunwind.sh DIR), e.g.\n    " * PRELOAD_FIX *
-              ":DIR/libunwind.so.8 julia ..."
-    end
-    unwind_pitfall() || return false
-    @warn "CTorch: this Julia process resolves C++ exception unwinding to libunwind (" *
-          something(unwinder_library(), "libunwind") * "), not libgcc_s. Any error raised " *
-          "inside LibTorch (a bad file, a shape mismatch, ...) will then abort the whole " *
-          "process with SIGABRT instead of becoming a CTorchError. Fix: start Julia with\n" *
-          "    " * PRELOAD_FIX * " julia ...\n(see bindings/julia/README.md)."
-    return true
-end
+const UNBOUND = Dict{String,String}(
+    "ct_tensor_from_blob" =>
+        "its deleter is a C function pointer that torch may call on any thread, and Julia " *
+        "before 1.9 cannot be entered from a foreign thread; Tensor(A) uses " *
+        "ct_tensor_from_blob_queued (the release queue) instead",
+    "ct_op_register" =>
+        "the kernel is a C callback that TorchScript may run on its own (inter-op) threads, " *
+        "which Julia before 1.9 cannot be entered from; register custom ops in C/C++ and " *
+        "load them with CTorch.load_library")

@@ -1,0 +1,52 @@
+# Every C handle type, defined in one loop (as Julia's LibGit2 does): a
+# mutable struct owning one pointer, a finalizer that frees it, `free!`,
+# `isfreed`, and `unsafe_convert` to the `Ptr{Cvoid}` the C calls take.
+# Finalizers only call the non-yielding `ct_*_free`. (`ct_op` handles are
+# cached for the life of the process and never freed: `Op` in ops.jl.)
+
+@noinline _freed_error(what::String) = throw(CTorchError(CT_ERR_INVALID_ARGUMENT, "use of a freed CTorch.$what"))
+
+for (T, params, super, cfree) in (
+        (:Tensor, (:T, :N), :(AbstractArray{T,N}), :ct_tensor_free),
+        (:Value, (), :Any, :ct_value_free),
+        (:ScriptModule, (), :Any, :ct_module_free),
+        (:Script, (), :Any, :ct_script_free))
+    head = isempty(params) ? T : Expr(:curly, T, params...)
+    call = :($head(::Val{:own}, p::Ptr{Cvoid}))
+    sig = isempty(params) ? call : Expr(:where, call, params...)
+    ctor = Expr(:function, sig, quote
+        x = new(p)
+        finalizer(_finalize, x)
+        return x
+    end)
+    @eval begin
+        mutable struct $head <: $super
+            ptr::Ptr{Cvoid}
+            $ctor
+        end
+        function _finalize(x::$T)
+            p = x.ptr
+            x.ptr = C_NULL
+            $cfree(p)
+            return nothing
+        end
+        free!(x::$T) = (_finalize(x); _after_free(x); nothing)
+        isfreed(x::$T) = x.ptr == C_NULL
+        Base.unsafe_convert(::Type{Ptr{Cvoid}}, x::$T) =
+            (p = x.ptr; p == C_NULL && _freed_error($(string(T))); p)
+    end
+end
+
+_after_free(x) = nothing
+
+"""
+    free!(x)
+
+Frees a handle (`Tensor`, `Value`, `ScriptModule`, `Script`) now instead of
+waiting for the garbage collector; other handles to the same object stay
+valid. Using `x` afterwards throws a `CTorchError`; freeing twice is allowed.
+"""
+free!
+
+"`isfreed(x)`: `true` once the handle was freed with [`free!`](@ref)."
+isfreed

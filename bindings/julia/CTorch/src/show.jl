@@ -1,0 +1,37 @@
+# Printing tensors as Julia prints arrays: dimensions, element type, device,
+# and the elements in the binding's index order with the middle elided.
+# torch's own text (every element) is `torch_string(t)`.
+
+_device_string(d::Device) = string(device_type_symbol(d), d.index >= 0 ? ":$(d.index)" : "")
+
+function Base.summary(io::IO, t::Tensor{T,N}) where {T,N}
+    if isfreed(t)
+        print(io, "CTorch.Tensor(<freed>)")
+        return
+    end
+    print(io, Base.dims2string(size(t)), " Tensor{", T, ",", N, "} on ", _device_string(device(t)))
+    requires_grad(t) && print(io, ", requires_grad")
+end
+
+# The elements to print: the zero-copy view on the CPU, a copy otherwise.
+_printable(t::Tensor) = iscpu(device(t)) ? torch_view(t) : Array(t)
+
+function Base.show(io::IO, ::MIME"text/plain", t::Tensor{T}) where {T}
+    summary(io, t)
+    (isfreed(t) || T <: OpaqueElement || isempty(t)) && return
+    print(io, ":\n")
+    ctx = IOContext(io, :limit => true, :typeinfo => T,
+                    :compact => get(io, :compact, ndims(t) > 1))
+    GC.@preserve t Base.print_array(ctx, _printable(t))
+end
+
+function Base.show(io::IO, t::Tensor{T}) where {T}
+    if isfreed(t) || T <: OpaqueElement
+        summary(io, t)
+        return
+    end
+    print(io, "Tensor(")
+    GC.@preserve t show(IOContext(io, :limit => true), _printable(t))
+    iscpu(device(t)) || print(io, "; device = \"", _device_string(device(t)), "\"")
+    print(io, ")")
+end

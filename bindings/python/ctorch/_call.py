@@ -1,0 +1,414 @@
+"""The one marshalling path: operator, ``ops``, ``Module`` and script calls.
+
+Two ways into C, chosen per call:
+
+* tensors only (every argument a Tensor, no keywords, and C says the op /
+  method takes and returns tensors only): ``ct_op_call_tensors`` /
+  ``ct_module_forward_tensors`` -- tensor handles in, tensor handles out, one
+  C call, no value handles;
+* everything else: ``ct_op_call`` / ``ct_module_call`` / ``ct_script_call``
+  with ``ct_value`` arguments (see ``_values``).
+
+``generation`` counts calls that may have changed tensor metadata in place
+(in-place ops, module and script calls); tensors re-read their cached
+metadata when it moved (see ``tensor.Tensor._meta``).
+"""
+
+import re
+import threading
+import warnings
+from ctypes import byref, c_char_p, c_int32, c_size_t, c_void_p
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from . import _lib
+from ._lib import (C, G, CT_ERR_NOT_SUPPORTED, CT_ERR_TYPE, SIZES, check, error_from_status,
+                   tls)
+from . import _values
+from ._values import free_values, from_value, to_value, values_array
+
+_op_call = C.op_call
+_op_call_tensors = C.op_call_tensors
+_ONE = SIZES[1]
+_new = object.__new__
+_last_error_code = G.last_error_code
+MAX_OUTPUTS = 16
+
+#: [n]: bumped by calls that may change tensor metadata in place.
+generation = [0]
+
+
+def bump() -> None:
+    generation[0] += 1
+
+
+_HAS_WARNINGS = _lib.has("ct_warnings_count")
+
+
+def flush_warnings(stacklevel: int = 3) -> None:
+    """Re-issues the LibTorch warnings the library kept for this thread as
+    Python warnings (UserWarning, as torch's Python does), then clears them.
+    Called after the general op path, module and script calls and loads; the
+    tensors-only op path skips it (one C call less per small op)."""
+    if not _HAS_WARNINGS:
+        return
+    n = G.warnings_count()
+    if not n:
+        return
+    msgs = [(G.warnings_get(i) or b"").decode("utf-8", "replace") for i in range(n)]
+    G.warnings_clear()
+    for m in msgs:
+        warnings.warn(m, UserWarning, stacklevel=stacklevel)
+
+
+# ---- op handles ----------------------------------------------------------------------
+
+_op_cache: Dict[Tuple[str, Optional[str]], int] = {}
+_op_cache_lock = threading.Lock()
+
+
+def find_op(name: str, overload: Optional[str]) -> int:
+    """A cached ct_op handle for (name, overload); overload None = overload set."""
+    key = (name, overload)
+    h = _op_cache.get(key)
+    if h is None:
+        out = c_void_p()
+        check(G.op_find(byref(out), name.encode(), None if overload is None else
+                        overload.encode()))
+        with _op_cache_lock:
+            h = _op_cache.setdefault(key, out.value or 0)
+            if h != out.value:
+                G.op_free(out.value)
+    return h
+
+
+def invalidate_op_cache() -> None:
+    """Overload sets must be looked up again to see newly registered overloads
+    (single-overload handles stay: another thread may be using them)."""
+    with _op_cache_lock:
+        for k in [k for k in _op_cache if k[1] is None]:
+            del _op_cache[k]
+
+
+def num_overloads(h: int) -> int:
+    n: int = G.op_num_overloads(h)
+    return n
+
+
+def schemas(h: int) -> List[str]:
+    res = []
+    for i in range(num_overloads(h)):
+        s = c_char_p()
+        check(G.op_schema(byref(s), h, i))
+        res.append((s.value or b"").decode())
+    return res
+
+
+def num_returns(h: int) -> Optional[int]:
+    """The number of results when every overload agrees on it, else None."""
+    counts = set()
+    for ov in range(num_overloads(h)):
+        n = c_size_t()
+        if G.op_num_returns(byref(n), h, ov):
+            G.clear_error()
+            return None
+        counts.add(n.value)
+    return counts.pop() if len(counts) == 1 else None
+
+
+def _tensors_only_by_schema(h: int, n: int) -> bool:
+    """Fallback for libraries without ct_op_tensors_only: the first overload
+    whose first n positional arguments are tensors and whose others have
+    defaults must return tensors only."""
+    name, typ, dflt = c_char_p(), c_char_p(), c_char_p()
+    kwonly = c_int32()
+    for ov in range(num_overloads(h)):
+        na = c_size_t()
+        if G.op_num_arguments(byref(na), h, ov):
+            G.clear_error()
+            return False
+        pos, ok = 0, True
+        for i in range(na.value):
+            if G.op_argument(byref(name), byref(typ), byref(dflt), byref(kwonly), h, ov, i):
+                G.clear_error()
+                return False
+            if not kwonly.value and pos < n:
+                if typ.value not in (b"Tensor", b"Tensor?"):
+                    ok = False
+                    break
+                pos += 1
+            elif dflt.value is None:
+                ok = False
+                break
+        if ok and pos == n:
+            nr = c_size_t()
+            if G.op_num_returns(byref(nr), h, ov):
+                G.clear_error()
+                return False
+            for i in range(nr.value):
+                if G.op_return(None, byref(typ), h, ov, i) or typ.value != b"Tensor":
+                    G.clear_error()
+                    return False
+            return True
+    return False
+
+
+def tensors_only(h: int, n: int) -> bool:
+    """Whether ct_op_call_tensors(op, n tensors) is a valid call for h."""
+    if not _lib.has("ct_op_tensors_only"):
+        return _tensors_only_by_schema(h, n)
+    out = c_int32()
+    check(G.op_tensors_only(byref(out), h, n))
+    return out.value == 1
+
+
+# ---- the general path (ct_value arguments) --------------------------------------------
+
+def kwargs_values(kwargs: Optional[Dict[str, Any]], owned: List[int]) -> Tuple[Any, Any, int]:
+    """ctypes arrays (names, values, count) for keyword arguments; new value
+    handles go to `owned` for the caller to free."""
+    if not kwargs:
+        return None, None, 0
+    names = (c_char_p * len(kwargs))(*[k.encode() for k in kwargs])
+    vals, nk = values_array(kwargs.values(), owned)
+    return names, vals, nk
+
+
+def call_op(op: Any, args: Sequence[Any], kwargs: Optional[Dict[str, Any]],
+            mutates: bool = True, one_tensor: bool = False) -> Any:
+    """Calls the op handle with Python arguments through ct_op_call; returns
+    the Python result. mutates: the op may change its arguments in place
+    (tensor metadata caches are invalidated after it)."""
+    owned: List[int] = []
+    try:
+        n = len(args)
+        if n <= 16:
+            arr = tls.args
+            for i, a in enumerate(args):
+                p, o = to_value(a)
+                arr[i] = p
+                if o:
+                    owned.append(p)
+        else:
+            arr, n = values_array(args, owned)
+        names, vals, nk = kwargs_values(kwargs, owned)
+        out = c_void_p()
+        st = _op_call(byref(out), op, arr, n, names, vals, nk)
+        if mutates or (kwargs and "out" in kwargs):
+            generation[0] += 1
+        if st:
+            raise error_from_status(st)
+        if _HAS_WARNINGS:
+            flush_warnings(4)
+        if one_tensor:
+            return _values.take_tensor(out.value or 0)
+        return from_value(out.value or 0)
+    finally:
+        free_values(owned)
+
+
+def returns_one_tensor(h: int) -> bool:
+    """Whether every overload of h returns exactly one Tensor (then results
+    skip the value tag query)."""
+    typ = c_char_p()
+    for ov in range(num_overloads(h)):
+        n = c_size_t()
+        if G.op_num_returns(byref(n), h, ov) or n.value != 1 or \
+                G.op_return(None, byref(typ), h, ov, 0) or typ.value != b"Tensor":
+            G.clear_error()
+            return False
+    return True
+
+
+# ---- the tensors-only path --------------------------------------------------------------
+
+def call_tensors(op: Any, tensors: Sequence[Any], n_out: int) -> Any:
+    """ct_op_call_tensors: Tensors in; one Tensor out (n_out == 1) or a tuple."""
+    t = tls
+    arr = t.tensors
+    i = 0
+    for a in tensors:
+        arr[i] = a._h or a._ptr()
+        i += 1
+    outs = t.outputs
+    if _op_call_tensors(outs, SIZES[n_out], op, arr, SIZES[i]):
+        raise error_from_status(_last_error_code())
+    wrap = _values.wrap_tensor
+    if n_out == 1:
+        return wrap(outs[0])
+    return tuple(_values.wrap_or_none(outs[k]) for k in range(n_out))
+
+
+class OpCaller:
+    """Calls one op handle: the tensors-only path when the arguments allow it
+    (decided once per argument count by ct_op_tensors_only), the general path
+    otherwise. `mutates`: the op changes its arguments in place (its name ends
+    in "_"), so tensor metadata caches are invalidated after each call."""
+
+    __slots__ = ("h", "hc", "n_out", "by_n", "mutates", "bmap", "one_tensor")
+
+    def __init__(self, h: int, mutates: bool, broadcast: bool = False) -> None:
+        self.h = h
+        self.hc = c_void_p(h)
+        self.n_out = num_returns(h)
+        self.by_n: Dict[int, bool] = {}
+        self.mutates = mutates
+        self.bmap = broadcast_map(h) if broadcast else None
+        self.one_tensor = returns_one_tensor(h)
+
+    def fast(self, n: int) -> bool:
+        ok = self.by_n.get(n)
+        if ok is None:
+            ok = self.by_n[n] = bool(self.n_out and 0 < self.n_out <= MAX_OUTPUTS and
+                                     n <= 16 and tensors_only(self.h, n))
+        return ok
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs:
+            T = _values.Tensor
+            for a in args:
+                if type(a) is not T:
+                    break
+            else:
+                n = len(args)
+                ok = self.by_n.get(n)
+                if ok or (ok is None and self.fast(n)):
+                    if self.mutates:
+                        generation[0] += 1
+                    if self.n_out != 1:
+                        return call_tensors(self.hc, args, self.n_out or 1)
+                    ins, outs = tls.frame
+                    i = 0
+                    for a in args:
+                        ins[i] = a._h or a._ptr()
+                        i += 1
+                    if _op_call_tensors(outs, _ONE, self.hc, ins, SIZES[i]):
+                        raise error_from_status(_last_error_code())
+                    t = _new(T)
+                    t._h = outs[0]
+                    t._m = None
+                    return t
+        if self.bmap:
+            args, kwargs = apply_broadcast(self.bmap, args, kwargs)
+        return call_op(self.hc, args, kwargs, self.mutates, self.one_tensor)
+
+
+_ATEN: Dict[Tuple[str, str], OpCaller] = {}
+
+
+def aten(name: str, overload: str = "") -> OpCaller:
+    """The cached caller of aten::name.overload (operators, indexing, factories)."""
+    c = _ATEN.get((name, overload))
+    if c is None:
+        c = _ATEN[(name, overload)] = OpCaller(find_op("aten::" + name, overload),
+                                               mutates=name.endswith("_"))
+    return c
+
+
+# ---- ints for int[N] arguments, as torch's Python does ----------------------------------
+
+_LIST_N = re.compile(r"^(?:int|SymInt)\[(\d+)\]\??$")
+
+
+def broadcast_map(h: int) -> Dict[Any, int]:
+    """{position or name: N} for arguments typed int[N] / SymInt[N] (N given)
+    in every overload that has them, where no overload takes a plain int there:
+    a Python int passed there is repeated N times, as torch's Python does
+    (t.sum(dim=1), conv stride=2). Reads argument types, not schema strings."""
+    found: Dict[Any, set] = {}
+    blocked = set()
+    name, typ = c_char_p(), c_char_p()
+    kwonly = c_int32()
+    for ov in range(num_overloads(h)):
+        na = c_size_t()
+        if G.op_num_arguments(byref(na), h, ov):
+            G.clear_error()
+            continue
+        pos = 0
+        for i in range(na.value):
+            if G.op_argument(byref(name), byref(typ), None, byref(kwonly), h, ov, i):
+                G.clear_error()
+                break
+            nm, ty = (name.value or b"").decode(), (typ.value or b"").decode()
+            m = _LIST_N.match(ty)
+            keys = (nm,) if kwonly.value else (nm, pos)
+            for k in keys:
+                if m:
+                    found.setdefault(k, set()).add(int(m.group(1)))
+                elif ty.rstrip("?") in ("int", "SymInt", "Scalar", "float", "Any"):
+                    blocked.add(k)
+            if not kwonly.value:
+                pos += 1
+    return {k: next(iter(v)) for k, v in found.items() if len(v) == 1 and k not in blocked}
+
+
+def apply_broadcast(bmap: Dict[Any, int], args: Sequence[Any],
+                    kwargs: Optional[Dict[str, Any]]) -> Tuple[Sequence[Any], Any]:
+    new_args = [[a] * bmap[i] if type(a) is int and i in bmap else a
+                for i, a in enumerate(args)]
+    if kwargs:
+        kwargs = {k: [a] * bmap[k] if type(a) is int and k in bmap else a
+                  for k, a in kwargs.items()}
+    return new_args, kwargs
+
+
+# ---- modules and scripts -----------------------------------------------------------------
+
+_RESULT_KINDS = {"Tensor": "one", "Tensor[]": "list", "List[Tensor]": "list"}
+_TUPLE_OF_TENSORS = re.compile(r"^\(Tensor(, Tensor)*\)$|^Tuple\[Tensor(, Tensor)*\]$")
+
+
+def result_kind(schema: str) -> Optional[str]:
+    """How a method's tensors-only result is rebuilt from its schema's return
+    type: "one" Tensor, a "tuple" or a "list" of them; None for anything else
+    (then the call takes the general path)."""
+    ret = schema.rpartition("->")[2].strip()
+    kind = _RESULT_KINDS.get(ret)
+    if kind is None and _TUPLE_OF_TENSORS.match(ret):
+        kind = "tuple"
+    return kind
+
+
+def forward_tensors(m: int, method: bytes, args: Sequence[Any], kind: str) -> Any:
+    """ct_module_forward_tensors: one C call, tensor handles in and out.
+    Returns NotImplemented when the method's result is not tensors only
+    (CT_ERR_TYPE), so the caller takes the general path."""
+    t = tls
+    arr = t.tensors
+    i = 0
+    for a in args:
+        arr[i] = a._h or a._ptr()
+        i += 1
+    outs = t.outputs
+    st = C.module_forward_tensors(outs, MAX_OUTPUTS, t.n_ref, m, method, arr, i)
+    generation[0] += 1
+    if st:
+        if st in (CT_ERR_TYPE, CT_ERR_NOT_SUPPORTED):
+            G.clear_error()
+            return NotImplemented
+        raise error_from_status(st)
+    if _HAS_WARNINGS:
+        flush_warnings(5)
+    wrap = _values.wrap_tensor
+    res = [wrap(outs[k]) for k in range(t.n.value)]
+    if kind == "one":
+        return res[0] if len(res) == 1 else tuple(res)
+    return tuple(res) if kind == "tuple" else res
+
+
+def call_method(fn: Any, handle: int, method: bytes, args: Sequence[Any],
+                kwargs: Optional[Dict[str, Any]]) -> Any:
+    """ct_module_call / ct_script_call with value arguments."""
+    owned: List[int] = []
+    try:
+        arr, n = values_array(args, owned)
+        names, vals, nk = kwargs_values(kwargs, owned)
+        out = c_void_p()
+        st = fn(byref(out), handle, method, arr, n, names, vals, nk)
+        generation[0] += 1
+        if st:
+            raise error_from_status(st)
+        if _HAS_WARNINGS:
+            flush_warnings(4)
+        return from_value(out.value or 0)
+    finally:
+        free_values(owned)

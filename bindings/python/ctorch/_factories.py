@@ -1,0 +1,266 @@
+"""Tensor factories: ``tensor``, ``as_tensor``, ``zeros`` and friends, ``*_like``."""
+
+import array
+import operator
+from ctypes import byref, c_int64, c_void_p
+from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
+
+from . import _lib, _values, _types
+from ._lib import C, CT_DEVICE_CPU, NO_INDEX, check
+from ._interop import from_dlpack, from_numpy
+from ._types import CPU, dtype, get_device, get_dtype
+from .tensor import Tensor, wrap, _op
+
+_DEFAULT_DTYPE = _types.float32
+
+
+def _out(fn: Callable[..., int], *args: Any) -> Tensor:
+    out = c_void_p()
+    check(fn(byref(out), *args))
+    return wrap(out.value or 0)
+
+
+def _sizes_arg(size: Sequence[Any]) -> Tuple[Any, int]:
+    if len(size) == 1 and not isinstance(size[0], int):
+        s = size[0]
+        size = s.tolist() if isinstance(s, Tensor) else s
+    dims = tuple(operator.index(s) for s in size)
+    return (c_int64 * max(len(dims), 1))(*dims), len(dims)
+
+
+def _dev_args(dev: Any) -> Tuple[int, int]:
+    if dev is None:
+        return CT_DEVICE_CPU, NO_INDEX
+    d = get_device(dev)
+    return d.code, d.c_index
+
+
+def _dt(d: Any) -> int:
+    return (_DEFAULT_DTYPE if d is None else get_dtype(d)).code
+
+
+def _make_factory(cname: str, doc: str) -> Callable[..., Tensor]:
+    cfn = getattr(C, cname)
+
+    def factory(*size: Any, dtype: Any = None, device: Any = None,
+                requires_grad: bool = False) -> Tensor:
+        sizes, n = _sizes_arg(size)
+        dc, di = _dev_args(device)
+        return _out(cfn, sizes, n, _dt(dtype), dc, di, 1 if requires_grad else 0)
+
+    factory.__name__ = cname[len("tensor_"):]
+    factory.__doc__ = doc
+    return factory
+
+
+empty = _make_factory("tensor_empty", "empty(*size, dtype=float32, device='cpu', "
+                      "requires_grad=False): uninitialised tensor.")
+zeros = _make_factory("tensor_zeros", "zeros(*size, dtype=float32, device='cpu', "
+                      "requires_grad=False)")
+ones = _make_factory("tensor_ones", "ones(*size, dtype=float32, device='cpu', "
+                     "requires_grad=False)")
+rand = _make_factory("tensor_rand", "rand(*size, ...): uniform [0, 1)")
+randn = _make_factory("tensor_randn", "randn(*size, ...): standard normal")
+
+
+def full(size: Any, fill_value: Any, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    """full(size, fill_value): the dtype follows fill_value as in torch (bool,
+    int64, float32) unless given."""
+    if isinstance(size, int):
+        size = (size,)
+    sizes, n = _sizes_arg(tuple(size))
+    if dtype is None:
+        dtype = _types.bool_ if isinstance(fill_value, bool) else (
+            _types.int64 if isinstance(fill_value, int) else _DEFAULT_DTYPE)
+    dc, di = _dev_args(device)
+    return _out(C.tensor_full, sizes, n, float(fill_value), get_dtype(dtype).code, dc, di,
+                1 if requires_grad else 0)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """arange(end) or arange(start, end, step); int64 when every argument is an
+    int, float32 otherwise (as in torch)."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = _types.int64 if all(isinstance(x, int) for x in (start, end, step)) \
+            else _DEFAULT_DTYPE
+    dc, di = _dev_args(device)
+    return _out(C.tensor_arange, float(start), float(end), float(step), get_dtype(dtype).code,
+                dc, di, 1 if requires_grad else 0)
+
+
+def eye(n: int, m: Optional[int] = None, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    dc, di = _dev_args(device)
+    return _out(C.tensor_eye, n, -1 if m is None else m, _dt(dtype), dc, di,
+                1 if requires_grad else 0)
+
+
+def _like(name: str) -> Callable[..., Tensor]:
+    def f(t: Any, *args: Any, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
+        kw = {}
+        if dtype is not None:
+            kw["dtype"] = get_dtype(dtype)
+        if device is not None:
+            kw["device"] = get_device(device)
+        r: Tensor = _op(name)(as_tensor(t), *args, **kw)
+        if requires_grad:
+            r.requires_grad = True
+        return r
+    f.__name__ = name
+    f.__doc__ = "%s(t%s, dtype=None, device=None): like torch.%s" % (
+        name, ", fill_value" if name == "full_like" else "", name)
+    return f
+
+
+empty_like = _like("empty_like")
+zeros_like = _like("zeros_like")
+ones_like = _like("ones_like")
+full_like = _like("full_like")
+rand_like = _like("rand_like")
+randn_like = _like("randn_like")
+
+
+# ---- tensor(data): copies of Python data ---------------------------------------------------
+
+def _infer(data: Any) -> Tuple[List[int], List[Any], Set[str]]:
+    """Shape, flat list and kinds (b, i, f, c) of nested Python lists of scalars."""
+    shape: List[int] = []
+    x = data
+    while isinstance(x, (list, tuple)):
+        shape.append(len(x))
+        if not x:
+            break
+        x = x[0]
+    flat: List[Any] = []
+
+    def walk(x: Any, depth: int) -> None:
+        if depth == len(shape):
+            if isinstance(x, (list, tuple)):
+                raise _lib.InvalidArgumentError("ragged nested sequence")
+            flat.append(x.item() if isinstance(x, Tensor) else x)
+            return
+        if not isinstance(x, (list, tuple)) or len(x) != shape[depth]:
+            raise _lib.InvalidArgumentError(
+                "ragged nested sequence: expected length %d at depth %d" % (shape[depth], depth))
+        for e in x:
+            walk(e, depth + 1)
+    walk(data, 0)
+    kinds = set()
+    for e in flat:
+        if isinstance(e, bool):
+            kinds.add("b")
+        elif isinstance(e, int):
+            kinds.add("i")
+        elif isinstance(e, float):
+            kinds.add("f")
+        elif isinstance(e, complex):
+            kinds.add("c")
+        elif hasattr(e, "__index__"):
+            kinds.add("i")
+        elif hasattr(e, "__float__"):
+            kinds.add("f")
+        else:
+            raise _lib.CTorchTypeError("cannot make a tensor from %s" % type(e).__name__)
+    return shape, flat, kinds
+
+
+def _from_flat(shape: List[int], flat: List[Any], d: dtype, kinds: Set[str]) -> Tensor:
+    """Packs flat Python scalars with the array module and copies them in."""
+    sizes, n = _sizes_arg(tuple(shape))
+    if "c" in kinds or d.is_complex:
+        vals: List[float] = []
+        for e in flat:
+            e = complex(e)
+            vals += [e.real, e.imag]
+        buf = array.array("d", vals)
+        tmp = _types.complex128
+    elif d is _types.bool_ or kinds == {"b"}:
+        buf = array.array("b", [1 if e else 0 for e in flat])
+        tmp = _types.bool_
+    elif d.is_floating_point or "f" in kinds:
+        buf = array.array("d", [float(e) for e in flat])
+        tmp = _types.float64
+    else:
+        buf = array.array("q", [operator.index(e) for e in flat])
+        tmp = _types.int64
+    addr = buf.buffer_info()[0] if len(buf) else None
+    t = _out(C.tensor_from_data, addr, sizes, n, tmp.code, CT_DEVICE_CPU, NO_INDEX)
+    return t if tmp is d else t.to(dtype=d)
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a COPY of data: nested lists/tuples of Python
+    scalars, a Python scalar, a numpy array, or any DLPack producer (a torch
+    tensor, a ctorch.Tensor). dtype is inferred as torch does (bool, int64,
+    float32, complex64) unless given."""
+    if isinstance(data, Tensor):
+        t = data.detach().clone()
+        if dtype is not None or device is not None:
+            t = t.to(dtype=dtype, device=device)
+    elif hasattr(data, "__array_interface__") or hasattr(data, "__dlpack__"):
+        src = _from_array_like(data)
+        t = src.clone() if src.device == CPU else src.to(device=CPU, copy=True)
+        if dtype is not None or device is not None:
+            t = t.to(dtype=dtype, device=device)
+    else:
+        shape, flat, kinds = _infer(data)
+        if dtype is None:
+            d = (_types.complex64 if "c" in kinds else _DEFAULT_DTYPE if "f" in kinds else
+                 _types.int64 if "i" in kinds else _types.bool_ if "b" in kinds else
+                 _DEFAULT_DTYPE)
+        else:
+            d = get_dtype(dtype)
+        t = _from_flat(shape, flat, d, kinds)
+        if device is not None and get_device(device) != CPU:
+            t = t.to(device=device)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def as_tensor(x: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """x itself if it is a Tensor; a zero-copy tensor for DLPack producers
+    (numpy arrays, torch tensors) when possible; else a new tensor."""
+    if isinstance(x, Tensor):
+        if dtype is None and device is None:
+            return x
+        return x.to(dtype=dtype, device=device)
+    if hasattr(x, "__dlpack__") or hasattr(x, "__array_interface__"):
+        t = _from_array_like(x)
+        if dtype is not None or device is not None:
+            t = t.to(dtype=dtype, device=device)
+        return t
+    return tensor(x, dtype=dtype, device=device)
+
+
+def _from_array_like(x: Any) -> Tensor:
+    if type(x).__module__ == "numpy" and hasattr(x, "__array_interface__"):
+        try:
+            t: Tensor = from_numpy(x)
+            return t
+        except _lib.Error:
+            import numpy
+            t = from_numpy(numpy.ascontiguousarray(x))
+            return t
+    if hasattr(x, "__dlpack__"):
+        t = from_dlpack(x)
+        return t
+    import numpy
+    t = from_numpy(numpy.ascontiguousarray(numpy.asarray(x)))
+    return t
+
+
+def scalar_tensor(x: Any, like: Optional[Tensor] = None) -> Tensor:
+    """A 0-dim tensor holding the Python scalar x (on like's device)."""
+    dt = (_types.bool_ if isinstance(x, bool) else _types.int64 if isinstance(x, int) else
+          _types.complex128 if isinstance(x, complex) else _types.float64)
+    return tensor(x, dtype=dt, device=like.device if like is not None else None)
+
+
+_values.register(to_tensor=as_tensor)

@@ -1,0 +1,33 @@
+"""torch-style module-level functions (``ctorch.cat``, ``ctorch.relu`` ...): thin
+wrappers that call the aten op of the same name through ``ctorch.ops``."""
+
+from typing import Any, Callable, Dict
+
+from . import ops
+from .tensor import _named
+
+#: ctorch name -> aten op name
+_NAMES: Dict[str, str] = {n: n for n in (
+    "cat", "stack", "hstack", "vstack", "matmul", "mm", "bmm", "where", "relu", "softmax",
+    "log_softmax", "sigmoid", "tanh", "exp", "log", "sqrt", "sin", "cos", "abs", "neg",
+    "sum", "mean", "std", "var", "prod", "argmax", "argmin", "transpose", "permute", "reshape",
+    "flatten", "squeeze", "unsqueeze", "clamp", "maximum", "minimum", "einsum", "outer",
+    "dot", "allclose", "equal", "flip", "roll", "tril", "triu", "cumsum", "chunk", "split",
+    "gather", "masked_fill", "isnan", "isinf", "logical_not", "all", "any", "add", "sub",
+    "mul", "div", "pow", "floor", "ceil", "round", "sign", "erf", "gelu", "silu",
+    "layer_norm", "dropout", "linear", "conv2d", "randperm")}
+_NAMES["concat"] = "cat"
+_NAMED_TUPLES = ("max", "min", "sort", "topk", "mode", "kthvalue", "median")
+
+
+def _make(name: str, aten: str, named: bool) -> Callable[..., Any]:
+    def f(*args: Any, **kwargs: Any) -> Any:
+        r = getattr(ops.aten, aten)(*args, **kwargs)
+        return _named(r) if named else r
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = "ctorch.%s: calls aten::%s (see help(ctorch.ops.aten.%s))" % (name, aten, aten)
+    return f
+
+
+FUNCTIONS: Dict[str, Callable[..., Any]] = {n: _make(n, a, False) for n, a in _NAMES.items()}
+FUNCTIONS.update({n: _make(n, n, True) for n in _NAMED_TUPLES})

@@ -1,0 +1,86 @@
+"""Tensor indexing: ints, slices, None, ``...``, and tensor / list / mask indices,
+for getting (views where torch gives views) and setting."""
+
+import operator
+from typing import Any, List, Optional, Tuple
+
+from . import _lib, _types, _values
+from ._call import aten as _op
+
+
+def _as_tensor(x: Any) -> Any:
+    return x if type(x) is _values.Tensor else _values.to_tensor(x)
+
+
+def index(t: Any, idx: Any) -> Any:
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    t, adv = _basic_index(t, idx)
+    if adv:
+        r: Any = _op("index", "Tensor")(t, _adv_list(adv))
+        return r
+    return t
+
+
+def _adv_list(adv: List[Tuple[int, Any]]) -> List[Optional[Any]]:
+    idxs: List[Optional[Any]] = [None] * (max(d for d, _ in adv) + 1)
+    for d, it in adv:
+        idxs[d] = it
+    return idxs
+
+
+def _basic_index(t: Any, idx: Tuple[Any, ...]) -> Tuple[Any, List[Tuple[int, Any]]]:
+    """Applies ints, slices, None and Ellipsis; returns (view, advanced) where
+    advanced lists (dim in the view, index tensor) for tensor/list indices."""
+    nd = t.ndim
+    consumed = sum(1 for i in idx if i is not None and i is not Ellipsis
+                   and not isinstance(i, bool))
+    if sum(1 for i in idx if i is Ellipsis) > 1:
+        raise _lib.CTorchIndexError("an index can only have a single ellipsis ('...')")
+    if consumed > nd:
+        raise _lib.CTorchIndexError("too many indices for tensor of dimension %d" % nd)
+    dim = 0
+    adv: List[Tuple[int, Any]] = []
+    cur = t
+    for it in idx:
+        if it is None:
+            cur = _op("unsqueeze")(cur, dim)
+            dim += 1
+        elif it is Ellipsis:
+            dim += nd - consumed
+        elif isinstance(it, bool):
+            raise _lib.NotSupportedError("boolean scalar indices are not supported")
+        elif isinstance(it, int) or (hasattr(it, "__index__") and not isinstance(it, _values.Tensor)
+                                     and not hasattr(it, "__len__")):
+            cur = _op("select", "int")(cur, dim, operator.index(it))
+        elif isinstance(it, slice):
+            step = 1 if it.step is None else operator.index(it.step)
+            if step <= 0:
+                raise _lib.InvalidArgumentError("step must be greater than zero")
+            if it.start is not None or it.stop is not None or step != 1:
+                cur = _op("slice", "Tensor")(
+                    cur, dim, None if it.start is None else operator.index(it.start),
+                    None if it.stop is None else operator.index(it.stop), step)
+            dim += 1
+        else:
+            ti = _as_tensor(it)
+            if ti.dtype in (_types.int32, _types.int16, _types.int8):
+                ti = ti.to(dtype=_types.int64)
+            adv.append((dim, ti))
+            dim += 1 if ti.dtype not in (_types.bool_, _types.uint8) else ti.ndim
+    return cur, adv
+
+
+def setitem(t: Any, idx: Any, value: Any) -> None:
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    view, adv = _basic_index(t, idx)
+    if adv:
+        if not isinstance(value, _values.Tensor):
+            value = _values.to_tensor(value, dtype=t.dtype, device=t.device)
+        _op("index_put_")(view, _adv_list(adv), value)
+        return
+    if isinstance(value, (int, float, bool)):
+        view.fill_(value)
+    else:
+        view.copy_(_as_tensor(value))

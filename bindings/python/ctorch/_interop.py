@@ -1,0 +1,356 @@
+"""Zero-copy exchange: numpy (``__array_interface__`` and ``ct_tensor_from_blob``)
+and DLPack capsules (the ctypes structures of ``_lib``), plus ``tolist``.
+
+Tensors are made through ``_values.wrap_tensor`` (registered by tensor.py)."""
+
+import ctypes
+import itertools
+import warnings
+from ctypes import POINTER, byref, c_char_p, c_int64, c_void_p, py_object
+from typing import Any, Dict, Optional, Set
+
+from . import _lib, _values
+from ._lib import (C, G, CT_DEVICE_CPU, CT_DEVICE_CUDA, DL_CPU, DL_CUDA,
+                   DL_ROCM, DL_STREAM_LEGACY, NO_INDEX, DLManagedTensor,
+                   DLManagedTensorVersioned, check, error_from_status)
+from ._types import BY_TYPESTR, CPU, device
+
+_byref = byref
+
+
+def leak(obj: Any) -> Any:
+    """Makes obj immortal (C callbacks and capsule names that C may still use
+    during interpreter shutdown)."""
+    ctypes.pythonapi.Py_IncRef(py_object(obj))
+    return obj
+
+
+def _wrap(fn: Any, *args: Any) -> Any:
+    out = c_void_p()
+    check(fn(byref(out), *args))
+    return _values.wrap_tensor(out.value or 0)
+
+
+# ---- numpy zero-copy --------------------------------------------------------------------
+
+_blob_refs: Dict[int, Any] = {}
+_blob_ids = itertools.count(1)
+#: Counters for tests and debugging: blobs created / deleter calls.
+blob_stats = {"created": 0, "released": 0}
+
+
+def _blob_deleter(data: Any, ctx: Any, _refs: Dict[int, Any] = _blob_refs,
+                  _stats: Dict[str, int] = blob_stats) -> None:
+    # Runs on whichever thread frees the last tensor using the memory; the
+    # ctypes thunk takes the GIL. Never raises, and survives a half-torn-down
+    # interpreter (every name bound as a default).
+    try:
+        _refs.pop(ctx, None)
+        _stats["released"] += 1
+    except BaseException:
+        pass
+
+
+_BLOB_DELETER = leak(_lib.DELETER(_blob_deleter))
+_from_blob = C.tensor_from_blob
+
+
+def from_numpy(a: Any) -> Any:
+    """A tensor sharing a numpy array's memory (no copy). The array is kept
+    alive until torch lets go of the memory (the last tensor or view using it
+    is freed). Byte-swapped, negatively strided or misaligned arrays are
+    refused, as in torch."""
+    ai = a.__array_interface__
+    typestr = ai["typestr"]
+    d = BY_TYPESTR.get(typestr)
+    if d is None:
+        if typestr[0] == ">":
+            raise _lib.CTorchTypeError("byte-swapped (big-endian) arrays are not supported; "
+                                       "use a.astype(a.dtype.newbyteorder('='))")
+        raise _lib.CTorchTypeError(
+            "can't convert a numpy array of dtype %s; supported: bool, uint8, int8, int16, "
+            "int32, int64, float16, float32, float64, complex64, complex128" % (a.dtype,))
+    shape = ai["shape"]
+    nd = len(shape)
+    ptr, readonly = ai["data"]
+    bstrides = ai["strides"]  # None for C-contiguous arrays
+    strides = None
+    if bstrides is not None:
+        item = d.itemsize
+        for s in bstrides:
+            if s < 0:
+                raise _lib.InvalidArgumentError(
+                    "numpy arrays with negative strides are not supported; use a.copy()")
+            if s % item:
+                raise _lib.InvalidArgumentError(
+                    "numpy array strides are not a multiple of the element size")
+        strides = (c_int64 * nd)(*[s // item for s in bstrides])
+    if readonly:
+        warnings.warn("the numpy array is not writable; the tensor shares its memory and "
+                      "writing to it is undefined behaviour", UserWarning, stacklevel=2)
+    key = next(_blob_ids)
+    _blob_refs[key] = a
+    out = c_void_p()
+    st = _from_blob(byref(out), ptr or None, (c_int64 * nd)(*shape) if nd else None, nd,
+                    strides, d.code, CT_DEVICE_CPU, NO_INDEX, _BLOB_DELETER, key)
+    if st:
+        _blob_refs.pop(key, None)  # the deleter is not called on failure
+        raise error_from_status(st)
+    blob_stats["created"] += 1
+    return _values.wrap_tensor(out.value or 0)
+
+
+class _ArrayHolder:
+    """Exposes a tensor's memory through __array_interface__; numpy keeps this
+    object as the array's base, and this object keeps a handle."""
+    __slots__ = ("_t", "__array_interface__")
+
+    def __init__(self, t: Any, typestr: str) -> None:
+        self._t = ref = t.ref()
+        m = ref._meta()
+        item = m.dtype.itemsize
+        self.__array_interface__ = {
+            "version": 3, "shape": m.shape, "typestr": typestr, "data": (m.data, False),
+            "strides": tuple(s * item for s in m.strides)}
+
+
+def to_numpy(t: Any, bfloat16: str = "raise") -> Any:
+    import numpy
+    m = t._meta()
+    d = m.dtype
+    if m.device_type != CT_DEVICE_CPU:
+        raise _lib.CTorchTypeError("can't convert %s tensor to numpy; use .cpu() first"
+                                   % t.device)
+    if m.requires_grad:
+        raise _lib.InvalidArgumentError(
+            "can't call numpy() on a tensor that requires grad; use .detach().numpy()")
+    typestr = d.typestr
+    if typestr is None:
+        if bfloat16 == "uint16":
+            typestr = "<u2"
+        elif bfloat16 == "float32":
+            return t.float().numpy()
+        else:
+            raise _lib.CTorchTypeError(
+                "numpy has no bfloat16 dtype: use t.numpy(bfloat16='uint16') for a "
+                "zero-copy view of the raw bits, t.numpy(bfloat16='float32') for a "
+                "converted copy, or t.float().numpy()")
+    if m.numel == 0:
+        return numpy.empty(m.shape, dtype=typestr)
+    return numpy.asarray(_ArrayHolder(t, typestr))
+
+
+# ---- DLPack through PyCapsules --------------------------------------------------------
+
+_pyapi = ctypes.pythonapi
+_PyCapsule_New = _pyapi.PyCapsule_New
+_PyCapsule_New.restype = py_object
+_PyCapsule_New.argtypes = (c_void_p, c_void_p, c_void_p)
+_PyCapsule_IsValid = _pyapi.PyCapsule_IsValid
+_PyCapsule_IsValid.restype = ctypes.c_int
+_PyCapsule_IsValid.argtypes = (py_object, c_char_p)
+_PyCapsule_GetPointer = _pyapi.PyCapsule_GetPointer
+_PyCapsule_GetPointer.restype = c_void_p
+_PyCapsule_GetPointer.argtypes = (py_object, c_char_p)
+_PyCapsule_SetName = _pyapi.PyCapsule_SetName
+_PyCapsule_SetName.restype = ctypes.c_int
+_PyCapsule_SetName.argtypes = (py_object, c_void_p)
+_PyCapsule_GetName = _pyapi.PyCapsule_GetName
+_PyCapsule_GetName.restype = c_void_p
+_PyCapsule_GetName.argtypes = (py_object,)
+# Raw-pointer variants for the destructor (it receives a PyObject* it must not
+# incref while the object is being destroyed).
+_RawIsValid = ctypes.PYFUNCTYPE(ctypes.c_int, c_void_p, c_char_p)(("PyCapsule_IsValid", _pyapi))
+_RawGetPointer = ctypes.PYFUNCTYPE(c_void_p, c_void_p, c_char_p)(("PyCapsule_GetPointer",
+                                                                   _pyapi))
+
+# Capsule names must outlive every capsule: immortal buffers.
+_NAME_LEGACY = leak(ctypes.create_string_buffer(b"dltensor"))
+_NAME_VERSIONED = leak(ctypes.create_string_buffer(b"dltensor_versioned"))
+_NAME_USED = leak(ctypes.create_string_buffer(b"used_dltensor"))
+_NAME_USED_VERSIONED = leak(ctypes.create_string_buffer(b"used_dltensor_versioned"))
+#: Counters for tests: capsules made / managed tensors deleted by a capsule
+#: destructor because nobody consumed them.
+dlpack_stats = {"exported": 0, "unconsumed_deleted": 0}
+
+
+def _delete_managed(p: int, versioned: bool) -> None:
+    """Runs the deleter of a DLManagedTensor[Versioned] at address p."""
+    struct = DLManagedTensorVersioned if versioned else DLManagedTensor
+    m = ctypes.cast(p, POINTER(struct)).contents  # type: ignore[arg-type]
+    if m.deleter:
+        m.deleter(ctypes.cast(p, POINTER(struct)))  # type: ignore[arg-type]
+
+
+def _capsule_destructor(cap: int, _isvalid: Any = _RawIsValid, _getptr: Any = _RawGetPointer,
+                        _delete: Any = _delete_managed, _stats: Dict[str, int] = dlpack_stats
+                        ) -> None:
+    # Deletes the managed tensor only when no consumer took it (a consumer
+    # renames the capsule to used_dltensor[_versioned]).
+    try:
+        if _isvalid(cap, b"dltensor"):
+            p, versioned = _getptr(cap, b"dltensor"), False
+        elif _isvalid(cap, b"dltensor_versioned"):
+            p, versioned = _getptr(cap, b"dltensor_versioned"), True
+        else:
+            return
+        if p:
+            _delete(p, versioned)
+            _stats["unconsumed_deleted"] += 1
+    except BaseException:
+        pass
+
+
+_CAPSULE_DESTRUCTOR = leak(ctypes.CFUNCTYPE(None, c_void_p)(_capsule_destructor))
+_CAPSULE_DESTRUCTOR_ADDR = ctypes.cast(_CAPSULE_DESTRUCTOR, c_void_p).value
+
+
+def to_dlpack(t: Any, stream: Any, max_version: Any, dl_device: Any, copy: Any) -> Any:
+    m = t._meta()
+    devtype = m.device_type
+    if dl_device is not None:
+        want = (int(dl_device[0]), int(dl_device[1]))
+        if want != t.__dlpack_device__():
+            if copy is False:
+                raise BufferError("__dlpack__: the tensor is on %s but dl_device=%r was asked "
+                                  "with copy=False" % (t.device, dl_device))
+            if want[0] == DL_CPU:
+                t = t.to(device=CPU, copy=True)
+            elif want[0] == DL_CUDA:
+                t = t.to(device=device("cuda", want[1]), copy=True)
+            else:
+                raise BufferError("__dlpack__: unsupported dl_device %r" % (dl_device,))
+            devtype = want[0]
+            copy = False  # already a copy
+    if devtype == CT_DEVICE_CUDA:
+        if stream is None:
+            s = DL_STREAM_LEGACY  # the array API: None means the legacy default stream
+        elif stream == 0:
+            raise ValueError("__dlpack__: stream 0 is ambiguous and not allowed")
+        else:
+            s = int(stream)
+    else:
+        if stream not in (None, -1):
+            raise ValueError("__dlpack__: stream must be None for a CPU tensor")
+        s = -1
+    out = c_void_p()
+    versioned = max_version is not None and tuple(max_version)[0] >= 1
+    fn = C.tensor_to_dlpack_versioned if versioned else C.tensor_to_dlpack
+    check(fn(byref(out), t._ptr(), 1 if copy else 0, s))
+    name = _NAME_VERSIONED if versioned else _NAME_LEGACY
+    try:
+        cap = _PyCapsule_New(out.value, ctypes.addressof(name), _CAPSULE_DESTRUCTOR_ADDR)
+    except BaseException:
+        _delete_managed(out.value or 0, versioned)
+        raise
+    dlpack_stats["exported"] += 1
+    return cap
+
+
+def _is_capsule(x: Any) -> bool:
+    return type(x).__name__ == "PyCapsule"
+
+
+def from_dlpack(x: Any, *, device: Any = None, copy: Optional[bool] = None) -> Any:
+    """A tensor sharing the memory of any DLPack producer (numpy, torch, cupy,
+    a ctorch.Tensor, or a bare DLPack capsule), with no copy. Asks for a
+    versioned capsule (max_version=(1, 0)) and falls back to the legacy
+    protocol when the producer does not know max_version. The capsule is
+    consumed (renamed used_dltensor[_versioned]) and ownership passes to
+    ctorch, which calls the producer's deleter once, when the last tensor
+    using the memory is freed."""
+    if isinstance(x, _values.Tensor):
+        t = x.ref()
+    else:
+        t = _from_capsule(x if _is_capsule(x) else _get_capsule(x))
+    if device is not None and t.device != device_of(device):
+        t = t.to(device=device, copy=copy is not False)
+    elif copy:
+        t = t.clone()
+    return t
+
+
+def device_of(d: Any) -> Any:
+    from ._types import get_device
+    return get_device(d)
+
+
+_LEGACY_PRODUCERS: Set[type] = set()
+
+
+def _get_capsule(x: Any) -> Any:
+    if not hasattr(x, "__dlpack__"):
+        raise _lib.CTorchTypeError(
+            "from_dlpack: %s has no __dlpack__ method and is not a DLPack capsule"
+            % type(x).__name__)
+    kw = {}
+    dev = x.__dlpack_device__() if hasattr(x, "__dlpack_device__") else (DL_CPU, 0)
+    if int(dev[0]) in (DL_CUDA, DL_ROCM):  # ask the producer to sync with our stream
+        sp = c_void_p()
+        if G.cuda_current_stream(byref(sp), int(dev[1])) == _lib.CT_OK:
+            kw["stream"] = sp.value or DL_STREAM_LEGACY
+        else:
+            G.clear_error()
+            kw["stream"] = DL_STREAM_LEGACY
+    tx = type(x)
+    if tx not in _LEGACY_PRODUCERS:
+        try:
+            return x.__dlpack__(max_version=(1, 0), **kw)
+        except TypeError:
+            # remembered per type: older producers (numpy < 2.1, torch < 2.4)
+            # do not know max_version
+            _LEGACY_PRODUCERS.add(tx)
+    return x.__dlpack__(**kw)
+
+
+def _from_capsule(cap: Any) -> Any:
+    if _PyCapsule_IsValid(cap, b"dltensor_versioned"):
+        p = _PyCapsule_GetPointer(cap, b"dltensor_versioned")
+        used, fn = _NAME_USED_VERSIONED, C.tensor_from_dlpack_versioned
+    elif _PyCapsule_IsValid(cap, b"dltensor"):
+        p = _PyCapsule_GetPointer(cap, b"dltensor")
+        used, fn = _NAME_USED, C.tensor_from_dlpack
+    else:
+        np_ = _PyCapsule_GetName(cap) if _is_capsule(cap) else None
+        name = ctypes.string_at(np_).decode() if np_ else None
+        if name and name.startswith("used_"):
+            raise BufferError("from_dlpack: this DLPack capsule was already consumed")
+        raise _lib.CTorchTypeError("from_dlpack: not a DLPack capsule (name %r)" % (name,))
+    # Ownership passes to ctorch now, whatever happens next.
+    if _PyCapsule_SetName(cap, ctypes.addressof(used)) != 0:
+        raise _lib.InternalError("PyCapsule_SetName failed")
+    return _wrap(fn, p)
+
+
+# ---- tolist (stdlib only) ---------------------------------------------------------------
+
+_FMT = {_lib.CT_BOOL: "?", _lib.CT_UINT8: "B", _lib.CT_INT8: "b", _lib.CT_INT16: "h",
+        _lib.CT_INT32: "i", _lib.CT_INT64: "q", _lib.CT_FLOAT32: "f", _lib.CT_FLOAT64: "d"}
+
+
+def tolist(t: Any) -> Any:
+    d = t.dtype
+    if d.code in (_lib.CT_FLOAT16, _lib.CT_BFLOAT16):  # no struct format: via float32
+        return tolist(t.float())
+    if d.is_complex:
+        from . import ops
+        re, im = tolist(ops.aten.real(t)), tolist(ops.aten.imag(t))
+
+        def zipc(a: Any, b: Any) -> Any:
+            if isinstance(a, list):
+                return [zipc(x, y) for x, y in zip(a, b)]
+            return complex(a, b)
+        return zipc(re, im)
+    c = t.to(device=CPU).contiguous()
+    shape = c.shape
+    if c.numel() == 0:
+        def empty(s: Any) -> Any:
+            return [] if len(s) == 1 else [empty(s[1:]) for _ in range(s[0])]
+        return empty(shape) if shape else []
+    mv = memoryview(ctypes.string_at(c.data_ptr(), c.nbytes))
+    if not shape:
+        return mv.cast(_FMT[d.code])[0]
+    return mv.cast(_FMT[d.code], shape).tolist()
+
+
+_values.register(tensor_from_dlpack=from_dlpack)

@@ -1,0 +1,63 @@
+"""Tensor metadata read in one C call (ct_tensor_info_get) into an immutable
+record, which tensor.Tensor caches per handle."""
+
+from ctypes import byref, sizeof
+from typing import Dict, NamedTuple, Optional, Tuple
+
+from . import _lib
+from ._lib import G, TensorInfo, check, tls
+from ._types import BY_CODE, device, dtype
+
+_HAS_INFO = _lib.has("ct_tensor_info_get")
+_INFO_SIZE = sizeof(TensorInfo)
+
+
+class Meta(NamedTuple):
+    shape: Tuple[int, ...]
+    strides: Tuple[int, ...]
+    dtype: Optional[dtype]    # None: a dtype ctorch has no code for
+    device_type: int
+    device_index: int
+    requires_grad: int
+    is_contiguous: int
+    numel: int
+    storage_offset: int
+    data: int
+    device: device
+    ndim: int
+
+
+_DEVICES: Dict[Tuple[int, int], device] = {}
+
+
+def device_of(code: int, index: int) -> device:
+    d = _DEVICES.get((code, index))
+    if d is None:
+        d = _DEVICES[(code, index)] = device._from_codes(code, index)
+    return d
+
+
+def read(h: int) -> Meta:
+    """All metadata of a handle in one C call (ct_tensor_info_get)."""
+    if _HAS_INFO:
+        info = tls.info if hasattr(tls, "info") else _new_info()
+        check(G.tensor_info_get(byref(info), h))
+        nd = info.ndim
+        dt, di = info.device_type, info.device_index
+        return Meta(tuple(info.sizes[:nd]) if nd else (), tuple(info.strides[:nd]) if nd else (),
+                    BY_CODE.get(info.dtype), dt, di, info.requires_grad, info.is_contiguous,
+                    info.numel, info.storage_offset, info.data or 0, device_of(dt, di), nd)
+    nd = G.tensor_ndim(h)
+    dt, di = G.tensor_device_type(h), G.tensor_device_index(h)
+    return Meta(tuple(G.tensor_sizes(h)[:nd]) if nd > 0 else (),
+                tuple(G.tensor_strides(h)[:nd]) if nd > 0 else (),
+                BY_CODE.get(G.tensor_dtype(h)), dt, di, G.tensor_requires_grad(h),
+                G.tensor_is_contiguous(h), G.tensor_numel(h), G.tensor_storage_offset(h),
+                G.tensor_data_ptr(h) or 0, device_of(dt, di), max(nd, 0))
+
+
+def _new_info() -> TensorInfo:
+    info = TensorInfo()
+    info.size = _INFO_SIZE
+    tls.info = info
+    return info

@@ -1,0 +1,689 @@
+"""``Tensor``: one ``ct_tensor`` handle, its cached metadata, operators,
+ops as methods and indexing."""
+
+from ctypes import byref, c_int32, c_void_p
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
+
+from . import _lib, _values, _call, _interop, _format, ops
+from ._lib import (C, G, CT_DEVICE_CPU, CT_DEVICE_CUDA, CT_DTYPE_KEEP, CT_DEVICE_KEEP, NO_INDEX,
+                   SIZES, check, tls)
+from ._call import aten as _op, generation
+from ._indexing import index as _index, setitem as _setitem
+from ._meta import Meta as _Meta, read as _read_meta
+from ._types import CPU, device, dtype, get_device, get_dtype
+from . import _types
+
+_new = object.__new__
+_tensor_free = G.tensor_free
+_op_call_tensors = C.op_call_tensors
+_last_error_code = G.last_error_code
+_ONE, _TWO = SIZES[1], SIZES[2]
+
+
+def wrap(h: int) -> "Tensor":
+    """A Tensor owning the new ct_tensor* h."""
+    t = _new(Tensor)
+    t._h = h
+    t._m = None
+    return t
+
+
+def _out(fn: Callable[..., int], *args: Any) -> "Tensor":
+    out = c_void_p()
+    check(fn(byref(out), *args))
+    return wrap(out.value or 0)
+
+
+class Tensor:
+    """A handle to a LibTorch tensor (one ``ct_tensor``; pass it to ctypes
+    functions directly, through ``_as_parameter_``).
+
+    Operators, indexing and every aten op as a method (``t.sum(dim=1)``) run
+    through ctorch's op calls. Metadata (shape, dtype, device, ...) is read
+    once per handle with ``ct_tensor_info_get`` and read again after calls
+    that may change it in place. The handle is freed when the object dies, or
+    at once with ``free()`` or a ``with`` block."""
+
+    __slots__ = ("_h", "_m", "_g", "__weakref__")
+    _h: int
+    _m: Optional[_Meta]
+    _g: int
+
+    def __new__(cls, data: Any = None, dtype: Any = None, device: Any = None,
+                requires_grad: bool = False) -> "Tensor":
+        if data is None:
+            raise TypeError("use ctorch.tensor(data), ctorch.empty(...) or another factory")
+        from ._factories import tensor
+        return tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+
+    # ---- the handle ------------------------------------------------------------
+    def _ptr(self) -> int:
+        h = self._h
+        if not h:
+            raise _lib.InvalidArgumentError("use of a freed tensor")
+        return h
+
+    @property
+    def _as_parameter_(self) -> int:
+        return self._ptr()
+
+    @property
+    def _handle(self) -> int:
+        """The ct_tensor* as an int (borrowed; valid while this object lives)."""
+        return self._ptr()
+
+    def free(self) -> None:
+        """Frees the handle now (the memory lives on while other handles, views
+        or numpy arrays use it). Further use raises ctorch.InvalidArgumentError."""
+        h, self._h, self._m = self._h, 0, None
+        if h:
+            _tensor_free(h)
+
+    def __del__(self) -> None:
+        h = self._h
+        if h:
+            _tensor_free(h)
+
+    def __enter__(self) -> "Tensor":
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        self.free()
+        return False
+
+    @property
+    def is_freed(self) -> bool:
+        return not self._h
+
+    # ---- metadata ----------------------------------------------------------------
+    def _meta(self) -> _Meta:
+        m = self._m
+        if m is None or self._g != generation[0]:
+            self._g = generation[0]
+            m = self._m = _read_meta(self._ptr())
+        return m
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        m = self._m
+        if m is None or self._g != generation[0]:
+            m = self._meta()
+        return m.shape
+
+    def size(self, dim: Optional[int] = None) -> Any:
+        shape = self._meta().shape
+        if dim is None:
+            return shape
+        return shape[_dim(dim, len(shape))]
+
+    @property
+    def strides(self) -> Tuple[int, ...]:
+        """Strides in elements (numpy's .strides is in bytes)."""
+        return self._meta().strides
+
+    def stride(self, dim: Optional[int] = None) -> Any:
+        strides = self._meta().strides
+        if dim is None:
+            return strides
+        return strides[_dim(dim, len(strides))]
+
+    @property
+    def ndim(self) -> int:
+        m = self._m
+        if m is None or self._g != generation[0]:
+            m = self._meta()
+        return m.ndim
+
+    def dim(self) -> int:
+        return len(self._meta().shape)
+
+    def numel(self) -> int:
+        return self._meta().numel
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        m = self._meta()
+        return m.numel * self.dtype.itemsize
+
+    def storage_offset(self) -> int:
+        return self._meta().storage_offset
+
+    @property
+    def dtype(self) -> dtype:
+        m = self._m
+        if m is None or self._g != generation[0]:
+            m = self._meta()
+        d = m.dtype
+        if d is None:
+            raise _lib.CTorchTypeError("tensor has a dtype ctorch has no code for")
+        return d
+
+    @property
+    def device(self) -> device:
+        m = self._m
+        if m is None or self._g != generation[0]:
+            m = self._meta()
+        return m.device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._meta().device_type == CT_DEVICE_CUDA
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._meta().device_type == CT_DEVICE_CPU
+
+    def data_ptr(self) -> int:
+        """Address of the first element (0 for an empty tensor)."""
+        return self._meta().data
+
+    def is_contiguous(self) -> bool:
+        return bool(self._meta().is_contiguous)
+
+    def is_pinned(self) -> bool:
+        return bool(G.tensor_is_pinned(self._ptr()))
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return self.dtype.is_complex
+
+    def __len__(self) -> int:
+        shape = self._meta().shape
+        if not shape:
+            raise TypeError("len() of a 0-d tensor")
+        return shape[0]
+
+    @property
+    def T(self) -> "Tensor":
+        """The dimensions reversed (torch's Tensor.T)."""
+        return _op("permute")(self, list(range(self.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self) -> "Tensor":
+        """The last two dimensions swapped (a batch of matrices transposed)."""
+        return _op("transpose", "int")(self, -2, -1)
+
+    # ---- autograd ------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return bool(self._meta().requires_grad)
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        check(G.tensor_set_requires_grad(self._ptr(), 1 if flag else 0))
+        _call.bump()
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def grad(self) -> Optional["Tensor"]:
+        out = c_void_p()
+        check(G.tensor_grad(byref(out), self._ptr()))
+        return wrap(out.value) if out.value else None
+
+    @grad.setter
+    def grad(self, g: Optional["Tensor"]) -> None:
+        check(G.tensor_set_grad(self._ptr(), None if g is None else g._ptr()))
+
+    def zero_grad(self) -> None:
+        check(G.tensor_zero_grad(self._ptr()))
+
+    @property
+    def is_leaf(self) -> bool:
+        return bool(G.tensor_is_leaf(self._ptr()))
+
+    @property
+    def grad_fn_name(self) -> Optional[str]:
+        """Name of the autograd node that made this tensor ("AddBackward0"), or None."""
+        out = c_void_p()
+        check(G.tensor_grad_fn_name(byref(out), self._ptr()))
+        return _lib.take_string(out.value)
+
+    def backward(self, gradient: Any = None, retain_graph: bool = False,
+                 create_graph: bool = False) -> None:
+        """Runs backward. An exception raised by a Python autograd.Function's
+        backward is re-raised here (the original exception, with the ctorch
+        error as __cause__)."""
+        g = None if gradient is None else _as_tensor(gradient)
+        check(C.tensor_backward(self._ptr(), g, 1 if (retain_graph or create_graph) else 0,
+                                1 if create_graph else 0))
+
+    # ---- conversions -------------------------------------------------------------
+    def to(self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False,
+           copy: bool = False) -> "Tensor":
+        """t.to(dtype), t.to(device), t.to(device, dtype), t.to(other_tensor),
+        keywords dtype=, device=, non_blocking=, copy=."""
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, _types.dtype) or (not isinstance(a, (str, _types.device, int))
+                                                 and _looks_like_dtype(a)):
+                dtype = a
+            else:
+                device = a
+        dt = get_dtype(dtype).code if dtype is not None else CT_DTYPE_KEEP
+        if device is not None:
+            d = get_device(device)
+            dc, di = d.code, d.c_index
+        else:
+            dc, di = CT_DEVICE_KEEP, NO_INDEX
+        return _out(C.tensor_to, self._ptr(), dc, di, dt, 1 if non_blocking else 0,
+                    1 if copy else 0)
+
+    def cpu(self) -> "Tensor":
+        return self.to(device=CPU)
+
+    def cuda(self, index: Optional[int] = None) -> "Tensor":
+        return self.to(device=_types.device("cuda", index))
+
+    def clone(self) -> "Tensor":
+        return _out(C.tensor_clone, self._ptr())
+
+    def detach(self) -> "Tensor":
+        return _out(G.tensor_detach, self._ptr())
+
+    def contiguous(self) -> "Tensor":
+        return _out(C.tensor_contiguous, self._ptr())
+
+    def ref(self) -> "Tensor":
+        """A new handle to the same tensor (same storage and autograd identity)."""
+        return _out(G.tensor_ref, self._ptr())
+
+    def pin_memory(self) -> "Tensor":
+        return _out(C.tensor_pin_memory, self._ptr())
+
+    def copy_(self, src: Any, non_blocking: bool = False) -> "Tensor":
+        check(C.tensor_copy_(self._ptr(), _as_tensor(src), 1 if non_blocking else 0))
+        return self
+
+    def fill_(self, value: Any) -> "Tensor":
+        if isinstance(value, Tensor):
+            return self.copy_(value)
+        if isinstance(value, complex):
+            raise _lib.NotSupportedError("fill_ with a complex value is not supported")
+        check(C.tensor_fill_(self._ptr(), float(value)))
+        return self
+
+    def zero_(self) -> "Tensor":
+        return self.fill_(0.0)
+
+    def equal(self, other: Any) -> bool:
+        out = c_int32()
+        check(C.tensor_equal(byref(out), self._ptr(), _as_tensor(other)))
+        return bool(out.value)
+
+    def allclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
+                 equal_nan: bool = False) -> bool:
+        out = c_int32()
+        check(C.tensor_allclose(byref(out), self._ptr(), _as_tensor(other), rtol, atol,
+                                1 if equal_nan else 0))
+        return bool(out.value)
+
+    def item(self) -> Any:
+        return _op("item", "")(self)
+
+    def tolist(self) -> Any:
+        """Nested Python lists (or a scalar for a 0-d tensor). Stdlib only."""
+        return _interop.tolist(self)
+
+    def __bool__(self) -> bool:
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.is_floating_point or self.dtype.is_complex:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    # ---- numpy, DLPack, pickling -------------------------------------------------------
+    def numpy(self, bfloat16: str = "raise") -> Any:
+        """A numpy array sharing this tensor's memory (no copy). The array keeps
+        the memory alive by itself, so it stays valid after this Tensor is freed.
+
+        numpy has no bfloat16: for a bfloat16 tensor, ``bfloat16="raise"`` (the
+        default) raises TypeError, ``bfloat16="uint16"`` returns a zero-copy
+        uint16 view of the raw bits, and ``bfloat16="float32"`` returns a
+        float32 copy. Requires a CPU tensor that does not require grad (as in
+        torch; use .detach() / .cpu())."""
+        return _interop.to_numpy(self, bfloat16)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        a = self.numpy(bfloat16="float32")
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: Any = None) -> Any:
+        """Exports the tensor as a DLPack capsule (array API standard): a
+        versioned capsule ("dltensor_versioned") when the consumer passes
+        max_version >= (1, 0), a legacy "dltensor" capsule otherwise."""
+        return _interop.to_dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        m = self._meta()
+        return (m.device_type, max(m.device_index, 0))
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickled in torch.save's format (torch.load reads it)."""
+        from ._module import save_pickle
+        return (_unpickle, (save_pickle(self),))
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "Tensor":
+        t = self.detach().clone()
+        if self.requires_grad:
+            t.requires_grad = True
+        return t
+
+    # ---- printing --------------------------------------------------------------------
+    def __repr__(self) -> str:
+        if not self._h:
+            return "<ctorch.Tensor (freed)>"
+        return _format.tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return repr(self)
+        return format(self.item(), spec)
+
+    __hash__ = object.__hash__
+
+    # ---- ops as methods ------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in Tensor.__slots__:
+            raise AttributeError(name)
+        try:
+            fn = getattr(ops.aten, name)
+        except AttributeError:
+            raise AttributeError("'ctorch.Tensor' object has no attribute %r and there is no "
+                                 "aten::%s op" % (name, name)) from None
+        return _BoundOp(fn, self, name in _VARARG_METHODS)
+
+    def __dir__(self) -> List[str]:
+        return sorted(set(object.__dir__(self)) | set(dir(ops.aten)))
+
+    # ---- indexing --------------------------------------------------------------------
+    def __getitem__(self, idx: Any) -> "Tensor":
+        if type(idx) is int:
+            r: Tensor = _op("select", "int")(self, 0, idx)
+            return r
+        return _index(self, idx)
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        _setitem(self, idx, value)
+
+    def __iter__(self) -> Iterator["Tensor"]:
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        for i in range(len(self)):
+            yield self[i]
+
+    def __pos__(self) -> "Tensor":
+        return self
+
+
+class values_indices(NamedTuple):
+    """(values, indices), as torch.return_types (max, min, sort, topk, mode)."""
+    values: Tensor
+    indices: Tensor
+
+
+def _named(r: Any) -> Any:
+    if type(r) is tuple and len(r) == 2:
+        return values_indices(*r)
+    return r
+
+
+def _named_method(name: str) -> Callable[..., Any]:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return _named(getattr(ops.aten, name)(self, *args, **kwargs))
+    method.__name__ = name
+    method.__doc__ = "aten::%s; a (values, indices) pair comes back as values_indices" % name
+    return method
+
+
+def _dtype_method(name: str, d: dtype) -> Callable[[Tensor], Tensor]:
+    def method(self: Tensor) -> Tensor:
+        return self.to(dtype=d)
+    method.__name__ = name
+    method.__doc__ = "self.to(dtype=ctorch.%s)" % d.name
+    return method
+
+
+for _n in ("max", "min", "sort", "topk", "mode", "kthvalue", "median"):
+    setattr(Tensor, _n, _named_method(_n))
+for _n, _d in (("float", _types.float32), ("double", _types.float64), ("long", _types.int64),
+               ("int", _types.int32), ("half", _types.float16), ("bfloat16", _types.bfloat16),
+               ("bool", _types.bool_)):
+    setattr(Tensor, _n, _dtype_method(_n, _d))
+
+
+def _unpickle(data: bytes) -> Tensor:
+    from ._module import load_pickle
+    t: Tensor = load_pickle(data)
+    return t
+
+
+def _dim(d: int, n: int) -> int:
+    if not -n <= d < n or n == 0:
+        raise _lib.CTorchIndexError("dimension %d out of range for a %d-d tensor" % (d, n))
+    return d % n
+
+
+class _BoundOp:
+    __slots__ = ("fn", "t", "varargs")
+
+    def __init__(self, fn: Any, t: Tensor, varargs: bool) -> None:
+        self.fn = fn
+        self.t = t
+        self.varargs = varargs
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.varargs and args and all(isinstance(a, int) for a in args):
+            args = (args,)
+        return self.fn(self.t, *args, **kwargs)
+
+    @property
+    def __doc__(self) -> Optional[str]:  # type: ignore[override]
+        return getattr(self.fn, "__doc__", None)
+
+    def __repr__(self) -> str:
+        return "<bound op %s of ctorch.Tensor>" % getattr(self.fn, "__name__", "?")
+
+
+# Methods that take the sizes/dims as separate ints, as in torch (t.view(2, 3)).
+_VARARG_METHODS = {"view", "reshape", "permute", "expand", "repeat", "tile", "flip", "resize_",
+                   "new_zeros", "new_ones", "new_empty"}
+
+
+def _looks_like_dtype(a: Any) -> bool:
+    try:
+        get_dtype(a)
+        return True
+    except _lib.Error:
+        return False
+
+
+def _as_tensor(x: Any) -> Tensor:
+    if type(x) is Tensor:
+        return x
+    t: Tensor = _values.to_tensor(x)
+    return t
+
+
+# ---- operators: one factory --------------------------------------------------------------
+
+_SCALARS: Dict[Tuple[type, Any], Tensor] = {}
+_SCALAR_DTYPES = {bool: _lib.CT_BOOL, int: _lib.CT_INT64, float: _lib.CT_FLOAT32}
+
+
+def _scalar(x: Any) -> Optional[Tensor]:
+    """A cached 0-dim CPU tensor for a Python bool/int/float. Paired with a
+    tensor of at least one dimension, it gives the dtype torch gives a Python
+    scalar (a 0-dim tensor never wins over a dimensioned one in its category;
+    in a higher category its dtype is the default one). None when it cannot
+    stand for x (ints beyond int64, -0.0, nan)."""
+    key = (type(x), x)
+    t = _SCALARS.get(key)
+    if t is None:
+        if type(x) is int and not -(1 << 63) <= x < (1 << 63):
+            return None
+        if type(x) is float and (x != x or (x == 0.0 and str(x)[0] == "-")):
+            return None
+        out = c_void_p()
+        check(G.tensor_full(byref(out), None, 0, float(x), _SCALAR_DTYPES[type(x)], CT_DEVICE_CPU,
+                            NO_INDEX, 0))
+        t = wrap(out.value or 0)
+        if type(x) is int and abs(x) > (1 << 53) and t.item() != x:
+            return None  # ct_tensor_full takes a double: exact only up to 2**53
+        if len(_SCALARS) < 1024:
+            _SCALARS[key] = t
+    return t
+
+
+_SCALAR_TYPES = (int, float, bool)
+
+
+# reflected Scalar overloads: aten op, overload, whether the scalar goes first
+_REFLECTED = {"add": ("add", "Scalar", False), "mul": ("mul", "Scalar", False),
+              "bitwise_and": ("bitwise_and", "Scalar", False),
+              "bitwise_or": ("bitwise_or", "Scalar", False),
+              "bitwise_xor": ("bitwise_xor", "Scalar", False),
+              "sub": ("rsub", "Scalar", False), "pow": ("pow", "Scalar", True),
+              "remainder": ("remainder", "Scalar_Tensor", True)}
+
+
+def _operator(name: str, scalar_overload: Optional[str] = "Scalar",
+              reflected: bool = False, inplace: bool = False,
+              tensor_overload: str = "Tensor") -> Callable[[Tensor, Any], Any]:
+    """The method for one operator (x + y, 2 - x, x += y ...): tensors go
+    through ct_op_call_tensors; a Python scalar goes as a cached 0-dim tensor
+    when that gives torch's dtype (the tensor has dimensions), else through
+    the op's Scalar overload."""
+    aten = name + "_" if inplace else name
+    scalar_op: Optional[Tuple[str, str, bool]] = None
+    if reflected:
+        scalar_op = _REFLECTED.get(name)
+    elif scalar_overload is not None:
+        scalar_op = (aten, scalar_overload, False)
+
+    fast: List[Any] = []   # [handle] once the tensor overload is known to be tensors-only
+
+    def method(self: Tensor, other: Any) -> Any:
+        to = type(other)
+        if to is Tensor and fast:
+            ins, outs = tls.frame
+            if reflected:
+                ins[0], ins[1] = other._h or other._ptr(), self._h or self._ptr()
+            else:
+                ins[0], ins[1] = self._h or self._ptr(), other._h or other._ptr()
+            if _op_call_tensors(outs, _ONE, fast[0], ins, _TWO):
+                raise _lib.error_from_status(_last_error_code())
+            if inplace:
+                _tensor_free(outs[0])
+                generation[0] += 1
+                return self
+            t = _new(Tensor)
+            t._h = outs[0]
+            t._m = None
+            return t
+        if not fast:
+            c = _op(aten, tensor_overload)
+            if c.fast(2) and c.n_out == 1:
+                fast.append(c.hc)
+        if to is not Tensor:
+            if to in _SCALAR_TYPES:
+                s = _scalar(other) if self._meta().shape else None
+                if s is not None:
+                    x, y = (s, self) if reflected else (self, s)
+                    return _finish(self, _op(aten, tensor_overload)(x, y))
+                if scalar_op is not None:
+                    c = _op(scalar_op[0], scalar_op[1])
+                    return _finish(self, c(other, self) if scalar_op[2] else c(self, other))
+                other = _as_tensor(other)
+            else:
+                try:
+                    other = _as_tensor(other)
+                except Exception:
+                    return NotImplemented
+        c = _op(aten, tensor_overload)
+        return _finish(self, c(other, self) if reflected else c(self, other))
+
+    def _finish(self: Tensor, r: Any) -> Any:
+        if inplace:
+            if r is not self and isinstance(r, Tensor):
+                r.free()
+            return self
+        return r
+
+    return method
+
+
+def _unary(name: str) -> Callable[[Tensor], Tensor]:
+    def method(self: Tensor) -> Tensor:
+        c = _op(name)
+        if c.fast(1) and c.n_out == 1:
+            ins, outs = tls.frame
+            ins[0] = self._h or self._ptr()
+            if _op_call_tensors(outs, _ONE, c.hc, ins, _ONE):
+                raise _lib.error_from_status(_last_error_code())
+            t = _new(Tensor)
+            t._h = outs[0]
+            t._m = None
+            return t
+        r: Tensor = c(self)
+        return r
+    method.__name__ = "__%s__" % name
+    return method
+
+
+for _py, _aten, _sov, _tov in (
+        ("add", "add", "Scalar", "Tensor"), ("sub", "sub", "Scalar", "Tensor"),
+        ("mul", "mul", "Scalar", "Tensor"), ("truediv", "div", "Scalar", "Tensor"),
+        ("floordiv", "floor_divide", "Scalar", ""), ("mod", "remainder", "Scalar", "Tensor"),
+        ("pow", "pow", "Tensor_Scalar", "Tensor_Tensor"), ("and", "bitwise_and", "Scalar", "Tensor"),
+        ("or", "bitwise_or", "Scalar", "Tensor"), ("xor", "bitwise_xor", "Scalar", "Tensor"),
+        ("lshift", "__lshift__", "Scalar", "Tensor"), ("rshift", "__rshift__", "Scalar", "Tensor"),
+        ("eq", "eq", "Scalar", "Tensor"), ("ne", "ne", "Scalar", "Tensor"),
+        ("lt", "lt", "Scalar", "Tensor"), ("le", "le", "Scalar", "Tensor"),
+        ("gt", "gt", "Scalar", "Tensor"), ("ge", "ge", "Scalar", "Tensor"),
+        ("matmul", "matmul", None, "")):
+    _m = _operator(_aten, _sov, tensor_overload=_tov)
+    _m.__name__ = "__%s__" % _py
+    setattr(Tensor, "__%s__" % _py, _m)
+    if _py not in ("eq", "ne", "lt", "le", "gt", "ge"):
+        # reflected: 2 - x is sub(2, x); a 0-dim tensor stands for the scalar
+        _r = _operator(_aten, None, reflected=True, tensor_overload=_tov)
+        _r.__name__ = "__r%s__" % _py
+        setattr(Tensor, "__r%s__" % _py, _r)
+for _py, _aten in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div")):
+    _i = _operator(_aten, "Scalar", inplace=True)
+    _i.__name__ = "__i%s__" % _py
+    setattr(Tensor, "__i%s__" % _py, _i)
+Tensor.__neg__ = _unary("neg")  # type: ignore[attr-defined]
+Tensor.__abs__ = _unary("abs")  # type: ignore[attr-defined]
+Tensor.__invert__ = _unary("bitwise_not")  # type: ignore[attr-defined]
+del _py, _aten, _sov, _tov, _m, _r, _i
+
+
+_values.register(Tensor=Tensor, wrap_tensor=wrap)

@@ -1,0 +1,168 @@
+"""The binding's structure (issue 12): one handle per tensor, tensors-only
+model calls, metadata read once and kept correct, modules without cycles."""
+import ast
+import os
+
+import pytest
+import torch
+
+import ctorch
+from ctorch import _lib, _call
+from conftest import PKG_ROOT, assert_same, to_ctorch
+
+PKG = os.path.join(PKG_ROOT, "ctorch")
+
+
+class Counter:
+    """Counts calls of the C functions named, by replacing them in _lib.C / _lib.G."""
+
+    def __init__(self, monkeypatch, names):
+        self.calls = {n: 0 for n in names}
+        for ns in (_lib.C, _lib.G):
+            for n in names:
+                f = getattr(ns, n)
+
+                def counted(*a, _f=f, _n=n):
+                    self.calls[_n] += 1
+                    return _f(*a)
+                monkeypatch.setattr(ns, n, counted, raising=False)
+
+
+VALUE_MAKERS = ["value_from_tensor", "value_to_tensor", "value_list", "value_tuple",
+                "value_tensor_list", "module_call", "module_forward", "op_call"]
+
+
+def test_one_handle_kind_per_tensor():
+    t = ctorch.ones(2) + ctorch.ones(2)
+    assert set(ctorch.Tensor.__slots__) == {"_h", "_m", "_g", "__weakref__"}
+    assert isinstance(t._h, int) and t._as_parameter_ == t._h
+    # a Tensor passes straight to ctypes functions (the argtypes say void*)
+    assert _lib.G.tensor_numel(t) == 2
+
+
+def test_module_forward_is_one_tensors_only_call(tmp_model, monkeypatch):
+    if not _lib.has("ct_module_forward_tensors"):
+        pytest.skip("library without ct_module_forward_tensors")
+    path, tm = tmp_model("ae")
+    m = ctorch.load(path)
+    x = torch.randn(2, 4)
+    cx = to_ctorch(x)
+    assert_same(m(cx), tm(x))           # warms the per-method decision
+    c = Counter(monkeypatch, VALUE_MAKERS + ["module_forward_tensors"])
+    y = m(cx)
+    assert c.calls["module_forward_tensors"] == 1
+    assert all(c.calls[n] == 0 for n in VALUE_MAKERS), c.calls
+    assert_same(y, tm(x))
+
+
+def test_module_tuple_results_and_fallback(tmp_model, monkeypatch):
+    if not _lib.has("ct_module_forward_tensors"):
+        pytest.skip("library without ct_module_forward_tensors")
+    path, tm = tmp_model("tuple_out")
+    m = ctorch.load(path)
+    x = torch.randn(3)
+    cx = to_ctorch(x)
+    for _ in range(2):
+        assert_same(m(cx), tm(x))                        # a tuple of tensors
+        assert_same(m.as_list(cx), tm.as_list(x))        # a list of tensors
+        assert_same(m.mixed(cx), tm.mixed(x))            # not tensors only: values path
+    c = Counter(monkeypatch, VALUE_MAKERS + ["module_forward_tensors"])
+    m(cx)
+    m.as_list(cx)
+    assert c.calls["module_forward_tensors"] == 2 and c.calls["module_call"] == 0
+    m.mixed(cx)
+    assert c.calls["module_call"] == 1
+
+
+def test_tensors_only_op_makes_no_values(monkeypatch):
+    a, b = ctorch.randn(3), ctorch.randn(3)
+    ctorch.ops.aten.add(a, b)
+    c = Counter(monkeypatch, VALUE_MAKERS)
+    ctorch.ops.aten.add(a, b)
+    r = a + b
+    r = a * 2.0                     # a cached 0-dim tensor stands for the scalar
+    assert all(c.calls[n] == 0 for n in VALUE_MAKERS), c.calls
+    assert r.dtype is ctorch.float32
+
+
+def test_overload_choice_asks_the_library(monkeypatch):
+    if not _lib.has("ct_op_tensors_only"):
+        pytest.skip("library without ct_op_tensors_only")
+    c = Counter(monkeypatch, ["op_tensors_only"])
+    op = ctorch.ops.aten.atan2
+    a = ctorch.rand(3)
+    assert_same(op(a, a), torch.atan2(torch.from_dlpack(a), torch.from_dlpack(a)))
+    assert c.calls["op_tensors_only"] == 1
+    op(a, a)
+    assert c.calls["op_tensors_only"] == 1   # decided once per argument count
+
+
+def test_metadata_read_once_per_handle(monkeypatch):
+    name = "tensor_info_get" if _lib.has("ct_tensor_info_get") else "tensor_ndim"
+    t = ctorch.zeros(2, 3)
+    c = Counter(monkeypatch, [name])
+    for _ in range(3):
+        assert t.shape == (2, 3) and t.dtype is ctorch.float32 and t.ndim == 2
+        assert t.device == ctorch.device("cpu") and not t.requires_grad
+    assert c.calls[name] == 1
+
+
+def test_metadata_follows_in_place_changes():
+    t = ctorch.zeros(2, 3)
+    other = t.ref()                          # a second handle, its own cache
+    assert t.shape == other.shape == (2, 3) and t.is_contiguous()
+    t.unsqueeze_(0)
+    assert t.shape == other.shape == (1, 2, 3)
+    t.t_() if False else t.transpose_(1, 2)
+    assert t.shape == (1, 3, 2) and t.strides == (6, 1, 3) and not t.is_contiguous()
+    t.resize_(7)
+    assert t.shape == other.shape == (7,) and t.numel() == 7
+    t.requires_grad = True
+    assert other.requires_grad
+    r = ctorch.ones(4)
+    r.resize_([2, 2])
+    assert r.shape == (2, 2)
+    ctorch.ops.aten.squeeze_(r) if False else ctorch.ops.aten.unsqueeze_(r, 0)
+    assert r.shape == (1, 2, 2)
+
+
+def test_module_to_updates_parameter_metadata(tmp_model):
+    path, _ = tmp_model("ae")
+    m = ctorch.load(path)
+    p = next(iter(m.named_parameters().values()))
+    assert p.dtype is ctorch.float32
+    m.to(dtype=ctorch.float64)
+    assert p.dtype is ctorch.float64
+
+
+def _imports(path):
+    tree = ast.parse(open(path).read())
+    deps = set()
+    for node in tree.body:  # module level only: function-level imports are lazy
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if node.module:
+                deps.add(node.module.split(".")[0])
+            else:
+                deps.update(a.name for a in node.names)
+    return deps
+
+
+def test_no_import_cycles_and_small_modules():
+    mods = {f[:-3]: os.path.join(PKG, f) for f in os.listdir(PKG) if f.endswith(".py")}
+    graph = {m: _imports(p) & set(mods) for m, p in mods.items()}
+    state = {}
+
+    def visit(m, stack):
+        if state.get(m) == 1:
+            raise AssertionError("import cycle: " + " -> ".join(stack + [m]))
+        if state.get(m) == 2:
+            return
+        state[m] = 1
+        for d in graph[m]:
+            visit(d, stack + [m])
+        state[m] = 2
+    for m in graph:
+        visit(m, [])
+    for m, p in mods.items():
+        n = sum(1 for _ in open(p))
+        assert n < 800, (m, n)

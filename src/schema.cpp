@@ -1,0 +1,398 @@
+// The coercion engine and argument binder (declared in schema.h): converts
+// Python-like values to schema types and binds positional/keyword arguments
+// with defaults; plus the names of types and schemas used in messages.
+//
+// Arguments whose schema type is ScalarType (dtype=...) take ctorch's dtype
+// codes (CT_FLOAT64, ...), as everywhere else in the C ABI; they are
+// translated to torch's ScalarType. Layout and MemoryFormat arguments take
+// torch's own integer values (ctorch has no codes for them).
+#include "schema.h"
+
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
+namespace ct {
+
+using c10::IValue;
+using c10::TypeKind;
+using c10::TypePtr;
+using torch::jit::Stack;
+
+// ---- Pretty names ----------------------------------------------------------
+
+std::string value_type_name(const IValue &v) {
+  if (v.isNone()) return "None";
+  if (v.isTensor()) return "Tensor";
+  if (v.isDouble()) return "float";
+  if (v.isInt()) return "int";
+  if (v.isBool()) return "bool";
+  if (v.isString()) return "str";
+  if (v.isDevice()) return "Device";
+  try {
+    return v.type()->annotation_str();
+  } catch (...) {
+    return v.tagKind();
+  }
+}
+
+std::string op_display_name(const c10::FunctionSchema &s) {
+  if (s.overload_name().empty()) return s.name();
+  return s.name() + "." + s.overload_name();
+}
+
+std::string schema_string(const c10::FunctionSchema &s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
+}
+
+// Type as written in a schema ("Tensor", "int[1]", "ScalarType?"), without
+// alias annotations.
+std::string arg_type_string(const c10::Argument &a) {
+  c10::Argument bare("", a.type(), a.real_type(), a.N(), c10::nullopt, false, c10::nullopt);
+  std::ostringstream os;
+  os << bare;
+  return os.str();
+}
+
+// int[] or int[]?
+bool is_int_list_type(TypePtr t) {
+  if (t->kind() == TypeKind::OptionalType) t = t->castRaw<c10::OptionalType>()->getElementType();
+  return t->kind() == TypeKind::ListType &&
+         t->castRaw<c10::ListType>()->getElementType()->kind() == TypeKind::IntType;
+}
+
+bool is_scalar_type_arg(const c10::Argument &a) {
+  TypePtr t = a.real_type();
+  if (t->kind() == TypeKind::OptionalType) t = t->castRaw<c10::OptionalType>()->getElementType();
+  return t->kind() == TypeKind::ScalarTypeType;
+}
+
+// ---- Coercion ---------------------------------------------------------------
+
+bool coerce_impl(const IValue &in, const TypePtr &type, IValue *out, bool strict);
+
+template <class T, class Get>
+bool coerce_list_elems(const std::vector<IValue> &items, Get get, c10::List<T> *out) {
+  out->reserve(items.size());
+  for (const IValue &e : items) {
+    T x;
+    if (!get(e, &x)) return false;
+    out->push_back(std::move(x));
+  }
+  return true;
+}
+
+bool coerce_list(const IValue &in, const c10::ListType &lt, IValue *out, bool strict) {
+  // Already the right type: pass through (same list object).
+  const TypePtr &elem = lt.getElementType();
+  std::vector<IValue> items;
+  if (in.isList()) {
+    if (in.type()->isSubtypeOf(lt)) {
+      *out = in;
+      return true;
+    }
+    auto l = in.toListRef();
+    items.assign(l.begin(), l.end());
+  } else if (in.isTuple()) {
+    const auto &el = in.toTupleRef().elements();
+    items.assign(el.begin(), el.end());
+  } else {
+    return false;
+  }
+  switch (elem->kind()) {
+    case TypeKind::IntType: {
+      c10::List<int64_t> l;
+      if (!coerce_list_elems<int64_t>(items, [](const IValue &e, int64_t *x) {
+            if (!e.isInt()) return false;
+            *x = e.toInt();
+            return true;
+          }, &l))
+        return false;
+      *out = IValue(std::move(l));
+      return true;
+    }
+    case TypeKind::FloatType: {
+      c10::List<double> l;
+      if (!coerce_list_elems<double>(items, [strict](const IValue &e, double *x) {
+            if (e.isDouble()) *x = e.toDouble();
+            else if (!strict && e.isInt()) *x = static_cast<double>(e.toInt());
+            else return false;
+            return true;
+          }, &l))
+        return false;
+      *out = IValue(std::move(l));
+      return true;
+    }
+    case TypeKind::BoolType: {
+      c10::List<bool> l;
+      if (!coerce_list_elems<bool>(items, [](const IValue &e, bool *x) {
+            if (!e.isBool()) return false;
+            *x = e.toBool();
+            return true;
+          }, &l))
+        return false;
+      *out = IValue(std::move(l));
+      return true;
+    }
+    case TypeKind::TensorType: {
+      c10::List<at::Tensor> l;
+      if (!coerce_list_elems<at::Tensor>(items, [](const IValue &e, at::Tensor *x) {
+            if (!e.isTensor()) return false;
+            *x = e.toTensor();
+            return true;
+          }, &l))
+        return false;
+      *out = IValue(std::move(l));
+      return true;
+    }
+    default:
+      break;
+  }
+  if (elem->kind() == TypeKind::OptionalType &&
+      elem->castRaw<c10::OptionalType>()->getElementType()->kind() == TypeKind::TensorType) {
+    c10::List<c10::optional<at::Tensor>> l;
+    if (!coerce_list_elems<c10::optional<at::Tensor>>(
+            items, [](const IValue &e, c10::optional<at::Tensor> *x) {
+              if (e.isNone()) *x = c10::nullopt;
+              else if (e.isTensor()) *x = e.toTensor();
+              else return false;
+              return true;
+            }, &l))
+      return false;
+    *out = IValue(std::move(l));
+    return true;
+  }
+  c10::impl::GenericList l(elem);
+  l.reserve(items.size());
+  for (const IValue &e : items) {
+    IValue x;
+    if (!coerce_impl(e, elem, &x, strict)) return false;
+    l.push_back(std::move(x));
+  }
+  *out = IValue(std::move(l));
+  return true;
+}
+
+bool coerce_impl(const IValue &in, const TypePtr &type, IValue *out, bool strict) {
+  switch (type->kind()) {
+    case TypeKind::AnyType:
+      *out = in;
+      return true;
+    case TypeKind::TensorType:
+      if (!in.isTensor()) return false;
+      *out = in;
+      return true;
+    case TypeKind::FloatType:
+      if (in.isDouble()) {
+        *out = in;
+        return true;
+      }
+      if (!strict && in.isInt()) {
+        *out = IValue(static_cast<double>(in.toInt()));
+        return true;
+      }
+      return false;
+    case TypeKind::IntType:
+      if (!in.isInt()) return false;
+      *out = in;
+      return true;
+    case TypeKind::BoolType:
+      if (!in.isBool()) return false;
+      *out = in;
+      return true;
+    case TypeKind::NumberType:  // Scalar
+      if (in.isInt() || in.isDouble() || in.isBool() || in.isComplexDouble()) {
+        *out = in;
+        return true;
+      }
+      return false;
+    case TypeKind::StringType:
+      if (!in.isString()) return false;
+      *out = in;
+      return true;
+    case TypeKind::DeviceObjType:
+      if (in.isDevice()) {
+        *out = in;
+        return true;
+      }
+      if (!strict && in.isString()) {
+        try {
+          *out = IValue(c10::Device(in.toStringRef()));
+          return true;
+        } catch (...) {
+          return false;
+        }
+      }
+      return false;
+    case TypeKind::OptionalType:
+      if (in.isNone()) {
+        *out = in;
+        return true;
+      }
+      return coerce_impl(in, type->castRaw<c10::OptionalType>()->getElementType(), out, strict);
+    case TypeKind::ListType:
+      return coerce_list(in, *type->castRaw<c10::ListType>(), out, strict);
+    case TypeKind::TupleType: {
+      const auto &tt = *type->castRaw<c10::TupleType>();
+      std::vector<IValue> items;
+      if (in.isTuple()) {
+        const auto &el = in.toTupleRef().elements();
+        items.assign(el.begin(), el.end());
+      } else if (in.isList()) {
+        auto l = in.toListRef();
+        items.assign(l.begin(), l.end());
+      } else {
+        return false;
+      }
+      if (items.size() != tt.elements().size()) return false;
+      std::vector<IValue> conv(items.size());
+      for (size_t i = 0; i < items.size(); ++i)
+        if (!coerce_impl(items[i], tt.elements()[i], &conv[i], strict)) return false;
+      *out = c10::ivalue::Tuple::create(std::move(conv));
+      return true;
+    }
+    default:
+      break;
+  }
+  // Dicts, objects, unions, futures...: accept what the type system accepts.
+  try {
+    if (in.type()->isSubtypeOf(*type)) {
+      *out = in;
+      return true;
+    }
+  } catch (...) {
+  }
+  return false;
+}
+
+// Binds arguments; on failure returns a status and writes a reason (naming
+// the op) into *why. `strict` forbids lossy coercions (overload resolution).
+ct_status bind_impl(const c10::FunctionSchema &schema, const ct_value *const *args, size_t n,
+                    const char *const *kwnames, const ct_value *const *kwvalues, size_t nkw,
+                    bool skip_self, Stack *stack, bool strict, std::string *why) {
+  const auto &params = schema.arguments();
+  const size_t start = (skip_self && !params.empty()) ? 1 : 0;
+  const size_t np = params.size() - start;
+  size_t npos = 0;
+  for (size_t i = start; i < params.size() && !params[i].kwarg_only(); ++i) ++npos;
+  auto name = [&] { return op_display_name(schema); };
+
+  if (n > 0 && args == nullptr) {
+    *why = name() + ": 'args' is NULL but n > 0";
+    return CT_ERR_INVALID_ARGUMENT;
+  }
+  if (nkw > 0 && (kwnames == nullptr || kwvalues == nullptr)) {
+    *why = name() + ": 'kwnames' or 'kwvalues' is NULL but nkw > 0";
+    return CT_ERR_INVALID_ARGUMENT;
+  }
+  if (n > npos) {
+    *why = name() + ": too many positional arguments: expected at most " +
+           std::to_string(npos) + ", got " + std::to_string(n);
+    return CT_ERR_INVALID_ARGUMENT;
+  }
+  // Slots for every parameter after `start`.
+  const IValue *small[16];
+  std::vector<const IValue *> big;
+  const IValue **slot = small;
+  if (np > 16) {
+    big.assign(np, nullptr);
+    slot = big.data();
+  } else {
+    std::fill(small, small + np, nullptr);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (args[i] == nullptr) {
+      *why = name() + ": positional argument " + std::to_string(i) + " ('" +
+             params[start + i].name() + "') is NULL";
+      return CT_ERR_INVALID_ARGUMENT;
+    }
+    slot[i] = &args[i]->v;
+  }
+  for (size_t k = 0; k < nkw; ++k) {
+    if (kwnames[k] == nullptr || kwvalues[k] == nullptr) {
+      *why = name() + ": keyword argument " + std::to_string(k) + " has a NULL name or value";
+      return CT_ERR_INVALID_ARGUMENT;
+    }
+    size_t j = np;
+    for (size_t i = 0; i < np; ++i)
+      if (params[start + i].name() == kwnames[k]) {
+        j = i;
+        break;
+      }
+    if (j == np) {
+      *why = name() + ": unknown keyword argument '" + kwnames[k] + "'";
+      return CT_ERR_INVALID_ARGUMENT;
+    }
+    if (slot[j] != nullptr) {
+      *why = name() + ": got multiple values for argument '" + kwnames[k] + "'";
+      return CT_ERR_INVALID_ARGUMENT;
+    }
+    slot[j] = &kwvalues[k]->v;
+  }
+  const size_t base = stack->size();
+  stack->reserve(base + np);
+  for (size_t i = 0; i < np; ++i) {
+    const c10::Argument &p = params[start + i];
+    if (slot[i] == nullptr) {
+      if (p.default_value()) {
+        stack->push_back(*p.default_value());
+        continue;
+      }
+      stack->resize(base);
+      *why = name() + ": missing argument '" + p.name() + "'";
+      return CT_ERR_INVALID_ARGUMENT;
+    }
+    const IValue &v = *slot[i];
+    IValue c;
+    bool ok;
+    if (v.isInt() && is_scalar_type_arg(p)) {
+      c10::ScalarType st;
+      if (!ct::to_scalar_type(static_cast<int32_t>(v.toInt()), &st)) {
+        stack->resize(base);
+        *why = name() + ": argument '" + p.name() + "': unknown dtype code " +
+               std::to_string(v.toInt());
+        return CT_ERR_TYPE;
+      }
+      c = IValue(static_cast<int64_t>(st));
+      ok = true;
+    } else if (!strict && v.isInt() && p.N() && is_int_list_type(p.type())) {
+      // int[N] accepts one int, as in Python (kernel_size=3 -> [3, 3]).
+      c = IValue(c10::List<int64_t>(std::vector<int64_t>(*p.N(), v.toInt())));
+      ok = true;
+    } else {
+      ok = coerce_impl(v, p.type(), &c, strict);
+    }
+    if (!ok) {
+      stack->resize(base);
+      *why = name() + ": argument '" + p.name() + "' expected " + arg_type_string(p) +
+             " but got " + value_type_name(v);
+      return CT_ERR_TYPE;
+    }
+    stack->push_back(std::move(c));
+  }
+  return CT_OK;
+}
+
+ct_status bind_arguments(const char *func, const c10::FunctionSchema &schema,
+                         const ct_value *const *args, size_t n, const char *const *kwnames,
+                         const ct_value *const *kwvalues, size_t nkw, bool skip_self,
+                         torch::jit::Stack *stack, bool set_errors) {
+  std::string why;
+  ct_status rc = bind_impl(schema, args, n, kwnames, kwvalues, nkw, skip_self, stack, false, &why);
+  if (rc != CT_OK && set_errors)
+    ct::set_error(rc, "%s: %s\n  schema: %s", func ? func : "ctorch", why.c_str(),
+                  schema_string(schema).c_str());
+  return rc;
+}
+
+bool coerce(const c10::IValue &in, const c10::TypePtr &type, c10::IValue *out) {
+  try {
+    return coerce_impl(in, type, out, false);
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace ct
