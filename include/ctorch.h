@@ -737,13 +737,33 @@ CT_API ct_status ct_value_to_repr(char **out, const ct_value *v);
 /* Python-compatible type string, e.g. "Dict[str, Tensor]". Caller-owned. */
 CT_API ct_status ct_value_type_str(char **out, const ct_value *v);
 
-/* torch.save / torch.load interop (zip pickle format). Loads a tensor, a
- * state_dict, lists/tuples/dicts of tensors and scalars. Errors: CT_ERR_IO.
+/* torch.save / torch.load interop. Loads a tensor, a state_dict,
+ * lists/tuples/dicts of tensors and scalars; and real checkpoints, without
+ * running any Python code: legacy (pre-1.6, non-zip) torch.save files, plain
+ * pickles, numpy arrays (as tensors) and numpy scalars (as numbers), and any
+ * other Python object (argparse.Namespace, a whole nn.Module, ...) as a
+ * CT_VALUE_OBJECT whose ct_value_object_class is the Python class name
+ * ("argparse.Namespace") and whose ct_value_object_state is the state it was
+ * pickled with (usually a Dict[str, Any] of its attributes). Sets become
+ * lists, torch.Size an int list, a reference to a class or function its
+ * qualified name as a string; tensors load onto the CPU. Errors: CT_ERR_IO.
  * Buffers: data borrowed; *data_out caller-owned (ct_free). */
 CT_API ct_status ct_pickle_load(ct_value **out, const char *path);
 CT_API ct_status ct_pickle_load_buffer(ct_value **out, const void *data, size_t size);
 CT_API ct_status ct_pickle_save(const ct_value *v, const char *path);
 CT_API ct_status ct_pickle_save_buffer(void **data_out, size_t *size_out, const ct_value *v);
+
+/* Objects (CT_VALUE_OBJECT): TorchScript objects and the Python objects of
+ * loaded checkpoints. ct_value_object_class: *out = the qualified class name,
+ * borrowed, valid while v lives. ct_value_object_state: a new value: for a
+ * Python object its pickled state (None if it had none), for a TorchScript
+ * object a Dict[str, Any] of its attributes. ct_value_object_args: the
+ * arguments its class was called with when unpickled (a tuple; empty for
+ * TorchScript objects). Errors: CT_ERR_INVALID_ARGUMENT (NULL), CT_ERR_TYPE
+ * (not an object). */
+CT_API ct_status ct_value_object_class(const char **out, const ct_value *v);
+CT_API ct_status ct_value_object_state(ct_value **out, const ct_value *v);
+CT_API ct_status ct_value_object_args(ct_value **out, const ct_value *v);
 
 /* ===================================================================== */
 /* Modules (TorchScript)                                                 */

@@ -1,6 +1,7 @@
 // torch.save / torch.load interop (ct_pickle_*): file and buffer I/O, the
 // opcode rewriter that lets LibTorch 1.13 read what Python writes, the
 // unpickler glue (shared storages), and re-typing of unpickled dicts.
+#include "checkpoint.h"
 #include "internal.h"
 
 #include <torch/csrc/jit/serialization/pickle.h>
@@ -470,6 +471,17 @@ ct_status unpickle(const char *func, const char *data, size_t size,
   } catch (const std::exception &e) {
     // The rewritten stream got further than the original one.
     std::string msg = fixed_error.empty() ? first_line(e) : fixed_error;
+    // Legacy files, Python objects, numpy values: ctorch's own reader.
+    try {
+      c10::IValue v = ct::load_checkpoint(data, size);
+      retag_dicts(v);
+      *out = ct::new_value(std::move(v));
+      return CT_OK;
+    } catch (const std::bad_alloc &) {
+      throw;
+    } catch (const std::exception &e2) {
+      if (size < 4 || std::memcmp(data, "PK\x03\x04", 4) != 0) msg = e2.what();
+    }
     return ct::set_error(CT_ERR_IO,
                          "%s: %s is not a readable torch.save file\n%s", func,
                          what, msg.c_str());
