@@ -29,10 +29,10 @@ bool to_memory_format(int32_t code, c10::MemoryFormat *out) {
   }
 }
 
-#define CT_CHECK_DEFINED(t)                                                               \
+#define CT_CHECK_DEFINED(h)                                                               \
   do {                                                                                    \
-    CT_CHECK_NOT_NULL(t);                                                                 \
-    if (!(t)->t.defined())                                                                \
+    CT_CHECK_NOT_NULL(h);                                                                 \
+    if (!(h)->t.defined())                                                                \
       return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: the tensor is undefined", ct_fn_); \
   } while (0)
 

@@ -568,6 +568,11 @@ static void test_other_devices(void **state) {
       print_message("device %s is available\n", ct_device_type_name(d));
       continue;
     }
+    if (s == CT_ERR_TORCH) { /* a device guard is registered, kernels are not */
+      assert_non_null(strstr(ct_last_error(), "Could not run"));
+      print_message("device %s: registered without kernels\n", ct_device_type_name(d));
+      continue;
+    }
     assert_int_equal(s, CT_ERR_NOT_SUPPORTED);
     assert_non_null(strstr(ct_last_error(), ct_device_type_name(d)));
     assert_non_null(strstr(ct_last_error(), ct_torch_version()));
