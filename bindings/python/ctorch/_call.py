@@ -18,7 +18,7 @@ import re
 import threading
 import warnings
 from ctypes import byref, c_char_p, c_int32, c_size_t, c_void_p
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import _lib
 from ._lib import (C, G, CT_ERR_NOT_SUPPORTED, CT_ERR_TYPE, SIZES, check, error_from_status,
@@ -288,7 +288,8 @@ class OpCaller:
                     t._m = None
                     return t
         if self.bmap:
-            args, kwargs = apply_broadcast(self.bmap, args, kwargs)
+            return call_op(self.hc, *apply_broadcast(self.bmap, args, kwargs), self.mutates,
+                           self.one_tensor)
         return call_op(self.hc, args, kwargs, self.mutates, self.one_tensor)
 
 
@@ -314,7 +315,7 @@ def broadcast_map(h: int) -> Dict[Any, int]:
     in every overload that has them, where no overload takes a plain int there:
     a Python int passed there is repeated N times, as torch's Python does
     (t.sum(dim=1), conv stride=2). Reads argument types, not schema strings."""
-    found: Dict[Any, set] = {}
+    found: Dict[Any, Set[int]] = {}
     blocked = set()
     name, typ = c_char_p(), c_char_p()
     kwonly = c_int32()

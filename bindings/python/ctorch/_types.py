@@ -80,7 +80,7 @@ BY_TYPESTR.update({"=" + d.typestr[1:]: d for d in ALL if d.typestr})
 _BY_TYPESTR = BY_TYPESTR
 
 
-def get_dtype(x: Any) -> "dtype":
+def get_dtype(x: Any) -> Any:
     """Converts a ctorch dtype, a name ("float32", "float"), a numpy dtype or
     scalar type, a torch dtype, or a Python type (float, int, bool, complex)
     to a ctorch dtype."""
@@ -122,6 +122,9 @@ class device:
     None for "the current device"."""
 
     __slots__ = ("type", "index", "code")
+    type: str
+    index: Optional[int]
+    code: int
 
     _TYPES = {"cpu": CT_DEVICE_CPU, "cuda": CT_DEVICE_CUDA, "meta": CT_DEVICE_META,
               "mps": CT_DEVICE_MPS, "xpu": CT_DEVICE_XPU, "hip": CT_DEVICE_HIP,
@@ -198,7 +201,7 @@ class device:
 CPU = device("cpu")
 
 
-def get_device(x: Any) -> "device":
+def get_device(x: Any) -> Any:
     if x is None:
         return None
     if isinstance(x, device):
