@@ -100,7 +100,7 @@ class Module:
                     r = _call.forward_tensors(self._ptr(), kind[1], args, kind[0])
                     if r is not NotImplemented:
                         return r
-                    self._kinds[method] = None  # not tensors only after all
+                    # not callable tensors-only after all: the value path says why
         return _call.call_method(C.module_call, self._ptr(), method.encode(), args, kwargs)
 
     def _kind(self, method: str) -> Any:
