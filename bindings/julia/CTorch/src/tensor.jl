@@ -38,6 +38,14 @@ function _tensor(p::Ptr{Cvoid})
     return Tensor{julia_type(code),n}(Val(:own), p)
 end
 
+# Same, when the result is most likely of `like`'s type (elementwise ops):
+# then the constructor is called statically.
+@inline function _tensor_like(p::Ptr{Cvoid}, ::Tensor{T,N}) where {T,N}
+    T <: TorchElType && ct_tensor_dtype(p) == dtype_code(T) && ct_tensor_ndim(p) == N &&
+        return Tensor{T,N}(Val(:own), p)
+    return _tensor(p)
+end
+
 # An undefined tensor (e.g. a gradient an op was told not to compute) is `nothing`.
 _defined_tensor(p::Ptr{Cvoid}) = ct_tensor_is_defined(p) == 1 ? _tensor(p) : (ct_tensor_free(p); nothing)
 
