@@ -291,7 +291,8 @@ class Module:
             meths = sorted(self.methods())
         except _lib.Error:
             meths = []
-        return "<ctorch.Module methods=%s>" % meths
+        shown = ", ".join(meths[:4]) + (", ... (%d)" % len(meths) if len(meths) > 4 else "")
+        return "<ctorch.Module methods: %s>" % shown
 
 
 _values.register(Module=Module)

@@ -123,6 +123,9 @@ def test_repr_grad_and_short_reprs():
     assert len(repr(ctorch.zeros(1000, 1000))) < 600
     assert repr(ctorch.ops.aten.add) == "<ctorch op aten::add>"
     assert repr(ctorch.ops.aten.add.Tensor) == "<ctorch op aten::add.Tensor>"
+    m = ctorch.Module.new("M")
+    m.define("def forward(self, x):\n    return x\n")
+    assert repr(m) == "<ctorch.Module methods: forward>"
     t = ctorch.ones(1)
     t.free()
     assert "freed" in repr(t)
