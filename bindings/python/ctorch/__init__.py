@@ -24,7 +24,8 @@ from ._lib import (ABI_VERSION, LIBRARY_PATH, Error, InvalidArgumentError, CTorc
                    LibraryNotFoundError)
 from ._types import (dtype, device, bool_, uint8, int8, int16, int32, int64, float16,
                      bfloat16, float32, float64, complex64, complex128, uint16, uint32, uint64,
-                     get_dtype, get_device)
+                     float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, qint8, quint8,
+                     qint32, quint4x2, get_dtype, get_device)
 from ._values import Value
 from .tensor import Tensor, values_indices
 from ._interop import from_numpy, from_dlpack
@@ -78,7 +79,8 @@ __all__ = ["Tensor", "Module", "Value", "Script", "dtype", "device", "tensor", "
     "CallbackError", "InternalError", "LibraryNotFoundError", "bool_", "uint8", "int8", "int16",
     "int32", "int64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
     "uint16", "uint32", "uint64", "bool", "half", "float", "double", "long", "int", "short",
-    "cfloat", "cdouble"]
+    "cfloat", "cdouble", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+    "qint8", "quint8", "qint32", "quint4x2"]
 __all__ += ["abs", "add", "all", "allclose", "any", "argmax", "argmin",
     "bmm", "cat", "ceil", "chunk", "clamp", "concat", "conv2d", "cos", "cumsum", "div", "dot",
     "dropout", "einsum", "equal", "erf", "exp", "flatten", "flip", "floor", "gather", "gelu",

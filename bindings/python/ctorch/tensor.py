@@ -187,6 +187,13 @@ class Tensor:
     def is_contiguous(self) -> bool:
         return bool(self._meta().is_contiguous)
 
+    @property
+    def layout(self) -> str:
+        """"strided", "sparse_coo", ... (ct_tensor_layout; torch.strided is "strided")."""
+        out = c_int32()
+        check(G.tensor_layout(byref(out), self._ptr()))
+        return _lib.LAYOUT_NAMES.get(out.value, "unknown")
+
     def is_pinned(self) -> bool:
         return bool(G.tensor_is_pinned(self._ptr()))
 

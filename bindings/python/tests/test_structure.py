@@ -166,3 +166,27 @@ def test_no_import_cycles_and_small_modules():
     for m, p in mods.items():
         n = sum(1 for _ in open(p))
         assert n < 800, (m, n)
+
+
+def test_named_codes_match_the_header():
+    """Every CT_* code the binding names has the value include/ctorch.h gives it
+    (codes not in this header yet are skipped)."""
+    import re
+    header = os.path.join(PKG_ROOT, "..", "..", "include", "ctorch.h")
+    if not os.path.exists(header):
+        pytest.skip("not in the source tree")
+    defs = dict(re.findall(r"#define (CT_[A-Z0-9_]+) \(?(-?\d+)\)?", open(header).read()))
+    named = {k: v for k, v in vars(_lib).items() if k.startswith("CT_") and isinstance(v, int)}
+    checked = 0
+    for k, v in named.items():
+        if k in defs:
+            assert int(defs[k]) == v, k
+            checked += 1
+    assert checked >= 40
+    for d in (ctorch.uint16, ctorch.float8_e5m2, ctorch.qint8):
+        assert ctorch.get_dtype(d.name) is d
+
+
+@pytest.mark.skipif(not _lib.has("ct_tensor_layout"), reason="no ct_tensor_layout")
+def test_layout():
+    assert ctorch.ones(2).layout == "strided"
