@@ -42,6 +42,7 @@ def bump() -> None:
 
 
 _HAS_WARNINGS = _lib.has("ct_warnings_count")
+_warnings_count = G.warnings_count
 
 
 def flush_warnings(stacklevel: int = 3) -> None:
@@ -197,7 +198,7 @@ def call_op(op: Any, args: Sequence[Any], kwargs: Optional[Dict[str, Any]],
             generation[0] += 1
         if st:
             raise error_from_status(st)
-        if _HAS_WARNINGS:
+        if _HAS_WARNINGS and _warnings_count():
             flush_warnings(4)
         if one_tensor:
             return _values.take_tensor(out.value or 0)
@@ -387,7 +388,7 @@ def forward_tensors(m: int, method: bytes, args: Sequence[Any], kind: str) -> An
             G.clear_error()
             return NotImplemented
         raise error_from_status(st)
-    if _HAS_WARNINGS:
+    if _HAS_WARNINGS and _warnings_count():
         flush_warnings(5)
     wrap = _values.wrap_tensor
     res = [wrap(outs[k]) for k in range(t.n.value)]
@@ -408,7 +409,7 @@ def call_method(fn: Any, handle: int, method: bytes, args: Sequence[Any],
         generation[0] += 1
         if st:
             raise error_from_status(st)
-        if _HAS_WARNINGS:
+        if _HAS_WARNINGS and _warnings_count():
             flush_warnings(4)
         return from_value(out.value or 0)
     finally:
