@@ -364,6 +364,8 @@ def result_kind(schema: str) -> Optional[str]:
     type: "one" Tensor, a "tuple" or a "list" of them; None for anything else
     (then the call takes the general path)."""
     ret = schema.rpartition("->")[2].strip()
+    while ret.startswith("((") and ret.endswith("))"):  # a tuple prints as ((Tensor, Tensor))
+        ret = ret[1:-1]
     kind = _RESULT_KINDS.get(ret)
     if kind is None and _TUPLE_OF_TENSORS.match(ret):
         kind = "tuple"
