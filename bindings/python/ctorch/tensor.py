@@ -641,28 +641,31 @@ def _operator(name: str, scalar_overload: Optional[str] = "Scalar",
 
     fast: List[Any] = []   # [handle] once the tensor overload is known to be tensors-only
 
-    def method(self: Tensor, other: Any) -> Any:
+    # the hot names bound as defaults: local lookups on every call
+    def method(self: Tensor, other: Any, _T: Any = Tensor, _tls: Any = tls,
+               _call: Any = _op_call_tensors, _one: Any = _ONE, _two: Any = _TWO,
+               _new: Any = _new, _fast: List[Any] = fast) -> Any:
         to = type(other)
-        if to is Tensor and fast:
-            ins, outs = tls.frame
+        if to is _T and _fast:
+            ins, outs = _tls.frame
             if reflected:
                 ins[0], ins[1] = other._h or other._ptr(), self._h or self._ptr()
             else:
                 ins[0], ins[1] = self._h or self._ptr(), other._h or other._ptr()
-            if _op_call_tensors(outs, _ONE, fast[0], ins, _TWO):
+            if _call(outs, _one, _fast[0], ins, _two):
                 raise _lib.error_from_status(_last_error_code())
             if inplace:
                 _tensor_free(outs[0])
                 generation[0] += 1
                 return self
-            t = _new(Tensor)
+            t = _new(_T)
             t._h = outs[0] or 0
             t._m = None
             return t
-        if not fast:
-            c = _op(aten, tensor_overload)
-            if c.fast(2) and c.n_out == 1:
-                fast.append(c.hc)
+        if not _fast:
+            p = _op(aten, tensor_overload).fast(2)
+            if p and p[1] == 1:
+                _fast.append(p[0])
         if to is not Tensor:
             if to in _SCALAR_TYPES:
                 s = _scalar(other) if self._meta().shape else None
@@ -694,10 +697,11 @@ def _operator(name: str, scalar_overload: Optional[str] = "Scalar",
 def _unary(name: str) -> Callable[[Tensor], Tensor]:
     def method(self: Tensor) -> Tensor:
         c = _op(name)
-        if c.fast(1) and c.n_out == 1:
+        p = c.fast(1)
+        if p and p[1] == 1:
             ins, outs = tls.frame
             ins[0] = self._h or self._ptr()
-            if _op_call_tensors(outs, _ONE, c.hc, ins, _ONE):
+            if _op_call_tensors(outs, _ONE, p[0], ins, _ONE):
                 raise _lib.error_from_status(_last_error_code())
             t = _new(Tensor)
             t._h = outs[0] or 0

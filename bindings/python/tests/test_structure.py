@@ -92,9 +92,10 @@ def test_overload_choice_asks_the_library(monkeypatch):
     op = ctorch.ops.aten.atan2
     a = ctorch.rand(3)
     assert_same(op(a, a), torch.atan2(torch.from_dlpack(a), torch.from_dlpack(a)))
-    assert c.calls["op_tensors_only"] == 1
+    asked = c.calls["op_tensors_only"]
+    assert asked >= 1         # the set, then its overloads until the one it resolves to
     op(a, a)
-    assert c.calls["op_tensors_only"] == 1   # decided once per argument count
+    assert c.calls["op_tensors_only"] == asked   # decided once per argument count
 
 
 def test_metadata_read_once_per_handle(monkeypatch):
