@@ -24,7 +24,8 @@ from ._lib import (ABI_VERSION, LIBRARY_PATH, Error, InvalidArgumentError, CTorc
                    LibraryNotFoundError)
 from ._types import (dtype, device, bool_, uint8, int8, int16, int32, int64, float16,
                      bfloat16, float32, float64, complex64, complex128, uint16, uint32, uint64,
-                     get_dtype, get_device)
+                     float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, qint8, quint8,
+                     qint32, quint4x2, get_dtype, get_device)
 from ._values import Value
 from .tensor import Tensor, values_indices
 from ._interop import from_numpy, from_dlpack
@@ -65,13 +66,27 @@ def __getattr__(name: str) -> Any:  # the wrappers above, for type checkers
     raise AttributeError("module 'ctorch' has no attribute %r" % name)
 
 
-__all__ = [
-    "Tensor", "Module", "Value", "Script", "dtype", "device", "tensor", "as_tensor",
+__all__ = ["Tensor", "Module", "Value", "Script", "dtype", "device", "tensor", "as_tensor",
     "from_numpy", "from_dlpack", "empty", "zeros", "ones", "full", "arange", "eye", "rand",
     "randn", "empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
-    "load", "load_pickle", "save_pickle", "compile_script", "ops", "autograd", "library",
-    "no_grad", "enable_grad", "inference_mode", "manual_seed", "cuda", "Error",
-    "InvalidArgumentError", "CTorchTypeError", "CTorchIndexError", "NotFoundError",
-    "CTorchIOError", "CTorchMemoryError", "NotSupportedError", "TorchError", "CallbackError",
-    "InternalError", "LibraryNotFoundError", "set_printoptions", "values_indices",
-] + sorted(_FUNCTIONS)
+    "scalar_tensor", "load", "load_pickle", "save_pickle", "compile_script", "ops", "autograd",
+    "library", "no_grad", "enable_grad", "inference_mode", "is_grad_enabled", "manual_seed",
+    "cuda", "version", "torch_version", "abi_version", "get_num_threads", "set_num_threads",
+    "get_num_interop_threads", "set_num_interop_threads", "load_library", "set_cpp_backtraces",
+    "set_printoptions", "values_indices", "get_dtype", "get_device", "ABI_VERSION",
+    "LIBRARY_PATH", "Error", "InvalidArgumentError", "CTorchTypeError", "CTorchIndexError",
+    "NotFoundError", "CTorchIOError", "CTorchMemoryError", "NotSupportedError", "TorchError",
+    "CallbackError", "InternalError", "LibraryNotFoundError", "bool_", "uint8", "int8", "int16",
+    "int32", "int64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+    "uint16", "uint32", "uint64", "bool", "half", "float", "double", "long", "int", "short",
+    "cfloat", "cdouble", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+    "qint8", "quint8", "qint32", "quint4x2"]
+__all__ += ["abs", "add", "all", "allclose", "any", "argmax", "argmin",
+    "bmm", "cat", "ceil", "chunk", "clamp", "concat", "conv2d", "cos", "cumsum", "div", "dot",
+    "dropout", "einsum", "equal", "erf", "exp", "flatten", "flip", "floor", "gather", "gelu",
+    "hstack", "isinf", "isnan", "kthvalue", "layer_norm", "linear", "log", "log_softmax",
+    "logical_not", "masked_fill", "matmul", "max", "maximum", "mean", "median", "min",
+    "minimum", "mm", "mode", "mul", "neg", "outer", "permute", "pow", "prod", "randperm",
+    "relu", "reshape", "roll", "round", "sigmoid", "sign", "silu", "sin", "softmax", "sort",
+    "split", "sqrt", "squeeze", "stack", "std", "sub", "sum", "tanh", "topk", "transpose",
+    "tril", "triu", "unsqueeze", "var", "vstack", "where"]

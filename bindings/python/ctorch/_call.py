@@ -18,7 +18,7 @@ import re
 import threading
 import warnings
 from ctypes import byref, c_char_p, c_int32, c_size_t, c_void_p
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import _lib
 from ._lib import (C, G, CT_ERR_NOT_SUPPORTED, CT_ERR_TYPE, SIZES, check, error_from_status,
@@ -42,6 +42,7 @@ def bump() -> None:
 
 
 _HAS_WARNINGS = _lib.has("ct_warnings_count")
+_warnings_count = G.warnings_count
 
 
 def flush_warnings(stacklevel: int = 3) -> None:
@@ -197,7 +198,7 @@ def call_op(op: Any, args: Sequence[Any], kwargs: Optional[Dict[str, Any]],
             generation[0] += 1
         if st:
             raise error_from_status(st)
-        if _HAS_WARNINGS:
+        if _HAS_WARNINGS and _warnings_count():
             flush_warnings(4)
         if one_tensor:
             return _values.take_tensor(out.value or 0)
@@ -244,23 +245,42 @@ class OpCaller:
     otherwise. `mutates`: the op changes its arguments in place (its name ends
     in "_"), so tensor metadata caches are invalidated after each call."""
 
-    __slots__ = ("h", "hc", "n_out", "by_n", "mutates", "bmap", "one_tensor")
+    __slots__ = ("h", "hc", "n_out", "by_n", "mutates", "bmap", "one_tensor", "qualname")
 
-    def __init__(self, h: int, mutates: bool, broadcast: bool = False) -> None:
+    def __init__(self, h: int, mutates: bool, broadcast: bool = False,
+                 qualname: Optional[str] = None) -> None:
         self.h = h
         self.hc = c_void_p(h)
         self.n_out = num_returns(h)
-        self.by_n: Dict[int, bool] = {}
+        #: per argument count: (handle, number of results) for the tensors-only
+        #: call, or None when it does not apply
+        self.by_n: Dict[int, Optional[Tuple[c_void_p, int]]] = {}
         self.mutates = mutates
         self.bmap = broadcast_map(h) if broadcast else None
         self.one_tensor = returns_one_tensor(h)
+        self.qualname = qualname  # set for an overload set: see fast()
 
-    def fast(self, n: int) -> bool:
-        ok = self.by_n.get(n)
-        if ok is None:
-            ok = self.by_n[n] = bool(self.n_out and 0 < self.n_out <= MAX_OUTPUTS and
-                                     n <= 16 and tensors_only(self.h, n))
-        return ok
+    def fast(self, n: int) -> Optional[Tuple[c_void_p, int]]:
+        """Decides once per argument count. For an overload set, the overload
+        the library would resolve to is called directly (the first one that is
+        tensors-only for n tensors, when the set as a whole is), which skips
+        the resolution in C on every call."""
+        if n in self.by_n:
+            return self.by_n[n]
+        pick: Optional[Tuple[c_void_p, int]] = None
+        if n <= 16 and tensors_only(self.h, n):
+            pick = (self.hc, self.n_out or 0)
+            if self.qualname and num_overloads(self.h) > 1:
+                for s in schemas(self.h):
+                    ov = s.split("(", 1)[0].partition(".")[2]
+                    single = find_op(self.qualname, ov)
+                    if tensors_only(single, n):
+                        pick = (c_void_p(single), num_returns(single) or 0)
+                        break
+        if pick is not None and not 0 < pick[1] <= MAX_OUTPUTS:
+            pick = None
+        self.by_n[n] = pick
+        return pick
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:
@@ -270,25 +290,28 @@ class OpCaller:
                     break
             else:
                 n = len(args)
-                ok = self.by_n.get(n)
-                if ok or (ok is None and self.fast(n)):
+                by_n = self.by_n
+                pick = by_n[n] if n in by_n else self.fast(n)
+                if pick is not None:
                     if self.mutates:
                         generation[0] += 1
-                    if self.n_out != 1:
-                        return call_tensors(self.hc, args, self.n_out or 1)
+                    hc, n_out = pick
+                    if n_out != 1:
+                        return call_tensors(hc, args, n_out)
                     ins, outs = tls.frame
                     i = 0
                     for a in args:
                         ins[i] = a._h or a._ptr()
                         i += 1
-                    if _op_call_tensors(outs, _ONE, self.hc, ins, SIZES[i]):
+                    if _op_call_tensors(outs, _ONE, hc, ins, SIZES[i]):
                         raise error_from_status(_last_error_code())
                     t = _new(T)
                     t._h = outs[0]
                     t._m = None
                     return t
         if self.bmap:
-            args, kwargs = apply_broadcast(self.bmap, args, kwargs)
+            return call_op(self.hc, *apply_broadcast(self.bmap, args, kwargs), self.mutates,
+                           self.one_tensor)
         return call_op(self.hc, args, kwargs, self.mutates, self.one_tensor)
 
 
@@ -314,7 +337,7 @@ def broadcast_map(h: int) -> Dict[Any, int]:
     in every overload that has them, where no overload takes a plain int there:
     a Python int passed there is repeated N times, as torch's Python does
     (t.sum(dim=1), conv stride=2). Reads argument types, not schema strings."""
-    found: Dict[Any, set] = {}
+    found: Dict[Any, Set[int]] = {}
     blocked = set()
     name, typ = c_char_p(), c_char_p()
     kwonly = c_int32()
@@ -362,6 +385,8 @@ def result_kind(schema: str) -> Optional[str]:
     type: "one" Tensor, a "tuple" or a "list" of them; None for anything else
     (then the call takes the general path)."""
     ret = schema.rpartition("->")[2].strip()
+    while ret.startswith("((") and ret.endswith("))"):  # a tuple prints as ((Tensor, Tensor))
+        ret = ret[1:-1]
     kind = _RESULT_KINDS.get(ret)
     if kind is None and _TUPLE_OF_TENSORS.match(ret):
         kind = "tuple"
@@ -386,7 +411,7 @@ def forward_tensors(m: int, method: bytes, args: Sequence[Any], kind: str) -> An
             G.clear_error()
             return NotImplemented
         raise error_from_status(st)
-    if _HAS_WARNINGS:
+    if _HAS_WARNINGS and _warnings_count():
         flush_warnings(5)
     wrap = _values.wrap_tensor
     res = [wrap(outs[k]) for k in range(t.n.value)]
@@ -407,7 +432,7 @@ def call_method(fn: Any, handle: int, method: bytes, args: Sequence[Any],
         generation[0] += 1
         if st:
             raise error_from_status(st)
-        if _HAS_WARNINGS:
+        if _HAS_WARNINGS and _warnings_count():
             flush_warnings(4)
         return from_value(out.value or 0)
     finally:

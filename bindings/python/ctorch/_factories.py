@@ -3,13 +3,14 @@
 import array
 import operator
 from ctypes import byref, c_int64, c_void_p
-from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import _lib, _values, _types
 from ._lib import C, CT_DEVICE_CPU, NO_INDEX, check
 from ._interop import from_dlpack, from_numpy
 from ._types import CPU, dtype, get_device, get_dtype
-from .tensor import Tensor, wrap, _op
+from ._call import aten as _op
+from .tensor import Tensor, wrap
 
 _DEFAULT_DTYPE = _types.float32
 
@@ -36,7 +37,8 @@ def _dev_args(dev: Any) -> Tuple[int, int]:
 
 
 def _dt(d: Any) -> int:
-    return (_DEFAULT_DTYPE if d is None else get_dtype(d)).code
+    code: int = (_DEFAULT_DTYPE if d is None else get_dtype(d)).code
+    return code
 
 
 def _make_factory(cname: str, doc: str) -> Callable[..., Tensor]:
@@ -102,7 +104,7 @@ def eye(n: int, m: Optional[int] = None, dtype: Any = None, device: Any = None,
 def _like(name: str) -> Callable[..., Tensor]:
     def f(t: Any, *args: Any, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Tensor:
-        kw = {}
+        kw: Dict[str, Any] = {}
         if dtype is not None:
             kw["dtype"] = get_dtype(dtype)
         if device is not None:
@@ -172,6 +174,7 @@ def _infer(data: Any) -> Tuple[List[int], List[Any], Set[str]]:
 def _from_flat(shape: List[int], flat: List[Any], d: dtype, kinds: Set[str]) -> Tensor:
     """Packs flat Python scalars with the array module and copies them in."""
     sizes, n = _sizes_arg(tuple(shape))
+    buf: "array.array[Any]"
     if "c" in kinds or d.is_complex:
         vals: List[float] = []
         for e in flat:

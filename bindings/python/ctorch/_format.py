@@ -90,14 +90,17 @@ def _formatter(vals: List[Any], floating: bool, complex_: bool) -> Callable[[Any
         fr = _float_formatter([v.real for v in vals])
         fi = _float_formatter([v.imag for v in vals])
 
-        def fc(v: Any) -> str:
+        def base(v: Any) -> str:
             im = fi(v.imag)
             return "%s%s%sj" % (fr(v.real), "" if im.startswith("-") else "+", im)
-        base = fc
     elif floating:
-        base = _float_formatter(vals)
+        ff = _float_formatter(vals)
+
+        def base(v: Any) -> str:
+            return ff(v)
     else:
-        base = str
+        def base(v: Any) -> str:
+            return str(v)
     width = max((len(base(v)) for v in vals), default=1)
     return lambda v: base(v).rjust(width)
 

@@ -177,9 +177,9 @@ dlpack_stats = {"exported": 0, "unconsumed_deleted": 0}
 def _delete_managed(p: int, versioned: bool) -> None:
     """Runs the deleter of a DLManagedTensor[Versioned] at address p."""
     struct = DLManagedTensorVersioned if versioned else DLManagedTensor
-    m = ctypes.cast(p, POINTER(struct)).contents  # type: ignore[arg-type]
-    if m.deleter:
-        m.deleter(ctypes.cast(p, POINTER(struct)))  # type: ignore[arg-type]
+    ptr = ctypes.cast(p, POINTER(struct))
+    if ptr.contents.deleter:
+        ptr.contents.deleter(ptr)
 
 
 def _capsule_destructor(cap: int, _isvalid: Any = _RawIsValid, _getptr: Any = _RawGetPointer,

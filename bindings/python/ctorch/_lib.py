@@ -76,7 +76,7 @@ CT_DEVICE_HIP = 6
 CT_DEVICE_PRIVATEUSE1 = 7
 NO_INDEX = -1
 
-# layout codes
+# layout codes (names as torch's Python prints them)
 CT_LAYOUT_STRIDED = 0
 CT_LAYOUT_SPARSE_COO = 1
 CT_LAYOUT_SPARSE_CSR = 2
@@ -84,6 +84,10 @@ CT_LAYOUT_SPARSE_CSC = 3
 CT_LAYOUT_SPARSE_BSR = 4
 CT_LAYOUT_SPARSE_BSC = 5
 CT_LAYOUT_MKLDNN = 6
+LAYOUT_NAMES = {CT_LAYOUT_STRIDED: "strided", CT_LAYOUT_SPARSE_COO: "sparse_coo",
+                CT_LAYOUT_SPARSE_CSR: "sparse_csr", CT_LAYOUT_SPARSE_CSC: "sparse_csc",
+                CT_LAYOUT_SPARSE_BSR: "sparse_bsr", CT_LAYOUT_SPARSE_BSC: "sparse_bsc",
+                CT_LAYOUT_MKLDNN: "_mkldnn"}
 
 # ct_value tags
 CT_VALUE_NONE = 0

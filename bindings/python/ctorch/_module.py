@@ -38,9 +38,11 @@ class Module:
 
     __slots__ = ("_m", "_methods_cache", "_kinds", "__weakref__")
     _m: Optional[int]
+    _methods_cache: Optional[Dict[str, str]]
+    _kinds: Dict[str, Any]
 
     @classmethod
-    def _wrap(cls, h: int) -> "Module":
+    def _wrap(cls, h: Optional[int]) -> "Module":
         m = object.__new__(cls)
         m._m = h
         m._methods_cache = None
@@ -71,9 +73,8 @@ class Module:
     def __enter__(self) -> "Module":
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> None:
         self.free()
-        return False
 
     # ---- calling -------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -99,7 +100,7 @@ class Module:
                     r = _call.forward_tensors(self._ptr(), kind[1], args, kind[0])
                     if r is not NotImplemented:
                         return r
-                    self._kinds[method] = None  # not tensors only after all
+                    # not callable tensors-only after all: the value path says why
         return _call.call_method(C.module_call, self._ptr(), method.encode(), args, kwargs)
 
     def _kind(self, method: str) -> Any:
@@ -116,7 +117,7 @@ class Module:
             out = c_void_p()
             check(G.module_methods(byref(out), self._ptr()))
             self._methods_cache = from_value(out.value)
-        return dict(self._methods_cache)
+        return dict(self._methods_cache or {})
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in Module.__slots__:
@@ -156,7 +157,8 @@ class Module:
     def _dict(self, fn: Any, recurse: bool) -> Dict[str, Any]:
         out = c_void_p()
         check(fn(byref(out), self._ptr(), 1 if recurse else 0))
-        return from_value(out.value)
+        d: Dict[str, Any] = from_value(out.value)
+        return d
 
     def named_parameters(self, recurse: bool = True) -> Dict[str, Any]:
         """{dotted name: Tensor}; the tensors are the module's own (no copy)."""
@@ -188,11 +190,12 @@ class Module:
         """{name: str} of the archive's extra files."""
         out = c_void_p()
         check(G.module_extra_files(byref(out), self._ptr()))
-        return from_value(out.value)
+        d: Dict[str, str] = from_value(out.value)
+        return d
 
     @property
     def training(self) -> bool:
-        return G.module_is_training(self._ptr()) == 1
+        return bool(G.module_is_training(self._ptr()) == 1)
 
     # ---- changing ----------------------------------------------------------------
     def to(self, device: Any = None, dtype: Any = None, non_blocking: bool = False) -> "Module":
@@ -252,6 +255,7 @@ class Module:
                 check(C.module_save_buffer(byref(p), byref(n), self._ptr(), ev))
                 return _lib.take_buffer(p.value, n.value)
             check(C.module_save(self._ptr(), os.fsencode(path), ev))
+            return None
         finally:
             if owned:
                 G.value_free(ev)
@@ -278,7 +282,7 @@ class Module:
         """Compiles TorchScript methods from source."""
         check(C.module_define(self._ptr(), source.encode()))
         self._methods_cache = None
-        self._kinds = {}
+        self._kinds = {}  # type: Dict[str, Any]
 
     def __repr__(self) -> str:
         if not self._m:
@@ -287,7 +291,8 @@ class Module:
             meths = sorted(self.methods())
         except _lib.Error:
             meths = []
-        return "<ctorch.Module methods=%s>" % meths
+        shown = ", ".join(meths[:4]) + (", ... (%d)" % len(meths) if len(meths) > 4 else "")
+        return "<ctorch.Module methods: %s>" % shown
 
 
 _values.register(Module=Module)
@@ -362,6 +367,7 @@ def save_pickle(obj: Any, f: Any = None) -> Optional[bytes]:
             f.write(_lib.take_buffer(buf.value, n.value))
             return None
         check(C.pickle_save(p, os.fsencode(f)))
+        return None
     finally:
         if owned:
             G.value_free(p)
@@ -372,6 +378,7 @@ class Script:
     then ``s.fname(args)`` or ``s.call("fname", ...)``."""
 
     __slots__ = ("_s", "__weakref__")
+    _s: Optional[int]
 
     def __init__(self, source: str) -> None:
         out = c_void_p()
@@ -381,9 +388,12 @@ class Script:
     def functions(self) -> List[str]:
         out = c_void_p()
         check(G.script_functions(byref(out), self._s))
-        return from_value(out.value)
+        names: List[str] = from_value(out.value)
+        return names
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if not self._s:
+            raise _lib.InvalidArgumentError("use of a freed script")
         return _call.call_method(C.script_call, self._s, name.encode(), args, kwargs)
 
     def __getattr__(self, name: str) -> Any:

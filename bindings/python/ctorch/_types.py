@@ -17,7 +17,7 @@ class dtype:
     None for bfloat16 (numpy has no bfloat16)."""
 
     __slots__ = ("name", "code", "itemsize", "typestr", "is_floating_point", "is_complex",
-                 "is_signed")
+                 "is_signed", "is_quantized")
 
     def __init__(self, name: str, code: int, itemsize: int, typestr: Optional[str],
                  kind: str) -> None:
@@ -27,7 +27,8 @@ class dtype:
         self.typestr = typestr
         self.is_floating_point = kind == "f"
         self.is_complex = kind == "c"
-        self.is_signed = kind in "fci"
+        self.is_signed = kind in "fciq"
+        self.is_quantized = kind == "q"
 
     def __repr__(self) -> str:
         return "ctorch." + self.name
@@ -62,9 +63,19 @@ complex128 = dtype("complex128", CT_COMPLEX128, 16, "<c16", "c")
 uint16 = dtype("uint16", CT_UINT16, 2, "<u2", "u")
 uint32 = dtype("uint32", CT_UINT32, 4, "<u4", "u")
 uint64 = dtype("uint64", CT_UINT64, 8, "<u8", "u")
+# 8-bit floats and quantized types (LibTorch 2.x; no numpy equivalent)
+float8_e4m3fn = dtype("float8_e4m3fn", _lib.CT_FLOAT8_E4M3FN, 1, None, "f")
+float8_e5m2 = dtype("float8_e5m2", _lib.CT_FLOAT8_E5M2, 1, None, "f")
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", _lib.CT_FLOAT8_E4M3FNUZ, 1, None, "f")
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", _lib.CT_FLOAT8_E5M2FNUZ, 1, None, "f")
+qint8 = dtype("qint8", _lib.CT_QINT8, 1, None, "q")
+quint8 = dtype("quint8", _lib.CT_QUINT8, 1, None, "q")
+qint32 = dtype("qint32", _lib.CT_QINT32, 4, None, "q")
+quint4x2 = dtype("quint4x2", _lib.CT_QUINT4X2, 1, None, "q")
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64,
-       complex128, uint16, uint32, uint64)
+       complex128, uint16, uint32, uint64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz,
+       float8_e5m2fnuz, qint8, quint8, qint32, quint4x2)
 BY_CODE = {d.code: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NAME.update({
@@ -80,7 +91,7 @@ BY_TYPESTR.update({"=" + d.typestr[1:]: d for d in ALL if d.typestr})
 _BY_TYPESTR = BY_TYPESTR
 
 
-def get_dtype(x: Any) -> "dtype":
+def get_dtype(x: Any) -> Any:
     """Converts a ctorch dtype, a name ("float32", "float"), a numpy dtype or
     scalar type, a torch dtype, or a Python type (float, int, bool, complex)
     to a ctorch dtype."""
@@ -122,6 +133,9 @@ class device:
     None for "the current device"."""
 
     __slots__ = ("type", "index", "code")
+    type: str
+    index: Optional[int]
+    code: int
 
     _TYPES = {"cpu": CT_DEVICE_CPU, "cuda": CT_DEVICE_CUDA, "meta": CT_DEVICE_META,
               "mps": CT_DEVICE_MPS, "xpu": CT_DEVICE_XPU, "hip": CT_DEVICE_HIP,
@@ -198,7 +212,7 @@ class device:
 CPU = device("cpu")
 
 
-def get_device(x: Any) -> "device":
+def get_device(x: Any) -> Any:
     if x is None:
         return None
     if isinstance(x, device):

@@ -24,7 +24,7 @@ _value_tag = G.value_tag
 #: into one, functions making Tensors of DLPack producers and of any data,
 #: the Module class.
 Tensor: Any = None
-wrap_tensor: Callable[[int], Any] = None  # type: ignore[assignment]
+wrap_tensor: Callable[[Optional[int]], Any] = None  # type: ignore[assignment]
 tensor_from_dlpack: Callable[[Any], Any] = None  # type: ignore[assignment]
 to_tensor: Callable[..., Any] = None  # type: ignore[assignment]
 Module: Any = None
@@ -208,7 +208,7 @@ def _vlen(v: int) -> int:
 _HAS_DEFINED = _lib.has("ct_tensor_defined")
 
 
-def wrap_or_none(h: int) -> Any:
+def wrap_or_none(h: Optional[int]) -> Any:
     """A Tensor for a new handle, or None (handle freed) when the tensor is
     undefined (ops such as convolution_backward return undefined tensors for
     outputs they were asked not to compute)."""
@@ -218,7 +218,7 @@ def wrap_or_none(h: int) -> Any:
     return wrap_tensor(h)
 
 
-def take_tensor(v: int) -> Any:
+def take_tensor(v: Optional[int]) -> Any:
     """The Tensor inside an OWNED tensor value (consumes the value)."""
     try:
         return wrap_tensor(new_value(G.value_to_tensor, v))
@@ -226,8 +226,10 @@ def take_tensor(v: int) -> Any:
         _value_free(v)
 
 
-def from_value(v: int) -> Any:
+def from_value(v: Optional[int]) -> Any:
     """Converts an OWNED ct_value handle to a Python object (consumes it)."""
+    if not v:
+        raise _lib.InternalError("from_value: NULL value")
     try:
         tag = _value_tag(v)
         if tag == CT_VALUE_TENSOR:
@@ -250,9 +252,9 @@ def _convert(v: int, tag: int) -> Any:
         check(G.value_to_bool(byref(b), v))
         return bool(b.value)
     if tag == CT_VALUE_INT:
-        i = c_int64()
-        check(G.value_to_int(byref(i), v))
-        return i.value
+        iv = c_int64()
+        check(G.value_to_int(byref(iv), v))
+        return iv.value
     if tag == CT_VALUE_DOUBLE:
         f = c_double()
         check(G.value_to_double(byref(f), v))
@@ -261,7 +263,7 @@ def _convert(v: int, tag: int) -> Any:
         p = c_void_p()
         n = c_size_t()
         check(G.value_to_string(byref(p), byref(n), v))
-        return ctypes.string_at(p.value, n.value).decode("utf-8", "surrogateescape") \
+        return ctypes.string_at(p.value or 0, n.value).decode("utf-8", "surrogateescape") \
             if n.value else ""
     if tag == CT_VALUE_DEVICE:
         a, b = c_int32(), c_int32()

@@ -30,6 +30,7 @@ class).
 
 import itertools
 import threading
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ctypes import byref, c_void_p
 
 from . import _lib, _callbacks, _call
@@ -40,7 +41,7 @@ from ._factories import as_tensor
 
 __all__ = ["Function", "FunctionCtx", "grad"]
 
-_states = {}
+_states: Dict[int, "_State"] = {}
 _ids = itertools.count(1)
 _states_lock = threading.Lock()
 
@@ -53,38 +54,45 @@ class FunctionCtx:
     """The ctx of a Function: save_for_backward / saved_tensors, plus any
     attributes you set in forward."""
 
-    def __init__(self):
-        self._saved = ()
-        self.needs_input_grad = ()
+    def __init__(self) -> None:
+        self._saved: Tuple[Optional[Tensor], ...] = ()
+        self.needs_input_grad: Tuple[bool, ...] = ()
 
-    def save_for_backward(self, *tensors):
+    def save_for_backward(self, *tensors: Optional[Tensor]) -> None:
         # Saved as detached handles: saving an output would otherwise tie the
         # output to its own graph node (a reference cycle through C++).
         self._saved = tuple(None if t is None else t.detach() for t in tensors)
 
     @property
-    def saved_tensors(self):
+    def saved_tensors(self) -> Tuple[Optional[Tensor], ...]:
         return self._saved
 
 
 class _State:
     __slots__ = ("cls", "ctx", "args", "tensor_pos", "n_out", "got_n_out", "returned_tuple")
+    cls: Any
+    ctx: FunctionCtx
+    args: Tuple[Any, ...]
+    tensor_pos: List[int]
+    n_out: int
+    got_n_out: Optional[int]
+    returned_tuple: bool
 
 
-def _borrow(p):
+def _borrow(p: int) -> Tensor:
     """A new Python Tensor (own handle) for a borrowed ct_tensor*."""
     out = c_void_p()
     check(G.tensor_ref(byref(out), p))
     return _wrap_h(out.value)
 
 
-def _new_handle(t):
+def _new_handle(t: Any) -> Optional[int]:
     out = c_void_p()
     check(G.tensor_ref(byref(out), as_tensor(t)._handle))
     return out.value
 
 
-def _forward_cb(cctx, inputs, n_in, outputs, n_out):
+def _forward_cb(cctx: int, inputs: Any, n_in: int, outputs: Any, n_out: int) -> int:
     try:
         st = _states[cctx]
         args = list(st.args)
@@ -106,7 +114,7 @@ def _forward_cb(cctx, inputs, n_in, outputs, n_out):
         return _callbacks.report(e)
 
 
-def _backward_cb(cctx, grads, n_out, grad_inputs, n_in):
+def _backward_cb(cctx: int, grads: Any, n_out: int, grad_inputs: Any, n_in: int) -> int:
     try:
         st = _states[cctx]
         gs = [(_borrow(grads[i]) if grads[i] else None) for i in range(n_out)]
@@ -132,7 +140,7 @@ def _backward_cb(cctx, grads, n_out, grad_inputs, n_in):
         return _callbacks.report(e)
 
 
-def _destroy_cb(cctx, _states=_states):
+def _destroy_cb(cctx: int, _states: Dict[int, _State] = _states) -> None:
     try:
         _states.pop(cctx, None)
     except BaseException:
@@ -151,15 +159,15 @@ class Function:
     _learned_outputs = None
 
     @staticmethod
-    def forward(ctx, *args):
+    def forward(ctx: Any, *args: Any) -> Any:
         raise NotImplementedError
 
     @staticmethod
-    def backward(ctx, *grads):
+    def backward(ctx: Any, *grads: Any) -> Any:
         raise NotImplementedError
 
     @classmethod
-    def apply(cls, *args):
+    def apply(cls, *args: Any) -> Any:
         tensor_pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         n_in = len(tensor_pos)
         n_out = cls.num_outputs or cls.__dict__.get("_learned_outputs") or 1
@@ -195,8 +203,9 @@ class Function:
             return res
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=False):
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
+         retain_graph: Optional[bool] = None, create_graph: bool = False,
+         allow_unused: bool = False) -> Tuple[Optional[Tensor], ...]:
     """torch.autograd.grad: gradients of outputs with respect to inputs."""
     single_in = isinstance(inputs, Tensor)
     if isinstance(outputs, Tensor):

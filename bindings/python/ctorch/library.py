@@ -21,13 +21,15 @@ from ._lib import C, check
 from ._values import borrowed_to_python, to_owned_value
 from ._interop import leak as _leak
 
+from typing import Any, Callable, Dict, Optional, Tuple
+
 __all__ = ["register", "registered"]
 
-_registered = {}  # schema -> (fn, ctypes callback); kept forever
+_registered: Dict[str, Tuple[Callable[..., Any], Any]] = {}  # schema -> (fn, ctypes callback); kept forever
 
 
-def _make_callback(fn):
-    def cb(ctx, args, n, out):
+def _make_callback(fn: Callable[..., Any]) -> Any:
+    def cb(ctx: Any, args: Any, n: int, out: Any) -> int:
         try:
             py = [borrowed_to_python(args[i]) for i in range(n)]
             res = fn(*py)
@@ -38,7 +40,7 @@ def _make_callback(fn):
     return _leak(_lib.OP_FN(cb))
 
 
-def register(schema, fn=None):
+def register(schema: str, fn: Optional[Callable[..., Any]] = None) -> Any:
     """Registers fn as the operator described by schema
     ("ns::name(Tensor x, float a) -> Tensor"). Usable as a decorator."""
     if fn is None:
@@ -51,6 +53,6 @@ def register(schema, fn=None):
     return fn
 
 
-def registered():
+def registered() -> Dict[str, Callable[..., Any]]:
     """{schema: function} of ops registered from Python in this process."""
     return {k: v[0] for k, v in _registered.items()}

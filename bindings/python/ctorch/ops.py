@@ -69,7 +69,7 @@ class OpOverload(OpCaller):
         h = find_op(qualname, overload)
         name = qualname.partition("::")[2]
         super().__init__(h, mutates=name.endswith("_") or (overload or "").startswith("out"),
-                         broadcast=True)
+                         broadcast=True, qualname=qualname if overload is None else None)
         self._qualname = qualname
         self._overload = overload
         self._ct_handle = h

@@ -2,7 +2,8 @@
 ops as methods and indexing."""
 
 from ctypes import byref, c_int32, c_void_p
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List, NamedTuple, Optional,
+                    Tuple)
 
 from . import _lib, _values, _call, _interop, _format, ops
 from ._lib import (C, G, CT_DEVICE_CPU, CT_DEVICE_CUDA, CT_DTYPE_KEEP, CT_DEVICE_KEEP, NO_INDEX,
@@ -20,10 +21,10 @@ _last_error_code = G.last_error_code
 _ONE, _TWO = SIZES[1], SIZES[2]
 
 
-def wrap(h: int) -> "Tensor":
+def wrap(h: Optional[int]) -> "Tensor":
     """A Tensor owning the new ct_tensor* h."""
     t = _new(Tensor)
-    t._h = h
+    t._h = h or 0
     t._m = None
     return t
 
@@ -87,9 +88,8 @@ class Tensor:
     def __enter__(self) -> "Tensor":
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> None:
         self.free()
-        return False
 
     @property
     def is_freed(self) -> bool:
@@ -187,6 +187,13 @@ class Tensor:
     def is_contiguous(self) -> bool:
         return bool(self._meta().is_contiguous)
 
+    @property
+    def layout(self) -> str:
+        """"strided", "sparse_coo", ... (ct_tensor_layout; torch.strided is "strided")."""
+        out = c_int32()
+        check(G.tensor_layout(byref(out), self._ptr()))
+        return _lib.LAYOUT_NAMES.get(out.value, "unknown")
+
     def is_pinned(self) -> bool:
         return bool(G.tensor_is_pinned(self._ptr()))
 
@@ -205,12 +212,14 @@ class Tensor:
     @property
     def T(self) -> "Tensor":
         """The dimensions reversed (torch's Tensor.T)."""
-        return _op("permute")(self, list(range(self.ndim - 1, -1, -1)))
+        r: Tensor = _op("permute")(self, list(range(self.ndim - 1, -1, -1)))
+        return r
 
     @property
     def mT(self) -> "Tensor":
         """The last two dimensions swapped (a batch of matrices transposed)."""
-        return _op("transpose", "int")(self, -2, -1)
+        r: Tensor = _op("transpose", "int")(self, -2, -1)
+        return r
 
     # ---- autograd ------------------------------------------------------------------
     @property
@@ -387,12 +396,6 @@ class Tensor:
         from ._module import save_pickle
         return (_unpickle, (save_pickle(self),))
 
-    def __deepcopy__(self, memo: Dict[int, Any]) -> "Tensor":
-        t = self.detach().clone()
-        if self.requires_grad:
-            t.requires_grad = True
-        return t
-
     # ---- printing --------------------------------------------------------------------
     def __repr__(self) -> str:
         if not self._h:
@@ -424,10 +427,8 @@ class Tensor:
 
     # ---- indexing --------------------------------------------------------------------
     def __getitem__(self, idx: Any) -> "Tensor":
-        if type(idx) is int:
-            r: Tensor = _op("select", "int")(self, 0, idx)
-            return r
-        return _index(self, idx)
+        r: Tensor = _op("select", "int")(self, 0, idx) if type(idx) is int else _index(self, idx)
+        return r
 
     def __setitem__(self, idx: Any, value: Any) -> None:
         _setitem(self, idx, value)
@@ -440,6 +441,57 @@ class Tensor:
 
     def __pos__(self) -> "Tensor":
         return self
+
+    if TYPE_CHECKING:  # the operators are made by _operator / _unary below
+        def __add__(self, other: Any) -> "Tensor": ...
+        def __radd__(self, other: Any) -> "Tensor": ...
+        def __iadd__(self, other: Any) -> "Tensor": ...
+        def __sub__(self, other: Any) -> "Tensor": ...
+        def __rsub__(self, other: Any) -> "Tensor": ...
+        def __isub__(self, other: Any) -> "Tensor": ...
+        def __mul__(self, other: Any) -> "Tensor": ...
+        def __rmul__(self, other: Any) -> "Tensor": ...
+        def __imul__(self, other: Any) -> "Tensor": ...
+        def __truediv__(self, other: Any) -> "Tensor": ...
+        def __rtruediv__(self, other: Any) -> "Tensor": ...
+        def __itruediv__(self, other: Any) -> "Tensor": ...
+        def __floordiv__(self, other: Any) -> "Tensor": ...
+        def __rfloordiv__(self, other: Any) -> "Tensor": ...
+        def __mod__(self, other: Any) -> "Tensor": ...
+        def __rmod__(self, other: Any) -> "Tensor": ...
+        def __pow__(self, other: Any) -> "Tensor": ...
+        def __rpow__(self, other: Any) -> "Tensor": ...
+        def __matmul__(self, other: Any) -> "Tensor": ...
+        def __rmatmul__(self, other: Any) -> "Tensor": ...
+        def __and__(self, other: Any) -> "Tensor": ...
+        def __rand__(self, other: Any) -> "Tensor": ...
+        def __or__(self, other: Any) -> "Tensor": ...
+        def __ror__(self, other: Any) -> "Tensor": ...
+        def __xor__(self, other: Any) -> "Tensor": ...
+        def __rxor__(self, other: Any) -> "Tensor": ...
+        def __lshift__(self, other: Any) -> "Tensor": ...
+        def __rshift__(self, other: Any) -> "Tensor": ...
+        def __eq__(self, other: Any) -> "Tensor": ...  # type: ignore[override]
+        def __ne__(self, other: Any) -> "Tensor": ...  # type: ignore[override]
+        def __lt__(self, other: Any) -> "Tensor": ...
+        def __le__(self, other: Any) -> "Tensor": ...
+        def __gt__(self, other: Any) -> "Tensor": ...
+        def __ge__(self, other: Any) -> "Tensor": ...
+        def __neg__(self) -> "Tensor": ...
+        def __abs__(self) -> "Tensor": ...
+        def __invert__(self) -> "Tensor": ...
+        def float(self) -> "Tensor": ...
+        def double(self) -> "Tensor": ...
+        def long(self) -> "Tensor": ...
+        def int(self) -> "Tensor": ...
+        def half(self) -> "Tensor": ...
+        def bfloat16(self) -> "Tensor": ...
+        def bool(self) -> "Tensor": ...
+        def max(self, *args: Any, **kwargs: Any) -> Any: ...
+        def min(self, *args: Any, **kwargs: Any) -> Any: ...
+        def sort(self, *args: Any, **kwargs: Any) -> Any: ...
+        def topk(self, *args: Any, **kwargs: Any) -> Any: ...
+        def mode(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
 class values_indices(NamedTuple):
@@ -589,28 +641,31 @@ def _operator(name: str, scalar_overload: Optional[str] = "Scalar",
 
     fast: List[Any] = []   # [handle] once the tensor overload is known to be tensors-only
 
-    def method(self: Tensor, other: Any) -> Any:
+    # the hot names bound as defaults: local lookups on every call
+    def method(self: Tensor, other: Any, _T: Any = Tensor, _tls: Any = tls,
+               _call: Any = _op_call_tensors, _one: Any = _ONE, _two: Any = _TWO,
+               _new: Any = _new, _fast: List[Any] = fast) -> Any:
         to = type(other)
-        if to is Tensor and fast:
-            ins, outs = tls.frame
+        if to is _T and _fast:
+            ins, outs = _tls.frame
             if reflected:
                 ins[0], ins[1] = other._h or other._ptr(), self._h or self._ptr()
             else:
                 ins[0], ins[1] = self._h or self._ptr(), other._h or other._ptr()
-            if _op_call_tensors(outs, _ONE, fast[0], ins, _TWO):
+            if _call(outs, _one, _fast[0], ins, _two):
                 raise _lib.error_from_status(_last_error_code())
             if inplace:
                 _tensor_free(outs[0])
                 generation[0] += 1
                 return self
-            t = _new(Tensor)
-            t._h = outs[0]
+            t = _new(_T)
+            t._h = outs[0] or 0
             t._m = None
             return t
-        if not fast:
-            c = _op(aten, tensor_overload)
-            if c.fast(2) and c.n_out == 1:
-                fast.append(c.hc)
+        if not _fast:
+            p = _op(aten, tensor_overload).fast(2)
+            if p and p[1] == 1:
+                _fast.append(p[0])
         if to is not Tensor:
             if to in _SCALAR_TYPES:
                 s = _scalar(other) if self._meta().shape else None
@@ -642,13 +697,14 @@ def _operator(name: str, scalar_overload: Optional[str] = "Scalar",
 def _unary(name: str) -> Callable[[Tensor], Tensor]:
     def method(self: Tensor) -> Tensor:
         c = _op(name)
-        if c.fast(1) and c.n_out == 1:
+        p = c.fast(1)
+        if p and p[1] == 1:
             ins, outs = tls.frame
             ins[0] = self._h or self._ptr()
-            if _op_call_tensors(outs, _ONE, c.hc, ins, _ONE):
+            if _op_call_tensors(outs, _ONE, p[0], ins, _ONE):
                 raise _lib.error_from_status(_last_error_code())
             t = _new(Tensor)
-            t._h = outs[0]
+            t._h = outs[0] or 0
             t._m = None
             return t
         r: Tensor = c(self)
@@ -680,9 +736,8 @@ for _py, _aten in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "
     _i = _operator(_aten, "Scalar", inplace=True)
     _i.__name__ = "__i%s__" % _py
     setattr(Tensor, "__i%s__" % _py, _i)
-Tensor.__neg__ = _unary("neg")  # type: ignore[attr-defined]
-Tensor.__abs__ = _unary("abs")  # type: ignore[attr-defined]
-Tensor.__invert__ = _unary("bitwise_not")  # type: ignore[attr-defined]
+for _py, _aten in (("neg", "neg"), ("abs", "abs"), ("invert", "bitwise_not")):
+    setattr(Tensor, "__%s__" % _py, _unary(_aten))
 del _py, _aten, _sov, _tov, _m, _r, _i
 
 

@@ -123,6 +123,9 @@ def test_repr_grad_and_short_reprs():
     assert len(repr(ctorch.zeros(1000, 1000))) < 600
     assert repr(ctorch.ops.aten.add) == "<ctorch op aten::add>"
     assert repr(ctorch.ops.aten.add.Tensor) == "<ctorch op aten::add.Tensor>"
+    m = ctorch.Module.new("M")
+    m.define("def forward(self, x):\n    return x\n")
+    assert repr(m) == "<ctorch.Module methods: forward>"
     t = ctorch.ones(1)
     t.free()
     assert "freed" in repr(t)
@@ -411,3 +414,46 @@ def test_dtype_objects():
     assert ctorch.device("cpu") == ctorch.device(torch.device("cpu"))
     with pytest.raises(ctorch.InvalidArgumentError):
         ctorch.device("tpu")
+
+
+def test_pickle_and_deepcopy_round_trip_through_torch_save_format():
+    import copy
+    import io
+    import pickle
+    t = ctorch.arange(6.0).reshape(2, 3)
+    for u in (pickle.loads(pickle.dumps(t)), copy.deepcopy(t), copy.copy(t)):
+        assert u.equal(t) and u.dtype is t.dtype and u.shape == t.shape
+        assert u.data_ptr() != t.data_ptr()
+    # the payload is torch.save's format: torch.load reads it
+    fn, (payload,) = t.__reduce_ex__(2)
+    assert torch.equal(torch.load(io.BytesIO(payload)), torch.arange(6.0).reshape(2, 3))
+    i = ctorch.tensor([1, 2, 3], dtype=ctorch.int32)
+    assert pickle.loads(pickle.dumps(i)).dtype is ctorch.int32
+    # ctorch reads what torch pickled the same way
+    buf = io.BytesIO()
+    torch.save(torch.ones(2, dtype=torch.float64), buf)
+    assert fn(buf.getvalue()).tolist() == [1.0, 1.0]
+
+
+def test_module_level_functions_and_named_tuples():
+    a = torch.randn(3, 4)
+    x = to_ctorch(a)
+    assert_same(ctorch.cat([x, x]), torch.cat([a, a]))
+    assert_same(ctorch.stack([x, x], 1), torch.stack([a, a], 1))
+    assert_same(ctorch.matmul(x, x.T), torch.matmul(a, a.T))
+    assert_same(ctorch.where(x > 0, x, ctorch.zeros(1)), torch.where(a > 0, a, torch.zeros(1)))
+    for f in ("relu", "sigmoid", "tanh"):
+        assert_same(getattr(ctorch, f)(x), getattr(torch, f)(a))
+    assert_same(ctorch.softmax(x, -1), torch.softmax(a, -1))
+    assert_same(x.mT, a.mT)
+    b = torch.randn(2, 3, 4)
+    assert_same(to_ctorch(b).mT, b.mT)
+    assert_same(to_ctorch(b).T, b.permute(2, 1, 0))
+    for name, args in (("max", (1,)), ("min", (1,)), ("sort", ()), ("topk", (2,)),
+                       ("mode", ()), ("kthvalue", (2,)), ("median", (1,))):
+        want = getattr(torch, name)(a, *args)
+        for got in (getattr(ctorch, name)(x, *args), getattr(x, name)(*args)):
+            assert isinstance(got, ctorch.values_indices)
+            assert_same(got.values, want.values)
+            assert_same(got.indices, want.indices)
+    assert_same(x.max(), a.max())   # one result stays a tensor

@@ -50,6 +50,7 @@ function __init__()
     _load_library!() || return   # also checks the ABI version
     _resolve_symbols!()
     _HAS_WARNINGS[] = _bound(:ct_warnings_count)
+    _HAS_INFO[] = _bound(:ct_tensor_info_get)
     _init_callbacks!()
     _LOADED[] = true
     return nothing

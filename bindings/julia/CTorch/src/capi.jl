@@ -29,6 +29,7 @@ macro cfunc(name, ret, argtypes)
     quote
         const $(esc(fp)) = Ref{Ptr{Cvoid}}(C_NULL)
         push!(_SYMBOLS, ($(QuoteNode(name)), $(esc(fp))))
+        @inline $(esc(:_bound))(::Val{$(QuoteNode(name))}) = $(esc(fp))[] != C_NULL
         @inline function $(esc(name))($(args...))
             p = $(esc(fp))[]
             p == C_NULL && _missing_symbol($(QuoteNode(name)))
@@ -40,8 +41,14 @@ end
 "The address of a C function of libctorch, to hand to C as a callback."
 _c_address(name::Symbol) = (e = _SYMBOLS[findfirst(e -> e[1] === name, _SYMBOLS)]; e[2][])
 
-"`true` when the loaded libctorch exports `name` (newer functions may be absent)."
-_bound(name::Symbol) = any(e -> e[1] === name && e[2][] != C_NULL, _SYMBOLS)
+"""
+    _bound(name::Symbol), _bound(Val(name))
+
+`true` when the loaded libctorch exports `name` (newer functions may be
+absent). The `Val` form is one load, for hot paths.
+"""
+_bound(name::Symbol) = _bound(Val(name))
+_bound(::Val) = false
 
 # ---- Versions, errors, settings ------------------------------------------
 @cfunc ct_version Cstring ()

@@ -70,7 +70,7 @@ through `ct_module_forward_tensors`: one C call, no value handles; results
 that are not all tensors fall back to the general path.
 """
 function forward(m::ScriptModule, args...)
-    if args isa Tuple{Vararg{Tensor}} && _bound(:ct_module_forward_tensors)
+    if args isa Tuple{Vararg{Tensor}} && _bound(Val(:ct_module_forward_tensors))
         r = _forward_tensors(m, args)
         r === nothing || return r
     end
@@ -85,12 +85,13 @@ const _MAX_FORWARD_OUTPUTS = 16
 
 # The tensors-only forward: one Tensor, a tuple of Tensors, or `nothing` when
 # the results are not all tensors (CT_ERR_TYPE: use the general path).
-function _forward_tensors(m::ScriptModule, args::NTuple{N,Tensor}) where {N}
+function _forward_tensors(m::ScriptModule, args::NTuple{N,Tensor}, method = nothing) where {N}
     ins = Ref(map(t -> Base.unsafe_convert(P, t), args))
     outs = Ref(ntuple(_ -> C_NULL, Val(_MAX_FORWARD_OUTPUTS)))
     n = Ref{Csize_t}(0)
     st = GC.@preserve m args ins outs ct_module_forward_tensors(
-        Base.unsafe_convert(Ptr{P}, outs), _MAX_FORWARD_OUTPUTS, n, m, Cstring(C_NULL),
+        Base.unsafe_convert(Ptr{P}, outs), _MAX_FORWARD_OUTPUTS, n, m,
+        method === nothing ? Cstring(C_NULL) : method,
         N == 0 ? Ptr{P}(C_NULL) : Base.unsafe_convert(Ptr{P}, ins), N)
     if st == CT_ERR_TYPE
         ct_clear_error()
@@ -110,6 +111,10 @@ Runs any method by name with positional and keyword arguments (missing ones
 take the schema's defaults).
 """
 function call(m::ScriptModule, method::Union{AbstractString,Symbol}, args...; kw...)
+    if isempty(kw) && args isa Tuple{Vararg{Tensor}} && _bound(Val(:ct_module_forward_tensors))
+        r = _forward_tensors(m, args, String(method))
+        r === nothing || return r
+    end
     out = Ref{Ptr{Cvoid}}(C_NULL)
     _with_values(collect(Any, args)) do ap
         _with_kwargs(kw) do kn, kv

@@ -144,7 +144,7 @@ end
     st = GC.@preserve args r ct_op_call_tensors(out, 1, p, Base.unsafe_convert(Ptr{P}, r), N)
     st == CT_OK || _throw_last_error(st)
     _check_warnings()
-    return _tensor(out[])
+    return _tensor_like(out[], args[1])
 end
 
 const _FastArg = Union{Tensor,Real}

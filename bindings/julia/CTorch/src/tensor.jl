@@ -38,6 +38,14 @@ function _tensor(p::Ptr{Cvoid})
     return Tensor{julia_type(code),n}(Val(:own), p)
 end
 
+# Same, when the result is most likely of `like`'s type (elementwise ops):
+# then the constructor is called statically.
+@inline function _tensor_like(p::Ptr{Cvoid}, ::Tensor{T,N}) where {T,N}
+    T <: TorchElType && ct_tensor_dtype(p) == dtype_code(T) && ct_tensor_ndim(p) == N &&
+        return Tensor{T,N}(Val(:own), p)
+    return _tensor(p)
+end
+
 # An undefined tensor (e.g. a gradient an op was told not to compute) is `nothing`.
 _defined_tensor(p::Ptr{Cvoid}) = ct_tensor_is_defined(p) == 1 ? _tensor(p) : (ct_tensor_free(p); nothing)
 
@@ -93,6 +101,36 @@ nbytes(t::Tensor) = Int(ct_tensor_nbytes(t))
 is_pinned(t::Tensor) = ct_tensor_is_pinned(t) == 1
 "A copy in page-locked memory (needs CUDA), for faster host-to-device copies."
 pin_memory(t::Tensor) = @_newtensor ct_tensor_pin_memory(out, t)
+
+"""
+    CTorch.TensorInfo
+
+Every piece of a tensor's metadata, as `ct_tensor_info_get` fills it (same
+layout as the C struct). `sizes`/`strides` are borrowed: valid while the
+tensor lives and its metadata does not change.
+"""
+struct TensorInfo
+    size::Csize_t
+    dtype::Int32
+    device_type::Int32
+    device_index::Int32
+    ndim::Int32
+    requires_grad::Int32
+    is_contiguous::Int32
+    numel::Int64
+    storage_offset::Int64
+    data::Ptr{Cvoid}
+    sizes::Ptr{Int64}
+    strides::Ptr{Int64}
+end
+const _HAS_INFO = Ref(false)   # set by __init__ when the library has ct_tensor_info_get
+
+"`CTorch.tensor_info(t)`: a [`TensorInfo`](@ref), in one C call."
+@inline function tensor_info(t::Tensor)
+    r = Ref(TensorInfo(sizeof(TensorInfo), 0, 0, 0, 0, 0, 0, 0, 0, C_NULL, C_NULL, C_NULL))
+    check(ct_tensor_info_get(r, t))
+    return r[]
+end
 
 "`torch_string(t)`: torch's own text for the tensor (every element; `print(t)` in C++)."
 function torch_string(t::Tensor)
