@@ -207,7 +207,8 @@ static int npy_read(ct_tensor **out, const char *path, int32_t dev, int32_t idx)
     fail("%s: .npy header has no 'descr'", path);
     goto done;
   }
-  if ((p = strstr(hdr, "'fortran_order'")) && strstr(p, "True") == strchr(p + 15, 'T')) {
+  if ((p = strstr(hdr, "'fortran_order'")) && (p = strchr(p + 15, ':')) &&
+      !strncmp(p + 1 + strspn(p + 1, " "), "True", 4)) {
     fail("%s: Fortran-order arrays are not supported (save np.ascontiguousarray(a))", path);
     goto done;
   }
@@ -325,15 +326,14 @@ static int make_input(ct_tensor **out, const char *spec, int32_t dev, int32_t id
   if (!fill || !strcmp(fill, "rand")) {
     if (dtype_is_float(dtype)) {
       st = ct_tensor_rand(out, sizes, ndim, dtype, dev, idx, 0);
-    } else { /* integers 0..9, booleans 0/1 */
+    } else { /* integers 0..9, booleans 0/1: drawn on the CPU, then converted and moved */
       ct_tensor *r = NULL, *s = NULL;
-      st = ct_tensor_rand(&r, sizes, ndim, CT_FLOAT64, dev, idx, 0);
+      st = ct_tensor_rand(&r, sizes, ndim, CT_FLOAT64, CT_DEVICE_CPU, -1, 0);
       if (st == CT_OK) {
         double *x = ct_tensor_data_ptr(r);
         int64_t i, n = ct_tensor_numel(r);
-        if (ct_tensor_device_type(r) == CT_DEVICE_CPU)
-          for (i = 0; i < n; i++) x[i] = floor(x[i] * (dtype == CT_BOOL ? 2 : 10));
-        st = ct_tensor_to(&s, r, CT_DEVICE_KEEP, -1, dtype, 0, 0);
+        for (i = 0; i < n; i++) x[i] = floor(x[i] * (dtype == CT_BOOL ? 2 : 10));
+        st = ct_tensor_to(&s, r, dev, idx, dtype, 0, 0);
         ct_tensor_free(r);
         *out = s;
       }
