@@ -373,6 +373,35 @@ CT_API int32_t ct_tensor_requires_grad(const ct_tensor *t);
 /* 1 if the handle refers to a defined tensor; 0 for NULL/undefined. */
 CT_API int32_t ct_tensor_is_defined(const ct_tensor *t);
 
+/* All metadata of a tensor in one call (what the accessors above return one
+ * by one). The caller sets `size` to sizeof(ct_tensor_info) before the call;
+ * the library fills the fields of the version it knows and never writes past
+ * `size`. Fields: dtype (CT_<dtype>, 0 for a dtype without a code),
+ * device_type/device_index (CT_DEVICE_*, -1 for CPU), ndim, requires_grad and
+ * is_contiguous (0/1), numel, storage_offset (elements; 0 for a layout without
+ * strides), data (as ct_tensor_data_ptr), sizes/strides (ndim entries each,
+ * borrowed: valid until the tensor is freed or its metadata changes, e.g. by
+ * resize_ or an in-place view op; strides is NULL for a layout without
+ * strides, such as sparse). */
+typedef struct ct_tensor_info {
+  size_t size;
+  int32_t dtype;
+  int32_t device_type;
+  int32_t device_index;
+  int32_t ndim;
+  int32_t requires_grad;
+  int32_t is_contiguous;
+  int64_t numel;
+  int64_t storage_offset;
+  void *data;
+  const int64_t *sizes;
+  const int64_t *strides;
+} ct_tensor_info;
+/* Fills *out (see ct_tensor_info). Errors: CT_ERR_INVALID_ARGUMENT (NULL
+ * out or t, out->size smaller than the first version of the struct, an
+ * undefined tensor). Thread-safe as the accessors: reads only. */
+CT_API ct_status ct_tensor_info_get(ct_tensor_info *out, const ct_tensor *t);
+
 /* Torch's own printable form (as `std::cout << tensor`). *out: caller-owned,
  * free with ct_free. */
 CT_API ct_status ct_tensor_to_string(char **out, const ct_tensor *t);
@@ -799,6 +828,22 @@ CT_API ct_status ct_module_call(ct_value **out, ct_module *m, const char *method
                                 const ct_value *const *args, size_t n,
                                 const char *const *kwnames, const ct_value *const *kwvalues,
                                 size_t nkw);
+/* Tensors in, tensors out: the module twin of ct_op_call_tensors, with no
+ * value boxing. Runs `method` (NULL: "forward") with the n_inputs tensors as
+ * its positional arguments (the others take their defaults; the same
+ * binding and messages as ct_module_call). A Tensor result fills one output;
+ * a tuple or list of tensors fills one output per element. outputs: caller
+ * array of n_outputs slots; each result gets a new handle, and slots past
+ * the results are set to NULL. *n_returned (may be NULL) receives the number
+ * of results. Errors: CT_ERR_TYPE when the result is not a Tensor or a
+ * tuple/list of tensors (None included; use ct_module_call then),
+ * CT_ERR_INVALID_ARGUMENT when there are more results than n_outputs (the
+ * message gives the count, *n_returned receives it, slots untouched) or for
+ * NULL arguments, CT_ERR_NOT_FOUND (unknown method), and the errors of
+ * ct_module_call. Thread-safe as ct_module_forward. */
+CT_API ct_status ct_module_forward_tensors(ct_tensor **outputs, size_t n_outputs,
+                                           size_t *n_returned, ct_module *m, const char *method,
+                                           const ct_tensor *const *inputs, size_t n_inputs);
 /* Methods as a Dict[str, str] value: name -> schema string. */
 CT_API ct_status ct_module_methods(ct_value **out, const ct_module *m);
 /* Dict[str, Tensor] with Python's dotted names; recurse=1 includes children.
@@ -914,6 +959,14 @@ CT_API ct_status ct_op_call(ct_value **out, const ct_op *op, const ct_value *con
  * errors as ct_op_call otherwise. */
 CT_API ct_status ct_op_call_tensors(ct_tensor **outputs, size_t n_outputs, const ct_op *op,
                                     const ct_tensor *const *inputs, size_t n_inputs);
+/* *out = 1 when ct_op_call_tensors(op, n_inputs tensors) resolves to an
+ * overload whose first n_inputs arguments accept tensors, whose other
+ * arguments have defaults, and which returns one or more results that are
+ * all Tensors (not Tensor[] or Tensor?); else 0 (also for an overload that
+ * cannot be called by name). For an overload set this is the overload the
+ * call would choose. Bindings use it instead of parsing schemas. Errors:
+ * CT_ERR_INVALID_ARGUMENT (NULL out or op). */
+CT_API ct_status ct_op_tensors_only(int32_t *out, const ct_op *op, size_t n_inputs);
 /* One-shot call by qualified name: "aten::add.Tensor", "aten::add" (overload
  * set) or "myns::scale". Lookups are cached. */
 CT_API ct_status ct_op_call_name(ct_value **out, const char *qualified_name,

@@ -1,15 +1,30 @@
 #!/usr/bin/env python3
-"""Generates docs/api.md from the comments in include/ctorch.h.
+"""Generates the API reference (docs/api.md) from the comments in include/ctorch.h.
 
 Section banners become headings; each comment block is printed above the
-declarations that follow it. Run: python3 scripts/gen_api_docs.py [OUTPUT]
+declarations that follow it.
+
+  scripts/gen_api_docs.py docs/api.md          write the reference
+  scripts/gen_api_docs.py -                    print it
+  scripts/gen_api_docs.py --check docs/api.md  exit 1 (with a diff) if it is stale
 """
+import argparse
+import difflib
 import pathlib
 import re
 import sys
 
 root = pathlib.Path(__file__).resolve().parent.parent
-lines = (root / "include" / "ctorch.h").read_text().splitlines()
+parser = argparse.ArgumentParser(
+    description=__doc__.splitlines()[0],
+    epilog="The header is the source; docs/api.md is never edited by hand.")
+parser.add_argument("output", help="file to write (or to compare with --check); - for stdout")
+parser.add_argument("--check", action="store_true",
+                    help="compare OUTPUT with the generated text instead of writing it")
+parser.add_argument("--header", default=str(root / "include" / "ctorch.h"),
+                    help="header to read (default: include/ctorch.h of this checkout)")
+args = parser.parse_args()
+lines = pathlib.Path(args.header).read_text().splitlines()
 start = next(i for i, l in enumerate(lines) if l.startswith("/* ====="))
 out = ["# ctorch API reference", "",
        "Generated from `include/ctorch.h` by `scripts/gen_api_docs.py`; the header is the",
@@ -56,6 +71,17 @@ while i < len(lines):
         code.append(l)
     i += 1
 flush_code()
-target = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else root / "docs" / "api.md"
-target.write_text("\n".join(out) + "\n")
-print("wrote", target)
+text = "\n".join(out) + "\n"
+if args.check:
+    old = sys.stdin.read() if args.output == "-" else pathlib.Path(args.output).read_text()
+    if old != text:
+        sys.stdout.writelines(difflib.unified_diff(
+            old.splitlines(True), text.splitlines(True), args.output, "generated"))
+        print(f"{args.output} is stale: run scripts/gen_api_docs.py {args.output}",
+              file=sys.stderr)
+        sys.exit(1)
+elif args.output == "-":
+    sys.stdout.write(text)
+else:
+    pathlib.Path(args.output).write_text(text)
+    print("wrote", args.output)

@@ -1,12 +1,13 @@
 #!/bin/sh
 # Installs what ctorch needs on Debian 12, skipping what is already there.
 # Julia comes from Debian 11's archive (Debian 12 has none), pinned low so
-# nothing else is downgraded (see shared/recipes/julia.md).
+# nothing else is downgraded (bindings/julia/README.md explains the start line).
 set -eu
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 pkgs="cmake ninja-build g++ pkg-config ccache libtorch-dev libcmocka-dev python3 python3-numpy \
-python3-pytest python3-torch python3-torchvision python3-venv python3-setuptools python3-pip"
+python3-pytest python3-torch python3-torchvision python3-venv python3-setuptools python3-pip \
+python3-matplotlib"
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

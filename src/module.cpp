@@ -239,6 +239,19 @@ ct_status bind(const char *func, const c10::FunctionSchema &schema,
 
 namespace ct {
 
+// Runs `fn` on a bound stack; leaves its result in *result.
+ct_status run_bound(const char *func, torch::jit::Function &fn, torch::jit::Stack &stack,
+                    IValue *result) {
+  ct_status st = with_code(func, CT_ERR_TORCH, "", [&] {
+    fn.run(stack);
+    return CT_OK;
+  });
+  if (st != CT_OK)
+    return st;
+  *result = stack.empty() ? IValue() : std::move(stack.back());
+  return CT_OK;
+}
+
 // Binds and runs `fn`; stores the result in *out.
 ct_status invoke(const char *func, torch::jit::Function &fn, const IValue *self,
                  ct_value **out, const ct_value *const *args, size_t n,
@@ -249,14 +262,39 @@ ct_status invoke(const char *func, torch::jit::Function &fn, const IValue *self,
       bind(func, fn.getSchema(), self, args, n, kwnames, kwvalues, nkw, &stack);
   if (st != CT_OK)
     return st;
-  st = with_code(func, CT_ERR_TORCH, "", [&] {
-    fn.run(stack);
-    return CT_OK;
-  });
+  IValue result;
+  st = run_bound(func, fn, stack, &result);
   if (st != CT_OK)
     return st;
-  *out = ct::new_value(stack.empty() ? IValue() : std::move(stack.back()));
+  *out = ct::new_value(std::move(result));
   return CT_OK;
+}
+
+// Binds tensors as the positional arguments of method `fn` and runs it. A
+// schema of exactly these tensors takes them as they are (no value boxing).
+ct_status invoke_tensors(const char *func, torch::jit::Function &fn, const IValue &self,
+                         const ct_tensor *const *inputs, size_t n, IValue *result) {
+  const auto &params = fn.getSchema().arguments();
+  bool exact = params.size() == n + 1;
+  for (size_t i = 1; exact && i < params.size(); ++i)
+    exact = params[i].type()->kind() == c10::TypeKind::TensorType && !params[i].kwarg_only();
+  torch::jit::Stack stack;
+  if (exact) {
+    stack.reserve(n + 1);
+    stack.push_back(self);
+    for (size_t i = 0; i < n; ++i) stack.push_back(inputs[i]->t);
+  } else {
+    std::vector<ct_value> vals;
+    vals.reserve(n);
+    std::vector<const ct_value *> ptrs(n);
+    for (size_t i = 0; i < n; ++i) {
+      vals.push_back(ct_value{IValue(inputs[i]->t)});
+      ptrs[i] = &vals.back();
+    }
+    ct_status st = ::bind(func, fn.getSchema(), &self, ptrs.data(), n, nullptr, nullptr, 0, &stack);
+    if (st != CT_OK) return st;
+  }
+  return run_bound(func, fn, stack, result);
 }
 
 }  // namespace ct
@@ -264,6 +302,35 @@ ct_status invoke(const char *func, torch::jit::Function &fn, const IValue *self,
 namespace {
 
 using ct::invoke;
+
+// The method `name` of m's class; NOT_FOUND when it has none.
+ct_status find_method(const char *func, const ct_module *m, const char *name,
+                      torch::jit::Function **out) {
+  const auto &obj = m->m._ivalue();
+  *out = obj->type()->findMethod(name);
+  if (!*out)
+    return ct::set_error(CT_ERR_NOT_FOUND, "%s: module %s has no method '%s'", func,
+                         obj->type()->repr_str().c_str(), name);
+  return CT_OK;
+}
+
+// The tensors of a result that is a Tensor or a tuple or list of Tensors.
+bool result_tensors(const IValue &r, std::vector<at::Tensor> *out) {
+  auto take = [&](const auto &items) {
+    for (const IValue &e : items) {
+      if (!e.isTensor()) return false;
+      out->push_back(e.toTensor());
+    }
+    return true;
+  };
+  if (r.isTensor()) {
+    out->push_back(r.toTensor());
+    return true;
+  }
+  if (r.isTuple()) return take(r.toTupleRef().elements());
+  if (r.isList()) return take(r.toListRef());
+  return false;
+}
 
 // ---- Loading
 // ------------------------------------------------------------------
@@ -524,13 +591,11 @@ ct_status ct_module_forward(ct_value **out, ct_module *m,
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
-    const auto &obj = m->m._ivalue();
-    torch::jit::Function *fn = obj->type()->findMethod("forward");
-    if (!fn)
-      return ct::set_error(CT_ERR_NOT_FOUND,
-                           "%s: module %s has no method 'forward'", ct_fn_,
-                           obj->type()->repr_str().c_str());
-    IValue self(obj);
+    torch::jit::Function *fn = nullptr;
+    ct_status st = find_method(ct_fn_, m, "forward", &fn);
+    if (st != CT_OK)
+      return st;
+    IValue self(m->m._ivalue());
     return invoke(ct_fn_, *fn, &self, out, args, n, nullptr, nullptr, 0);
   });
 }
@@ -544,13 +609,45 @@ ct_status ct_module_call(ct_value **out, ct_module *m, const char *method,
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
     CT_CHECK_NOT_NULL(method);
-    const auto &obj = m->m._ivalue();
-    torch::jit::Function *fn = obj->type()->findMethod(method);
-    if (!fn)
-      return ct::set_error(CT_ERR_NOT_FOUND, "%s: module %s has no method '%s'",
-                           ct_fn_, obj->type()->repr_str().c_str(), method);
-    IValue self(obj);
+    torch::jit::Function *fn = nullptr;
+    ct_status st = find_method(ct_fn_, m, method, &fn);
+    if (st != CT_OK)
+      return st;
+    IValue self(m->m._ivalue());
     return invoke(ct_fn_, *fn, &self, out, args, n, kwnames, kwvalues, nkw);
+  });
+}
+
+ct_status ct_module_forward_tensors(ct_tensor **outputs, size_t n_outputs, size_t *n_returned,
+                                    ct_module *m, const char *method,
+                                    const ct_tensor *const *inputs, size_t n_inputs) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(m);
+    if (n_outputs > 0) CT_CHECK_NOT_NULL(outputs);
+    if (n_inputs > 0) CT_CHECK_NOT_NULL(inputs);
+    for (size_t i = 0; i < n_inputs; ++i)
+      if (!inputs[i])
+        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: inputs[%zu] is NULL", ct_fn_, i);
+    const char *name = method ? method : "forward";
+    torch::jit::Function *fn = nullptr;
+    ct_status st = find_method(ct_fn_, m, name, &fn);
+    if (st != CT_OK) return st;
+    IValue result;
+    st = ct::invoke_tensors(ct_fn_, *fn, IValue(m->m._ivalue()), inputs, n_inputs, &result);
+    if (st != CT_OK) return st;
+    std::vector<at::Tensor> ts;
+    if (!result_tensors(result, &ts))
+      return ct::set_error(CT_ERR_TYPE,
+                           "%s: %s returned %s, not a Tensor or a tuple or list of Tensors",
+                           ct_fn_, name, ct::value_type_name(result).c_str());
+    if (n_returned) *n_returned = ts.size();
+    if (ts.size() > n_outputs)
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: %s returned %zu tensors, n_outputs is %zu",
+                           ct_fn_, name, ts.size(), n_outputs);
+    for (size_t i = 0; i < n_outputs; ++i)
+      outputs[i] = i < ts.size() ? ct::new_tensor(std::move(ts[i])) : nullptr;
+    return CT_OK;
   });
 }
 

@@ -403,6 +403,28 @@ ct_status ct_op_call_tensors(ct_tensor **outputs, size_t n_outputs, const ct_op 
   });
 }
 
+ct_status ct_op_tensors_only(int32_t *out, const ct_op *op, size_t n_inputs) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(op);
+    // The overload ct_op_call_tensors would bind (tensors bind alike in both
+    // passes of the resolution), then its results.
+    const Overload *chosen = nullptr;
+    for (const Overload &o : op->overloads) {
+      if (o.callable && ct::binds_tensors(*o.schema, n_inputs)) {
+        chosen = &o;
+        break;
+      }
+    }
+    bool tensors = chosen && chosen->n_returns > 0;
+    for (size_t i = 0; tensors && i < chosen->n_returns; ++i)
+      tensors = chosen->schema->returns()[i].type()->kind() == TypeKind::TensorType;
+    *out = tensors ? 1 : 0;
+    return CT_OK;
+  });
+}
+
 ct_status ct_op_call_name(ct_value **out, const char *qualified_name, const ct_value *const *args,
                           size_t n, const char *const *kwnames, const ct_value *const *kwvalues,
                           size_t nkw) {

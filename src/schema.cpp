@@ -387,6 +387,23 @@ ct_status bind_arguments(const char *func, const c10::FunctionSchema &schema,
   return rc;
 }
 
+bool binds_tensors(const c10::FunctionSchema &schema, size_t n) {
+  const auto &params = schema.arguments();
+  if (n > params.size()) return false;
+  // A defined tensor, so that type checks see a real Tensor type.
+  static const IValue *const probe = new IValue(at::zeros({}));
+  for (size_t i = 0; i < params.size(); ++i) {
+    const c10::Argument &p = params[i];
+    if (i >= n) {
+      if (!p.default_value()) return false;
+      continue;
+    }
+    IValue c;
+    if (p.kwarg_only() || !coerce_impl(*probe, p.type(), &c, false)) return false;
+  }
+  return true;
+}
+
 bool coerce(const c10::IValue &in, const c10::TypePtr &type, c10::IValue *out) {
   try {
     return coerce_impl(in, type, out, false);

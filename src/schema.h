@@ -47,6 +47,9 @@ ct_status bind_arguments(const char *func, const c10::FunctionSchema &schema,
                          const ct_value *const *args, size_t n, const char *const *kwnames,
                          const ct_value *const *kwvalues, size_t nkw, bool skip_self,
                          torch::jit::Stack *stack, bool set_errors = true);
+// True when binding n tensors as the first positional arguments of `schema`
+// succeeds: they accept a Tensor and every other argument has a default.
+bool binds_tensors(const c10::FunctionSchema &schema, size_t n);
 // Converts a value to a schema type where Python would (returns false if not).
 bool coerce(const c10::IValue &in, const c10::TypePtr &type, c10::IValue *out);
 

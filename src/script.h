@@ -43,6 +43,11 @@ ct_status invoke(const char *func, torch::jit::Function &fn, const c10::IValue *
                  ct_value **out, const ct_value *const *args, size_t n,
                  const char *const *kwnames, const ct_value *const *kwvalues, size_t nkw);
 
+// Binds tensors as the positional arguments of method `fn` of `self` and runs
+// it; the result is left in *result (module.cpp).
+ct_status invoke_tensors(const char *func, torch::jit::Function &fn, const c10::IValue &self,
+                         const ct_tensor *const *inputs, size_t n, c10::IValue *result);
+
 // Resolves `torch`, `ops`, and registered operator namespaces in TorchScript
 // source (script.cpp).
 std::shared_ptr<torch::jit::Resolver> op_resolver();

@@ -672,3 +672,35 @@ ct_status ct_tensor_allclose(int32_t *out, const ct_tensor *a, const ct_tensor *
 }
 
 }  // extern "C"
+
+// ---- All metadata in one call (issue 12; owner: helper "src") ----------------
+
+extern "C" ct_status ct_tensor_info_get(ct_tensor_info *out, const ct_tensor *t) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(t);
+    if (out->size < sizeof(ct_tensor_info))
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                           "%s: out->size is %zu, expected at least %zu (set it to "
+                           "sizeof(ct_tensor_info))",
+                           ct_fn_, out->size, sizeof(ct_tensor_info));
+    if (!t->t.defined())
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: the tensor is undefined", ct_fn_);
+    const c10::TensorImpl *impl = t->t.unsafeGetTensorImpl();
+    const bool strided = impl->layout() == c10::kStrided;
+    const c10::Device d = impl->device();
+    out->dtype = ct::from_scalar_type(c10::typeMetaToScalarType(impl->dtype()));
+    out->device_type = ct::device_type_code(d.type());
+    out->device_index = d.is_cpu() ? -1 : d.index();
+    out->ndim = static_cast<int32_t>(impl->dim());
+    out->requires_grad = impl->requires_grad() ? 1 : 0;
+    out->is_contiguous = strided && impl->is_contiguous() ? 1 : 0;
+    out->numel = impl->numel();
+    out->storage_offset = strided ? impl->storage_offset() : 0;
+    out->data = ct_tensor_data_ptr(t);
+    out->sizes = impl->sizes().data();
+    out->strides = strided ? impl->strides().data() : nullptr;
+    return CT_OK;
+  });
+}

@@ -881,6 +881,151 @@ static void test_script(void **state) {
   ct_script_free(NULL);
 }
 
+/* ct_module_forward_tensors: tensors in, tensors out, the same results as
+ * ct_module_forward / ct_module_call; no copies; every error path. */
+static const char *TENSORS_SRC =
+    "def forward(self, x):\n"
+    "    return x\n"
+    "def three(self, x):\n"
+    "    return x, x + 1, x * 2\n"
+    "def listed(self, x, y):\n"
+    "    return [x + y, x - y]\n"
+    "def count(self, x):\n"
+    "    return x.numel()\n"
+    "def nothing(self, x):\n"
+    "    return None\n"
+    "def mixed(self, x):\n"
+    "    return x, 1\n";
+
+static void delete_count(void *data, void *ctx) {
+  (void)data;
+  ++*(int *)ctx;
+}
+
+static void expect_same_tensor(const ct_tensor *a, const ct_value *v) {
+  ct_tensor *b = NULL;
+  CT_OK_OR_FAIL(ct_value_to_tensor(&b, v));
+  int32_t eq = 0;
+  CT_OK_OR_FAIL(ct_tensor_equal(&eq, a, b));
+  assert_int_equal(eq, 1);
+  ct_tensor_free(b);
+}
+
+static void test_forward_tensors(void **state) {
+  (void)state;
+  ct_module *m = make_net_full();
+  ct_tensor *x = tensor2x2(1, 2, 3, 4);
+  ct_value *xv = tensor_value(x), *ref = NULL, *item = NULL;
+  const ct_tensor *in[2] = {x, x};
+  const ct_value *args[1] = {xv};
+  ct_tensor *outs[3] = {NULL, NULL, NULL};
+  size_t nret = 99;
+
+  /* forward (method NULL): the same result as ct_module_forward. */
+  CT_OK_OR_FAIL(ct_module_forward_tensors(outs, 1, &nret, m, NULL, in, 1));
+  assert_int_equal(nret, 1);
+  CT_OK_OR_FAIL(ct_module_forward(&ref, m, args, 1));
+  expect_same_tensor(outs[0], ref);
+  ct_value_free(ref);
+  ct_tensor_free(outs[0]);
+  /* A named method with defaults, as ct_module_call; n_returned may be NULL. */
+  CT_OK_OR_FAIL(ct_module_forward_tensors(outs, 1, NULL, m, "scaled", in, 1));
+  CT_OK_OR_FAIL(ct_module_call(&ref, m, "scaled", args, 1, NULL, NULL, 0));
+  expect_same_tensor(outs[0], ref);
+  ct_value_free(ref);
+  ct_tensor_free(outs[0]);
+  /* A tuple: one output per element; spare slots are set to NULL. */
+  outs[0] = outs[1] = outs[2] = (ct_tensor *)&nret; /* garbage sentinels */
+  CT_OK_OR_FAIL(ct_module_forward_tensors(outs, 3, &nret, m, "pair", in, 1));
+  assert_int_equal(nret, 2);
+  assert_null(outs[2]);
+  CT_OK_OR_FAIL(ct_module_call(&ref, m, "pair", args, 1, NULL, NULL, 0));
+  for (size_t i = 0; i < 2; ++i) {
+    CT_OK_OR_FAIL(ct_value_get(&item, ref, i));
+    expect_same_tensor(outs[i], item);
+    ct_value_free(item);
+    ct_tensor_free(outs[i]);
+  }
+  ct_value_free(ref);
+  outs[0] = outs[1] = outs[2] = NULL;
+
+  /* Errors: too many results for the slots (count reported, slots untouched). */
+  CT_EXPECT_ERROR(ct_module_forward_tensors(outs, 1, &nret, m, "pair", in, 1),
+                  CT_ERR_INVALID_ARGUMENT, "pair returned 2 tensors, n_outputs is 1");
+  assert_int_equal(nret, 2);
+  assert_null(outs[0]);
+  /* Arguments: the same binder and messages as ct_module_call. */
+  CT_EXPECT_ERROR(ct_module_forward_tensors(outs, 1, &nret, m, NULL, in, 0),
+                  CT_ERR_INVALID_ARGUMENT, "missing argument 'x'");
+  CT_EXPECT_ERROR(ct_module_forward_tensors(outs, 1, &nret, m, NULL, in, 2),
+                  CT_ERR_INVALID_ARGUMENT, "forward(__torch__.Net self, Tensor x) -> Tensor");
+  CT_EXPECT_ERROR(ct_module_forward_tensors(outs, 1, &nret, m, "nope", in, 1), CT_ERR_NOT_FOUND,
+                  "has no method 'nope'");
+  CT_EXPECT_ERROR(ct_module_forward_tensors(outs, 1, &nret, NULL, NULL, in, 1),
+                  CT_ERR_INVALID_ARGUMENT, "ct_module_forward_tensors: argument 'm' is NULL");
+  CT_EXPECT_ERROR(ct_module_forward_tensors(NULL, 1, &nret, m, NULL, in, 1),
+                  CT_ERR_INVALID_ARGUMENT, "argument 'outputs' is NULL");
+  CT_EXPECT_ERROR(ct_module_forward_tensors(outs, 1, &nret, m, NULL, NULL, 1),
+                  CT_ERR_INVALID_ARGUMENT, "argument 'inputs' is NULL");
+  const ct_tensor *with_null[1] = {NULL};
+  CT_EXPECT_ERROR(ct_module_forward_tensors(outs, 1, &nret, m, NULL, with_null, 1),
+                  CT_ERR_INVALID_ARGUMENT, "inputs[0] is NULL");
+  /* Errors inside the model keep their code and short first line. */
+  CT_EXPECT_ERROR(ct_module_forward_tensors(outs, 1, &nret, m, "boom", in, 1), CT_ERR_TORCH,
+                  "boom happened");
+  assert_null(outs[0]);
+  ct_value_free(xv);
+  ct_module_free(m);
+
+  /* A module whose methods return the input itself, lists, and non-tensors. */
+  CT_OK_OR_FAIL(ct_module_new(&m, "Tensors"));
+  CT_OK_OR_FAIL(ct_module_define(m, TENSORS_SRC));
+  /* Zero-copy: the input's memory comes back, writes are seen, and the
+   * memory is released exactly once, after the last handle. */
+  float data[3] = {1, 2, 3};
+  int64_t n3[1] = {3};
+  int deleted = 0;
+  ct_tensor *blob = NULL;
+  CT_OK_OR_FAIL(ct_tensor_from_blob(&blob, data, n3, 1, NULL, CT_FLOAT32, CT_DEVICE_CPU, -1,
+                                    delete_count, &deleted));
+  const ct_tensor *bin[2] = {blob, blob};
+  CT_OK_OR_FAIL(ct_module_forward_tensors(outs, 1, &nret, m, NULL, bin, 1));
+  assert_ptr_equal(ct_tensor_data_ptr(outs[0]), data);
+  data[1] = 20;
+  assert_true(((const float *)ct_tensor_data_ptr(outs[0]))[1] == 20);
+  /* Three results, one of them the input. */
+  ct_tensor *three[3] = {NULL, NULL, NULL};
+  CT_OK_OR_FAIL(ct_module_forward_tensors(three, 3, &nret, m, "three", bin, 1));
+  assert_int_equal(nret, 3);
+  assert_ptr_equal(ct_tensor_data_ptr(three[0]), data);
+  assert_true(((const float *)ct_tensor_data_ptr(three[1]))[1] == 21);
+  assert_true(((const float *)ct_tensor_data_ptr(three[2]))[2] == 6);
+  for (size_t i = 0; i < 3; ++i) ct_tensor_free(three[i]);
+  /* A list of tensors counts as that many results. */
+  CT_OK_OR_FAIL(ct_module_forward_tensors(three, 3, &nret, m, "listed", bin, 2));
+  assert_int_equal(nret, 2);
+  assert_true(((const float *)ct_tensor_data_ptr(three[0]))[1] == 40);
+  assert_true(((const float *)ct_tensor_data_ptr(three[1]))[1] == 0);
+  assert_null(three[2]);
+  ct_tensor_free(three[0]);
+  ct_tensor_free(three[1]);
+  three[0] = three[1] = NULL;
+  /* Results that are not all tensors: CT_ERR_TYPE (callers use ct_module_call). */
+  CT_EXPECT_ERROR(ct_module_forward_tensors(three, 3, &nret, m, "count", bin, 1), CT_ERR_TYPE,
+                  "count returned int, not a Tensor or a tuple or list of Tensors");
+  CT_EXPECT_ERROR(ct_module_forward_tensors(three, 3, &nret, m, "nothing", bin, 1), CT_ERR_TYPE,
+                  "nothing returned None");
+  CT_EXPECT_ERROR(ct_module_forward_tensors(three, 3, &nret, m, "mixed", bin, 1), CT_ERR_TYPE,
+                  "mixed returned Tuple[Tensor, int]");
+  assert_null(three[0]);
+  ct_tensor_free(blob);
+  assert_int_equal(deleted, 0); /* outs[0] still holds the memory */
+  ct_tensor_free(outs[0]);
+  assert_int_equal(deleted, 1);
+  ct_tensor_free(x);
+  ct_module_free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_build_and_forward),
@@ -893,6 +1038,7 @@ int main(void) {
       cmocka_unit_test(test_freeze_optimize),
       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_script),
+      cmocka_unit_test(test_forward_tensors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

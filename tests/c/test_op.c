@@ -582,6 +582,60 @@ static void test_call_tensors(void **state) {
   ct_tensor_free(b);
 }
 
+/* ct_op_tensors_only says whether ct_op_call_tensors with n tensors binds an
+ * overload whose results are all tensors; checked against the call itself. */
+static void expect_tensors_only(const char *name, const char *overload, size_t n,
+                                int32_t expected) {
+  ct_op *op = NULL;
+  CT_OK_OR_FAIL(ct_op_find(&op, name, overload));
+  int32_t got = -1;
+  CT_OK_OR_FAIL(ct_op_tensors_only(&got, op, n));
+  if (got != expected)
+    fail_msg("%s.%s with %zu tensors: tensors_only %d, expected %d", name,
+             overload ? overload : "(set)", n, (int)got, (int)expected);
+  /* The call agrees: it succeeds exactly when tensors_only said 1. */
+  float d[4] = {1, 2, 3, 4};
+  int64_t s[1] = {4};
+  ct_tensor *t = test_tensor_f32(d, s, 1);
+  const ct_tensor *in[4] = {t, t, t, t};
+  ct_tensor *outs[4] = {NULL, NULL, NULL, NULL};
+  size_t nret = 0;
+  for (size_t k = 1; k <= 4 && expected; ++k)
+    if (ct_op_call_tensors(outs, k, op, in, n) == CT_OK) nret = k;
+  if (expected) assert_true(nret >= 1);
+  for (size_t i = 0; i < 4; ++i) ct_tensor_free(outs[i]);
+  if (!expected) assert_int_not_equal(ct_op_call_tensors(outs, 1, op, in, n), CT_OK);
+  ct_tensor_free(t);
+  ct_op_free(op);
+}
+
+static void test_tensors_only(void **state) {
+  (void)state;
+  expect_tensors_only("aten::add", "Tensor", 2, 1); /* alpha has a default */
+  expect_tensors_only("aten::add", "Tensor", 1, 0); /* other is missing */
+  expect_tensors_only("aten::add", "Tensor", 3, 0); /* alpha is keyword-only */
+  expect_tensors_only("aten::add", NULL, 2, 1);     /* the set resolves to add.Tensor */
+  expect_tensors_only("aten::neg", "", 1, 1);
+  expect_tensors_only("aten::neg", "", 0, 0);
+  expect_tensors_only("aten::sort", "", 1, 1);              /* two Tensor results */
+  expect_tensors_only("aten::clamp", "Tensor", 3, 1);       /* Tensor? takes a tensor */
+  expect_tensors_only("aten::size", "int", 1, 0);           /* dim has no default */
+  expect_tensors_only("aten::size", "", 1, 0);              /* returns int[] */
+  expect_tensors_only("aten::size", NULL, 1, 0);            /* the set binds size() -> int[] */
+  expect_tensors_only("aten::unbind", "int", 1, 0);         /* returns Tensor[] */
+  expect_tensors_only("aten::mul", "Scalar", 2, 0);         /* Scalar does not take a tensor */
+
+  ct_op *op = NULL;
+  int32_t got = -1;
+  CT_OK_OR_FAIL(ct_op_find(&op, "aten::neg", ""));
+  CT_EXPECT_ERROR(ct_op_tensors_only(NULL, op, 1), CT_ERR_INVALID_ARGUMENT,
+                  "ct_op_tensors_only: argument 'out' is NULL");
+  CT_EXPECT_ERROR(ct_op_tensors_only(&got, NULL, 1), CT_ERR_INVALID_ARGUMENT,
+                  "ct_op_tensors_only: argument 'op' is NULL");
+  assert_int_equal(got, -1);
+  ct_op_free(op);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_find_and_schema),
@@ -593,6 +647,7 @@ int main(void) {
       cmocka_unit_test(test_list),
       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_call_tensors),
+      cmocka_unit_test(test_tensors_only),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
 record, which tensor.Tensor caches per handle."""
 
 from ctypes import byref, sizeof
-from typing import Dict, NamedTuple, Optional, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 from . import _lib
 from ._lib import G, TensorInfo, check, tls
@@ -37,16 +37,27 @@ def device_of(code: int, index: int) -> device:
     return d
 
 
+_tnew = tuple.__new__
+
+
 def read(h: int) -> Meta:
     """All metadata of a handle in one C call (ct_tensor_info_get)."""
     if _HAS_INFO:
-        info = tls.info if hasattr(tls, "info") else _new_info()
-        check(G.tensor_info_get(byref(info), h))
+        try:
+            info, ref = tls.info
+        except AttributeError:
+            info, ref = _new_info()
+        st = G.tensor_info_get(ref, h)
+        if st:
+            check(st)
         nd = info.ndim
         dt, di = info.device_type, info.device_index
-        return Meta(tuple(info.sizes[:nd]) if nd else (), tuple(info.strides[:nd]) if nd else (),
-                    BY_CODE.get(info.dtype), dt, di, info.requires_grad, info.is_contiguous,
-                    info.numel, info.storage_offset, info.data or 0, device_of(dt, di), nd)
+        dev = _DEVICES.get((dt, di)) or device_of(dt, di)
+        m: Meta = _tnew(Meta, (tuple(info.sizes[:nd]), tuple(info.strides[:nd]),
+                               BY_CODE.get(info.dtype), dt, di, info.requires_grad,
+                               info.is_contiguous, info.numel, info.storage_offset,
+                               info.data or 0, dev, nd))
+        return m
     nd = G.tensor_ndim(h)
     dt, di = G.tensor_device_type(h), G.tensor_device_index(h)
     return Meta(tuple(G.tensor_sizes(h)[:nd]) if nd > 0 else (),
@@ -56,8 +67,8 @@ def read(h: int) -> Meta:
                 G.tensor_data_ptr(h) or 0, device_of(dt, di), max(nd, 0))
 
 
-def _new_info() -> TensorInfo:
+def _new_info() -> Tuple[TensorInfo, Any]:
     info = TensorInfo()
     info.size = _INFO_SIZE
-    tls.info = info
-    return info
+    tls.info = (info, byref(info))
+    return tls.info

@@ -527,6 +527,23 @@ end
     @test_throws CTorchError a + dead
 end
 
+@testset "LibTorch warnings and undefined tensors" begin
+    # an op that gets no gradient for some inputs returns undefined tensors: `nothing`
+    x = C.rand(1, 1, 4, 4); w = C.rand(1, 1, 3, 3); go = C.rand(1, 1, 2, 2)
+    r = ops.aten.convolution_backward(go, x, w, nothing, [1, 1], [0, 0], [1, 1], false, [0, 0], 1,
+                                      [true, false, false])
+    @test r[1] isa Tensor{Float32,4} && size(r[1]) == (1, 1, 4, 4)
+    @test r[2] === nothing && r[3] === nothing
+    if C._bound(:ct_warnings_count)
+        # LibTorch's warnings (kept by libctorch per thread) come out as @warn, once
+        out = C.zeros(1)
+        @test_logs (:warn, r"LibTorch: .*resized") ops.aten.add(C.ones(4), C.ones(4); out = out)
+        @test size(out) == (4,) && C.ct_warnings_count() == 0
+    else
+        @test_skip "libctorch without ct_warnings_count"
+    end
+end
+
 @testset "modules" begin
     m = ScriptModule("JuliaMade")
     w = Tensor(Float32[1 4; 2 5; 3 6])         # torch (3,2)

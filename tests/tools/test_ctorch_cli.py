@@ -1,0 +1,297 @@
+#!/usr/bin/python3
+"""Tests of the `ctorch` command (tools/ctorch.c): every subcommand, its --help, and its error
+paths; `run` outputs are cross-checked against PyTorch on the reference models of
+tests/models/make_models.py.
+
+  test_ctorch_cli.py CTORCH_EXE MODELS_DIR [unittest args]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+
+EXE, MODELS = sys.argv[1], sys.argv[2]
+
+
+def ctorch(*args, check=None):
+    r = subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, timeout=300)
+    if check is not None:
+        assert r.returncode == check, f"ctorch {args}: exit {r.returncode}\n{r.stdout}\n{r.stderr}"
+    return r
+
+
+def model(name):
+    return os.path.join(MODELS, name + ".pt")
+
+
+def io(name):
+    return torch.load(os.path.join(MODELS, name + "_io.pt"))
+
+
+class Help(unittest.TestCase):
+    def test_top_level(self):
+        r = ctorch("--help", check=0)
+        for sub in ("info", "inspect", "run", "bench"):
+            self.assertIn(sub, r.stdout)
+        r = ctorch(check=2)
+        self.assertIn("Usage: ctorch COMMAND", r.stderr)
+        r = ctorch("frobnicate", check=2)
+        self.assertIn("unknown command 'frobnicate'", r.stderr)
+        v = ctorch("--version", check=0).stdout
+        self.assertRegex(v, r"^ctorch \S+ \(LibTorch \S+\)$")
+        self.assertTrue(torch.__version__.startswith(v.split("LibTorch ")[1].rstrip(")\n")), v)
+
+    def test_every_subcommand(self):
+        for sub in ("info", "inspect", "run", "bench"):
+            for flag in ("--help", "-h"):
+                r = ctorch(sub, flag, check=0)
+                self.assertTrue(r.stdout.startswith(f"Usage: ctorch {sub}"), r.stdout)
+                self.assertEqual(r.stderr, "")
+
+    def test_usage_errors_exit_2(self):
+        for args, msg in [(("info", "--bogus"), "unknown argument '--bogus'"),
+                          (("inspect",), "no model file given"),
+                          (("inspect", "a.pt", "b.pt"), "one model file only"),
+                          (("run",), "no model file given"),
+                          (("run", model("gate"), "--method"), "--method needs a value"),
+                          (("run", model("gate"), "--device", "tpu"), "bad device 'tpu'"),
+                          (("bench", model("gate"), "--iters", "0"), "bad value '0' for --iters"),
+                          (("bench", model("gate"), "--warmup", "x"), "bad value 'x' for --warmup"),
+                          (("bench", model("gate"), "--frob"), "unknown option '--frob'")]:
+            r = ctorch(*args, check=2)
+            self.assertIn(msg, r.stderr)
+            self.assertIn("--help", r.stderr)
+
+
+class Info(unittest.TestCase):
+    def test_text(self):
+        r = ctorch("info", check=0)
+        for word in ("ctorch", "LibTorch", "library", "CUDA", "threads"):
+            self.assertIn(word, r.stdout)
+
+    def test_json_matches_torch(self):
+        d = json.loads(ctorch("info", "--json", check=0).stdout)
+        self.assertEqual(d["abi"], d["header_abi"])
+        self.assertTrue(torch.__version__.startswith(d["libtorch"]), d)
+        self.assertEqual(d["cuda_available"], torch.cuda.is_available())
+        self.assertEqual(d["cuda_devices"], torch.cuda.device_count())
+        self.assertGreaterEqual(d["threads"], 1)
+        self.assertIn("libctorch.so", os.path.basename(d["library"]))
+        self.assertTrue(os.path.exists(d["library"]), d["library"])
+
+
+class Inspect(unittest.TestCase):
+    def check_against_torch(self, name):
+        d = json.loads(ctorch("inspect", model(name), "--json", check=0).stdout)
+        m = torch.jit.load(model(name))
+        self.assertEqual(d["type"], m._c._type().qualified_name())
+        self.assertEqual(d["training"], m.training)
+        params = [(n, list(p.shape), str(p.dtype).replace("torch.", "")) for n, p in m.named_parameters()]
+        self.assertEqual([(p["name"], p["shape"], p["dtype"]) for p in d["parameters"]], params)
+        self.assertEqual(d["parameters_total"]["numel"], sum(p.numel() for p in m.parameters()))
+        bufs = [(n, list(b.shape)) for n, b in m.named_buffers()]
+        self.assertEqual([(b["name"], b["shape"]) for b in d["buffers"]], bufs)
+        self.assertEqual(d["buffers_total"]["count"], len(bufs))
+        self.assertEqual([s["name"] for s in d["submodules"]], [n for n, _ in m.named_modules()][1:])
+        methods = {x["name"]: x["schema"] for x in d["methods"]}
+        self.assertIn("forward", methods)
+        self.assertEqual(methods["forward"], str(m.forward.schema))
+        return d
+
+    def test_parameters(self):
+        self.check_against_torch("gate")
+
+    def test_buffers_and_submodules(self):
+        d = self.check_against_torch("convbn")
+        self.assertEqual({s["name"] for s in d["submodules"]}, {"conv", "bn"})
+        self.assertIn("bn.running_mean", [b["name"] for b in d["buffers"]])
+
+    def test_methods(self):
+        d = self.check_against_torch("multi")
+        self.assertTrue({"forward", "encode", "decode"} <= {x["name"] for x in d["methods"]})
+
+    def test_extra_files(self):
+        d = self.check_against_torch("with_meta")
+        files = {f["name"]: f["bytes"] for f in d["extra_files"]}
+        meta = json.dumps({"name": "with_meta", "version": 3})
+        self.assertEqual(files, {"meta.json": len(meta), "notes.txt": 5})
+
+    def test_text(self):
+        out = ctorch("inspect", model("convbn"), check=0).stdout
+        self.assertIn("TorchScript module __torch__.ConvBN", out)
+        self.assertIn("forward(__torch__.ConvBN self, Tensor x) -> Tensor", out)
+        self.assertRegex(out, r"conv\.weight\s+float32\[4, 3, 3, 3\]")
+        self.assertIn("total: 4 parameters", out)
+        self.assertIn("bn.running_var", out)
+
+    def test_errors(self):
+        r = ctorch("inspect", "/nonexistent/model.pt", check=1)
+        self.assertIn("ct_module_load", r.stderr)
+        self.assertIn("(status 4)", r.stderr)  # CT_ERR_NOT_FOUND
+        with tempfile.NamedTemporaryFile(suffix=".pt") as f:
+            f.write(b"not a zip archive")
+            f.flush()
+            r = ctorch("inspect", f.name, check=1)
+            self.assertIn("(status 5)", r.stderr)  # CT_ERR_IO
+        r = ctorch("inspect", os.path.join(MODELS, "tensor.pt"), check=1)
+        self.assertIn("ct_module_load", r.stderr)
+
+
+class Run(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def npy(self, name, a):
+        p = os.path.join(self.tmp.name, name)
+        np.save(p, a)
+        return p
+
+    def test_npy_in_npy_out(self):
+        d = io("gate")
+        x = self.npy("x.npy", d["inputs"][0].numpy())
+        out = os.path.join(self.tmp.name, "y.npy")
+        r = ctorch("run", model("gate"), x, "-o", out, check=0)
+        self.assertIn("output: written to", r.stdout)
+        y = np.load(out)
+        self.assertEqual(y.dtype, np.float32)
+        np.testing.assert_allclose(y, d["output"].numpy(), rtol=1e-6, atol=1e-6)
+
+    def test_method_and_printing(self):
+        d = io("multi")
+        x = self.npy("x.npy", d["inputs"][0].numpy())
+        out = os.path.join(self.tmp.name, "z.npy")
+        ctorch("run", model("multi"), "--method", "encode", x, "-o", out, check=0)
+        np.testing.assert_allclose(np.load(out), d["encode_out"].numpy(), rtol=1e-6, atol=1e-6)
+        r = ctorch("run", model("multi"), "-m", "encode", x, check=0)
+        z = d["encode_out"]
+        self.assertIn(f"output: float32{list(z.shape)} cpu = [", r.stdout)
+        self.assertIn(f"{z.flatten()[0].item():.6g}", r.stdout)
+
+    def test_tuple_outputs_and_dtypes(self):
+        d = io("dtypes")
+        x = self.npy("x.npy", d["inputs"][0].numpy())
+        outs = [os.path.join(self.tmp.name, f"o{i}.npy") for i in range(3)]
+        r = ctorch("run", model("dtypes"), x, *sum((["-o", o] for o in outs), []), check=0)
+        for i, (o, ref) in enumerate(zip(outs, d["output"])):
+            self.assertIn(f"output[{i}]: written to {o}", r.stdout)
+            a = np.load(o)
+            self.assertEqual(a.dtype, ref.numpy().dtype)
+            np.testing.assert_array_equal(a, ref.numpy())
+        # printed, not written: int64, bool and float64 in short form
+        r = ctorch("run", model("dtypes"), x, check=0)
+        self.assertIn("output[0]: int64[3] cpu = [", r.stdout)
+        self.assertIn("output[1]: bool[3, 5] cpu = [", r.stdout)
+        self.assertIn("output[2]: float64[3, 5] cpu = [", r.stdout)
+        self.assertIn(", ...", r.stdout)  # 15 elements are elided
+
+    def test_noncontiguous_output(self):
+        d = io("noncontig")
+        out = os.path.join(self.tmp.name, "t.npy")
+        ctorch("run", model("noncontig"), self.npy("x.npy", d["inputs"][0].numpy()), "-o", out, check=0)
+        np.testing.assert_array_equal(np.load(out), d["output"].numpy())
+
+    @torch.no_grad()
+    def test_generated_inputs_match_torch(self):
+        m = torch.jit.load(model("gate"))
+        out = os.path.join(self.tmp.name, "y.npy")
+        ctorch("run", model("gate"), "3x4:float32:zeros", "-o", out, check=0)
+        np.testing.assert_allclose(np.load(out), m(torch.zeros(3, 4)).numpy(), rtol=1e-6)
+        ctorch("run", model("gate"), "3x4:float32:ones", "-o", out, check=0)
+        np.testing.assert_allclose(np.load(out), m(torch.ones(3, 4)).numpy(), rtol=1e-6)
+        # rand with --seed draws what torch.manual_seed + torch.rand draws
+        ctorch("run", model("gate"), "3x4:float32", "--seed", "7", "-o", out, check=0)
+        torch.manual_seed(7)
+        np.testing.assert_allclose(np.load(out), m(torch.rand(3, 4)).numpy(), rtol=1e-6)
+        ctorch("run", model("gate"), "3x4:float32:randn", "--seed", "7", "-o", out, check=0)
+        torch.manual_seed(7)
+        np.testing.assert_allclose(np.load(out), m(torch.randn(3, 4)).numpy(), rtol=1e-6)
+
+    def test_npy_dtypes_round_trip(self):
+        # WithMeta is x + 1: the output keeps the input's dtype
+        for dt in (np.float32, np.float64, np.int32, np.int64, np.int16, np.uint8, np.float16):
+            a = (np.arange(6).reshape(2, 3) % 5).astype(dt)
+            out = os.path.join(self.tmp.name, "y.npy")
+            ctorch("run", model("with_meta"), self.npy("a.npy", a), "-o", out, check=0)
+            y = np.load(out)
+            self.assertEqual(y.dtype, a.dtype, dt)
+            np.testing.assert_array_equal(y, a + 1)
+        s = self.npy("s.npy", np.array(2.5))  # 0-dim
+        out = os.path.join(self.tmp.name, "y.npy")
+        ctorch("run", model("with_meta"), s, "-o", out, check=0)
+        self.assertEqual(np.load(out).shape, ())
+        self.assertEqual(np.load(out), 3.5)
+
+    def test_errors(self):
+        x = self.npy("x.npy", np.zeros((3, 4), np.float32))
+        cases = [
+            (("run", model("gate")), "forward", None),                       # missing argument
+            (("run", model("gate"), x, x), "forward", None),                 # one too many
+            (("run", model("gate"), "--method", "nope", x), "nope", "(status 4)"),
+            (("run", "/nonexistent.pt", x), "ct_module_load", "(status 4)"),
+            (("run", model("gate"), "3x4:float33"), "unknown dtype 'float33'", None),
+            (("run", model("gate"), "3y4:float32"), "bad shape '3y4'", None),
+            (("run", model("gate"), "3x4:float32:pink"), "unknown fill 'pink'", None),
+            (("run", model("gate"), "nonsense"), "expected FILE.npy or SHAPE:DTYPE", None),
+            (("run", model("gate"), "/nonexistent.npy"), "No such file", None),
+            (("run", model("gate"), x, "-o", "a.npy", "-o", "b.npy"), "2 -o file(s) given", None),
+        ]
+        for args, msg, code in cases:
+            r = ctorch(*args, check=1)
+            self.assertIn(msg, r.stderr, args)
+            if code:
+                self.assertIn(code, r.stderr, args)
+        # the library's own message for a shape mismatch inside the model
+        r = ctorch("run", model("gate"), "2x3:float32", check=1)
+        self.assertIn("ctorch: forward: ", r.stderr)
+        self.assertRegex(r.stderr, r"status [18]\)")
+        bad = os.path.join(self.tmp.name, "bad.npy")
+        with open(bad, "wb") as f:
+            f.write(b"\x93NUMPY\x01\x00")
+        self.assertIn("truncated", ctorch("run", model("gate"), bad, check=1).stderr)
+        with open(bad, "wb") as f:
+            f.write(np.zeros(3, np.float32).tobytes())
+        self.assertIn("not a .npy file", ctorch("run", model("gate"), bad, check=1).stderr)
+        short = self.npy("short.npy", np.zeros((3, 4), np.float32))
+        with open(short, "r+b") as f:
+            f.truncate(os.path.getsize(short) - 4)
+        self.assertIn("file ends before", ctorch("run", model("gate"), short, check=1).stderr)
+        fortran = self.npy("f.npy", np.asfortranarray(np.zeros((3, 4), np.float32)))
+        self.assertIn("Fortran-order", ctorch("run", model("gate"), fortran, check=1).stderr)
+        big = self.npy("big.npy", np.zeros((3, 4), ">f4"))
+        self.assertIn("unsupported .npy dtype '>f4'", ctorch("run", model("gate"), big, check=1).stderr)
+
+
+class Bench(unittest.TestCase):
+    def test_json(self):
+        r = ctorch("bench", model("gate"), "3x4:float32", "--iters", "25", "--warmup", "3",
+                   "--threads", "1", "--json", check=0)
+        self.assertEqual(r.stderr, "")  # no progress bar when not a terminal
+        d = json.loads(r.stdout)
+        self.assertEqual((d["iters"], d["warmup"], d["threads"], d["method"]), (25, 3, 1, "forward"))
+        self.assertLessEqual(d["min"], d["p50"])
+        self.assertLessEqual(d["p50"], d["p90"])
+        self.assertLessEqual(d["p90"], d["p99"])
+        self.assertLessEqual(d["p99"], d["max"])
+        self.assertAlmostEqual(d["throughput_per_s"], 1000.0 / d["mean"], delta=1e-3 * d["throughput_per_s"])
+
+    def test_text_and_method(self):
+        r = ctorch("bench", model("multi"), "2x6:float32", "--method", "encode", "--iters", "5", check=0)
+        self.assertIn("encode: 5 calls after 10 warm-up", r.stdout)
+        self.assertRegex(r.stdout, r"latency ms\s+p50 [0-9.]+\s+p90 [0-9.]+\s+p99 [0-9.]+")
+        self.assertIn("calls/s", r.stdout)
+
+    def test_errors(self):
+        r = ctorch("bench", model("gate"), "2x3:float32", "--iters", "3", check=1)
+        self.assertIn("ctorch: forward: ", r.stderr)
+        r = ctorch("bench", "/nonexistent.pt", "--iters", "3", check=1)
+        self.assertIn("ct_module_load", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + sys.argv[3:], verbosity=2)
