@@ -198,6 +198,8 @@ end
     @test pointer(t) isa Ptr{Float32}
     @test occursin("CPUFloatType{2,3,4}", C.torch_string(t))
     @test t isa Tensor{Float32,3} && t isa AbstractArray{Float32,3}
+    @test C.layout(t) === :strided
+    @test Device(:meta) == Device(C.CT_DEVICE_META, -1)
     @test C.item(C.full((1,), 3.5)) == 3.5f0
     @test C.item(sum(C.ones(Float64, 3, 3))) == 9.0
     @test Array(C.arange(0, 5)) == collect(0:4)
