@@ -427,19 +427,29 @@ def chart(path, ratios):
     labels = [("%s | %s" % (sec.split()[0], name))[:70] for sec, name, _, _ in ratios]
     fig, ax = plt.subplots(figsize=(10, 0.28 * len(ratios) + 1.4))
     ys = list(range(len(ratios)))[::-1]
-    ax.barh(ys, [r for _, _, r, _ in ratios], color=[colors.get(s, "gray") for s, _, _, _ in ratios])
+    rs = [r for _, _, r, _ in ratios]
+    ax.barh(ys, [r - 1.0 for r in rs], left=1.0, color=[colors.get(s, "gray") for s, _, _, _ in ratios])
     for y, (_, _, r, t) in zip(ys, ratios):
         if t:
             ax.plot([t, t], [y - 0.4, y + 0.4], color="black", lw=1.5)
-        ax.text(r * 1.02, y, "%.2f" % r, va="center", fontsize=7)
+        ax.text(r * 1.02 if r >= 1 else r / 1.02, y, "%.2f" % r, va="center", fontsize=7,
+                ha="left" if r >= 1 else "right")
     ax.axvline(1.0, color="black", lw=0.8, ls="--")
     ax.set_xscale("log")
+    lo = min(rs + [t for _, _, _, t in ratios if t] + [1.0])
+    hi = max(rs + [t for _, _, _, t in ratios if t] + [1.0])
+    ax.set_xlim(lo / 1.15, hi * 1.25)
+    from matplotlib.ticker import FuncFormatter, LogLocator
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_minor_locator(LogLocator(base=10, subs=(1.5, 3.0, 4.0, 7.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "%g" % v))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: "%g" % v))
+    ax.tick_params(axis="x", which="minor", labelsize=7)
     ax.set_yticks(ys)
     ax.set_yticklabels(labels, fontsize=7)
     ax.set_xlabel("time ratio (log scale): 1.0 = as fast as the reference; black tick = target")
-    ax.set_title("ctorch against the C++ floor (C, Julia) and PyTorch's Python (Python)", fontsize=10)
-    from matplotlib.patches import Patch
-    ax.legend(handles=[Patch(color=c, label=s) for s, c in colors.items()], fontsize=7, loc="lower right")
+    ax.set_title("ctorch / reference: C and Julia rows against the C++ floor (blue, green),\n"
+                 "Python rows against PyTorch's Python (orange)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, metadata={"Date": None} if path.endswith(".svg") else None)
     plt.close(fig)
