@@ -5,7 +5,7 @@
 # present, and a leak check of the C tests; then writes bench/RESULTS.md and the
 # ratio chart bench/ratios.svg. Usage:
 #
-#   bench/run.sh [--quick] [--no-build]
+#   bench/run.sh [--quick] [--no-build] [--no-leak-check]
 #
 # Environment: CTORCH_BENCH_BUILD (default build-bench), CTORCH_BENCH_OUT
 # (raw logs and JSON, default $CTORCH_BENCH_BUILD/bench-results),
@@ -20,11 +20,13 @@ OUT=${CTORCH_BENCH_OUT:-$BUILD/bench-results}
 RESULTS=${CTORCH_BENCH_RESULTS:-bench/RESULTS.md}
 QUICK=""
 BUILD_IT=1
+LEAKS=1
 for a in "$@"; do
   case "$a" in
     --quick) QUICK=--quick ;;
     --no-build) BUILD_IT=0 ;;
-    *) echo "usage: bench/run.sh [--quick] [--no-build]" >&2; exit 2 ;;
+    --no-leak-check) LEAKS=0 ;;
+    *) echo "usage: bench/run.sh [--quick] [--no-build] [--no-leak-check]" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$OUT"
@@ -78,7 +80,7 @@ fi
 
 step "leak check"
 # LeakSanitizer over every C test of the ASan build, when there is one.
-if [ -d build-asan/tests ]; then
+if [ "$LEAKS" = 1 ] && [ -d build-asan/tests ]; then
   for t in build-asan/tests/test_*; do
     [ -x "$t" ] || continue
     n=$(basename "$t")
@@ -90,7 +92,7 @@ if [ -d build-asan/tests ]; then
   done
 fi
 # valgrind memcheck on three C tests of this build (bounded).
-if command -v valgrind >/dev/null 2>&1; then
+if [ "$LEAKS" = 1 ] && command -v valgrind >/dev/null 2>&1; then
   for n in test_tensor test_op test_foreign_op; do
     [ -x "$BUILD/tests/$n" ] || continue
     ( cd "$BUILD/tests" && CTORCH_TEST_MODELS=$ROOT/$BUILD/models CTORCH_SOURCE_DIR=$ROOT \
