@@ -135,6 +135,7 @@ end
 @cfunc ct_tensor_requires_grad Int32 (P,)
 @cfunc ct_tensor_is_defined Int32 (P,)
 @cfunc ct_tensor_info_get Int32 (P, P)
+@cfunc ct_tensor_defined Int32 (P,)
 @cfunc ct_tensor_to_string Int32 (Ptr{Ptr{UInt8}}, P)
 @cfunc ct_tensor_equal Int32 (Ptr{Int32}, P, P)
 @cfunc ct_tensor_allclose Int32 (Ptr{Int32}, P, P, Cdouble, Cdouble, Int32)
@@ -211,11 +212,13 @@ end
 @cfunc ct_value_type_str Int32 (Ptr{Ptr{UInt8}}, P)
 @cfunc ct_pickle_load Int32 (Ptr{P}, Cstring)
 @cfunc ct_pickle_save Int32 (P, Cstring)
+@cfunc ct_pickle_verify Int32 (Cstring,)
 @cfunc ct_pickle_load_buffer Int32 (Ptr{P}, P, Csize_t)
 @cfunc ct_pickle_save_buffer Int32 (Ptr{P}, Ptr{Csize_t}, P)
 
 # ---- Modules and scripts ----------------------------------------------------
 @cfunc ct_module_load Int32 (Ptr{P}, Cstring, Int32, Int32)
+@cfunc ct_module_verify Int32 (Cstring,)
 @cfunc ct_module_load_buffer Int32 (Ptr{P}, Ptr{UInt8}, Csize_t, Int32, Int32)
 @cfunc ct_module_free Cvoid (P,)
 @cfunc ct_module_forward Int32 (Ptr{P}, P, Ptr{P}, Csize_t)
