@@ -1,13 +1,15 @@
 #!/usr/bin/python3
-"""Writes bench/RESULTS.md from the raw output of bench/run.sh.
+"""Writes bench/RESULTS.md, and the ratio chart, from the raw output of bench/run.sh.
 
-    bench/report.py OUT_DIR RESULTS.md [--build DIR] [--seconds N]
+    bench/report.py OUT_DIR RESULTS.md [--build DIR] [--seconds N] [--chart FILE.svg]
 
-OUT_DIR holds overhead.json (bench_overhead), bench_c.txt, python.json,
-julia.json, lsan_*.log, valgrind_*.log, loadavg_start.txt and date.txt.
-Every missing piece is reported as skipped, never fatal.
+OUT_DIR holds call.json, model.json, scale.json, memory.json (the C++ programs),
+bench_c.txt, python.json, julia.json, lsan_*.log, valgrind_*.log, loadavg_start.txt and
+date.txt. Every missing piece is reported as skipped, never fatal. Why a target is missed
+comes from bench/causes.toml, one entry per cause; this script keeps no history.
 """
 import argparse
+import fnmatch
 import glob
 import json
 import os
@@ -15,47 +17,24 @@ import platform
 import re
 import subprocess
 import sys
+import tomllib
 
-# Why a target is missed, from profiles (bench/README.md says how they were
-# taken). Keyed by case name; shown only when that case misses its target.
-EXPLAIN = {
-    "data pointer": (
-        "ct_tensor_data_ptr checks defined(), has_storage() and numel() before data_ptr(), which "
-        "checks has_storage() again; has_storage() is an out-of-line call into libc10 in 1.13, so "
-        "the C side makes two where C++ makes one, on top of the exported call itself (~1 ns, see "
-        "ndim/sizes). A single-check version belongs in src/tensor.cpp (not changed here)"),
-    "aten::add 4 floats": (
-        "callgrind (bench_c, one method per run): the ctorch call runs ~215 instructions (3.5%) "
-        "more than the same typed dispatcher call plus a ct_value new/delete written inline in "
-        "C++ (bench_c's \"typed call + new/delete ct_value\" row, 1.00-1.03x, so the result "
-        "allocation is not the gap). A perf split of the remaining time per call: the exported "
-        "ct_op_call and its barrier lambda, the op handle's argument checks and dispatcher "
-        "lookup compiled into libctorch (~25 ns together), one more __tls_get_addr (~5 ns: "
-        "libc10's thread-local dispatch key set is global-dynamic TLS from a shared library; "
-        "-mtls-dialect=gnu2 for op.cpp measured only ~0.5%), out-of-line IValue::destroy and "
-        "ct_value_free (~5 ns more than inline), and ~15 ns of knock-on slowdown inside "
-        "LibTorch's own functions (callgrind's cache simulation: ~50-100 more L1i misses per "
-        "call; torch's path alone already misses ~260 times). What is left is the cost of a "
-        "separate layer with boxed values on a 0.5 us op, not one hot spot"),
-    "Python: small op": (
-        "measured here: a ctypes call costs 64 ns when trivial and ~320 ns of marshalling with "
-        "ct_op_call's 7 arguments; Tensor.__add__ now goes through ct_op_call_tensors (5 "
-        "arguments, no value wrapping), which took ~0.1 us off; what is left is the C call "
-        "(~0.55 us), ctypes, the result wrapper and its __del__, against PyTorch's ~0.87 us, "
-        "whose pybind path costs ~0.35 us over C++. 1.5x (1.3 us) is not reachable through "
-        "ctypes; it needs a compiled extension (CPython C-API or cffi API mode) for the op path"),
-    "Julia": (
-        "call_tensor and a + b now use ct_op_call_tensors (no value handles), which brought "
-        "call_tensor from ~1.45x to ~1.15x of the bare C call sequence issued from Julia; that "
-        "bare sequence is itself ~1.1x torch::add (the C-side gap above), and the rest (~0.3 us) "
-        "is Julia allocating the Tensor wrapper and running its finalizer. The Julia rows are "
-        "compared with a C++ figure from another process, so they are noisier than the others"),
-}
-
+HERE = os.path.dirname(os.path.abspath(__file__))
+CPP_GROUPS = ("call", "model", "scale", "memory")
 GROUP_TITLES = {
     "call": "1. Call overhead from C vs the same in C++ LibTorch",
     "model": "2. Model forward (inference mode, 1 intra-op thread)",
 }
+# Targets for the Python rows (ctorch / PyTorch's Python, same process), by name pattern;
+# a row that carries its own "target" (a ratio) uses that instead.
+PY_TARGETS = [
+    ("x + y*", 1.5), ("ops.aten.add.Tensor(x, y)", 1.5), ("x.shape", 2.0), ("x.dtype", 2.0),
+    ("x.device", 2.0), ("x.ndim", 2.0), ("from_numpy *", 2.0), ("tensor.numpy() *", 2.0),
+    ("from_dlpack(ndarray) *", 2.0), ("np.from_dlpack(ctorch) *", 2.0),
+    ("tiny scripted forward*", 1.15), ("resnet18 forward*", 1.02),
+]
+# Julia rows against torch::add (or the floor the Julia benchmark measured itself).
+JL_TARGETS = [("add 4 floats: a + b", 1.3), ("add 4 floats: call_tensor*", 1.3)]
 
 
 def load_json(path):
@@ -148,18 +127,44 @@ def target_text(row):
 class Report:
     def __init__(self):
         self.lines = []
-        self.targets = []  # (label, text, met, explanation)
+        self.targets = []  # (key, label, text, met)
+        self.ratios = []   # (section, label, ratio, target) for the chart
 
     def p(self, s=""):
         self.lines.append(s)
 
-    def target(self, label, text, met, why=""):
-        self.targets.append((label, text, met, why))
+    def target(self, key, label, text, met):
+        self.targets.append((key, label, text, met))
+
+
+def load_causes(path):
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except OSError:
+        return {}
+
+
+def causes_for(key, causes):
+    return [cid for cid, c in causes.items()
+            if any(fnmatch.fnmatchcase(key, pat) for pat in c.get("rows", []))]
+
+
+def merge_cpp(out):
+    """The C++ programs' rows and extra objects, in group order."""
+    ov = {"rows": [], "extra": []}
+    for g in CPP_GROUPS:
+        d = load_json(os.path.join(out, g + ".json"))
+        if d:
+            ov["rows"] += d.get("rows", [])
+            ov["extra"] += d.get("extra", [])
+            ov.setdefault("torch_version", d.get("torch_version"))
+            ov.setdefault("ctorch_version", d.get("ctorch_version"))
+    return ov
 
 
 def cpp_groups(rep, ov):
-    rows = ov.get("rows", []) if ov else []
-    floors = {}
+    rows = ov.get("rows", [])
     for grp in ("call", "model"):
         rs = [r for r in rows if r["group"] == grp]
         rep.p("## %s" % GROUP_TITLES[grp])
@@ -178,24 +183,32 @@ def cpp_groups(rep, ov):
             rep.p("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 r["name"], r["floor_name"].replace("|", "\\|"), fmt_ns(f) if f else "-",
                 r["ctorch_name"], fmt_ns(c), ratio, target_text(r), mark))
+            key = "%s/%s: %s" % (grp, r["name"], r["ctorch_name"])
             if met is not None:
-                rep.target("%s: %s" % (r["name"], r["ctorch_name"]), text, met,
-                           EXPLAIN.get(r["name"], ""))
-            floors.setdefault((grp, r["name"]), f)
+                rep.target(key, "%s: %s" % (r["name"], r["ctorch_name"]), text, met)
+            if f and r.get("target_kind", "") in ("", "ratio"):
+                rep.ratios.append(("C vs C++", "%s: %s" % (r["name"], r["ctorch_name"]), c / f,
+                                   r["target"] if r.get("target_kind") == "ratio" else None))
         notes = sorted({r["note"] for r in rs if r.get("note")})
         if notes:
             rep.p()
             for n in notes:
                 rep.p("_%s_" % n)
         rep.p()
-    return floors
 
 
 def cpp_floor(ov, name):
-    for r in (ov or {}).get("rows", []):
+    for r in ov.get("rows", []):
         if r["name"] == name:
-            return r["floor_ns"], r
-    return None, None
+            return r["floor_ns"]
+    return None
+
+
+def pattern_target(name, table):
+    for pat, t in table:
+        if fnmatch.fnmatchcase(name, pat):
+            return t
+    return None
 
 
 def python_group(rep, py, ov):
@@ -205,46 +218,30 @@ def python_group(rep, py, ov):
         rep.p("_skipped: no python.json (bench/bench_python.py missing or failed; see the log)_")
         rep.p()
         return
-    add_floor, _ = cpp_floor(ov, "aten::add 4 floats")
-    rn_floor, _ = cpp_floor(ov, "traced resnet18 1x3x224x224")
-    rep.p("| case | ctorch (Python) | PyTorch (Python) | ratio | C++ floor | target | |")
-    rep.p("|---|---:|---:|---:|---:|---|---|")
+    add_floor = cpp_floor(ov, "aten::add 4 floats")
+    rn_floor = cpp_floor(ov, "traced resnet18 1x3x224x224")
+    rep.p("| group | case | ctorch (Python) | PyTorch (Python) | ratio | C++ floor | target | |")
+    rep.p("|---|---|---:|---:|---:|---:|---|---|")
     for r in py.get("rows", []):
-        if r["group"] not in ("small", "module"):
-            continue
         name = r["name"]
-        floor, tgt, met = "", "", None
-        c, t = r["ctorch_s"] * 1e9, (r["torch_s"] or 0) * 1e9
+        c, t = r["ctorch_s"] * 1e9, (r.get("torch_s") or 0) * 1e9
         ratio = c / t if t else None
-        if r["group"] == "small" and "add" in name:
-            floor = fmt_ns(add_floor) + " (torch::add)" if add_floor else ""
-        if "resnet18" in name:
-            floor = fmt_ns(rn_floor) + " (Module::forward)" if rn_floor else ""
-            tgt, met = "<= 1.02x", ratio is not None and ratio <= 1.02
-            rep.target("Python: " + name, "ratio %.3f, target <= 1.02" % ratio, met,
-                       "resnet18 forward is ~tens of ms; a miss here is noise unless it repeats")
-        if name.startswith("x + y"):
-            tgt, met = "<= 1.5x", ratio is not None and ratio <= 1.5
-            rep.target("Python: small op " + name, "ratio %.3f, target <= 1.5" % ratio, met,
-                       EXPLAIN["Python: small op"])
-        rep.p("| %s%s | %s | %s | %s | %s | %s | %s |" % (
-            name, (" (%s)" % r["note"]) if r.get("note") else "", fmt_ns(c), fmt_ns(t) if t else "-",
-            "%.2fx" % ratio if ratio else "-", floor, tgt,
-            "" if met is None else ("met" if met else "**missed**")))
-    ex = [r for r in py.get("rows", []) if r["group"] not in ("small", "module")]
-    if ex:
-        rep.p()
-        rep.p("<details><summary>Exchange and lifetime rows</summary>")
-        rep.p()
-        rep.p("| group | case | ctorch | torch | ratio |")
-        rep.p("|---|---|---:|---:|---:|")
-        for r in ex:
-            c, t = r["ctorch_s"] * 1e9, (r["torch_s"] or 0) * 1e9
-            rep.p("| %s | %s | %s | %s | %s |" % (r["group"], r["name"], fmt_ns(c),
-                                                   fmt_ns(t) if t else "-",
-                                                   "%.2fx" % (c / t) if t else "-"))
-        rep.p()
-        rep.p("</details>")
+        floor = ""
+        if "add" in name and r["group"] == "small" and add_floor:
+            floor = fmt_ns(add_floor) + " (torch::add)"
+        if "resnet18" in name and rn_floor:
+            floor = fmt_ns(rn_floor) + " (Module::forward)"
+        tgt = r.get("target") or pattern_target(name, PY_TARGETS)
+        met = None
+        if tgt and ratio is not None:
+            met = ratio <= tgt
+            rep.target("python/" + name, "Python: " + name, "ratio %.3f, target <= %.2f" % (ratio, tgt), met)
+        if ratio is not None and r["group"] != "lifetime":
+            rep.ratios.append(("Python vs PyTorch", name, ratio, tgt))
+        rep.p("| %s | %s%s | %s | %s | %s | %s | %s | %s |" % (
+            r["group"], name, (" (%s)" % r["note"]) if r.get("note") else "", fmt_ns(c),
+            fmt_ns(t) if t else "-", "%.2fx" % ratio if ratio else "-", floor,
+            "<= %.2fx" % tgt if tgt else "", "" if met is None else ("met" if met else "**missed**")))
     m = py.get("meta", {})
     rep.p()
     rep.p("_Python %s, torch %s, numpy %s; load average during the run %s_" % (
@@ -260,31 +257,34 @@ def julia_group(rep, jl, ov):
         rep.p("_skipped: no julia.json (julia missing or the benchmark failed; see the log)_")
         rep.p()
         return
-    add_floor, _ = cpp_floor(ov, "aten::add 4 floats")
-    mlp_floor, _ = cpp_floor(ov, "scripted MLP 8x64->128->10")
+    add_floor = cpp_floor(ov, "aten::add 4 floats")
+    mlp_floor = cpp_floor(ov, "scripted MLP 8x64->128->10")
     rep.p("| case | Julia median | C++ floor | ratio | target | |")
     rep.p("|---|---:|---:|---:|---|---|")
     for r in jl.get("results", []):
         name, ns = r["name"], r["median_ns"]
-        floor, label, tgt, met = None, "", "", None
-        if name.startswith("add 4 floats"):
-            floor, label = add_floor, "torch::add"
-            if "call_tensor" in name or name.endswith("a + b"):
-                tgt = "<= 1.10x"
-                met = floor is not None and ns / floor <= 1.10
-                rep.target("Julia: " + name, "ratio %.3f vs torch::add, target <= 1.10" % (ns / floor),
-                           met, EXPLAIN["Julia"])
+        floor, label = None, ""
+        if r.get("floor_ns"):  # measured by the Julia benchmark in the same process
+            floor, label = r["floor_ns"], r.get("floor_name", "C++, same process")
+        elif name.startswith(("add 4 floats", "neg 4 floats")):
+            floor, label = add_floor, "torch::add, C++ program"
         elif name.startswith("model forward (MLP"):
-            floor, label = mlp_floor, "Module::forward"
+            floor, label = mlp_floor, "Module::forward, C++ program"
         ratio = ns / floor if floor else None
+        tgt = r.get("target") or pattern_target(name, JL_TARGETS)
+        met = None
+        if tgt and ratio is not None:
+            met = ratio <= tgt
+            rep.target("julia/" + name, "Julia: " + name, "ratio %.3f vs %s, target <= %.2f" % (
+                ratio, label, tgt), met)
+        if ratio is not None:
+            rep.ratios.append(("Julia vs C++", name, ratio, tgt))
         rep.p("| %s | %s | %s | %s | %s | %s |" % (
             name, fmt_ns(ns), (fmt_ns(floor) + " (" + label + ")") if floor else "-",
-            "%.2fx" % ratio if ratio else "-", tgt,
+            "%.2fx" % ratio if ratio else "-", "<= %.2fx" % tgt if tgt else "",
             "" if met is None else ("met" if met else "**missed**")))
     rep.p()
-    rep.p("_Julia %s. The C++ floor is group 1/2's, measured in a separate process a few "
-          "minutes earlier, so these ratios carry more noise than the interleaved ones._" %
-          jl.get("julia_version", "?"))
+    rep.p("_Julia %s._" % jl.get("julia_version", "?"))
     rep.p()
 
 
@@ -306,10 +306,10 @@ def scale_group(rep, ov):
     for key, label in (("from_blob_ns", "from_blob wrap"), ("to_dlpack_ns", "DLPack export")):
         growth = big[key] / small[key] if small[key] else 0
         ok = growth <= 1.5
-        rep.target("Zero-copy: %s %s vs %s" % (label, big["size"], small["size"]),
+        rep.target("scale/%s %s" % (label, big["size"]), "Zero-copy: %s %s vs %s" % (label, big["size"], small["size"]),
                    "%.2fx the small-buffer cost (copy: %.0fx)" % (
                        growth, big["memcpy_ns"] / small["memcpy_ns"] if small["memcpy_ns"] else 0),
-                   ok, "cost should not grow with size")
+                   ok)
     rep.p()
 
 
@@ -329,8 +329,8 @@ def memory_group(rep, ov, out):
                 e["name"], e["iterations"], e["rss_before_kib"], e["rss_after_kib"], d, per,
                 e["seconds"]))
             # Flat: less than 1 byte per iteration (a leaked handle is >= 16).
-            rep.target("RSS flat: " + e["name"], "%+d KiB over %d iterations" % (d, e["iterations"]),
-                       per < 1.0, "grows by more than a byte per iteration: look for a leak")
+            rep.target("memory/" + e["name"], "RSS flat: " + e["name"], "%+d KiB over %d iterations" % (d, e["iterations"]),
+                       per < 1.0)
         rep.p()
     # LeakSanitizer.
     lsan = sorted(glob.glob(os.path.join(out, "lsan_*.log")))
@@ -369,8 +369,8 @@ def memory_group(rep, ov, out):
         rep.p()
         rep.p("_exit 77 = the test skipped itself (a fixture it needs is missing)._")
         rep.p()
-        rep.target("LeakSanitizer: leaks with a libctorch frame", "%d" % total_ct, total_ct == 0,
-                   "see the stacks below")
+        rep.target("leaks/lsan", "LeakSanitizer: leaks with a libctorch frame", "%d" % total_ct,
+                   total_ct == 0)
         for name, st in ct_stacks[:5]:
             rep.p("```\n%s: %s\n```" % (name, "\n".join(st)))
     if vg:
@@ -406,88 +406,70 @@ def memory_group(rep, ov, out):
             rep.p("_The memcpy overlap reports come from libcpuinfo (LibTorch's CPU detection, on "
                   "first dispatch) copying a buffer onto itself; they are not from ctorch._")
             rep.p()
-        rep.target("valgrind: definitely-lost records with a libctorch frame", "%d" % tot, tot == 0,
-                   "see the valgrind logs in the results folder")
+        rep.target("leaks/valgrind", "valgrind: definitely-lost records with a libctorch frame",
+                   "%d" % tot, tot == 0)
     if not lsan and not vg:
         rep.p("_leak check skipped (no build-asan/ tests and no valgrind)_")
     rep.p()
 
 
-def bench_c_rows(out):
-    rows = {}
-    for line in read(os.path.join(out, "bench_c.txt")).splitlines():
-        m = re.match(r"^(.*?)\s+([\d.]+)\s+([\d.]+)$", line)
-        if m:
-            rows[m.group(1).strip()] = (float(m.group(2)), float(m.group(3)))
-    return rows
-
-
-def changes_section(out):
-    bc = bench_c_rows(out)
-    def r(name):
-        v = bc.get(name)
-        return "%.3fx" % v[1] if v else "?"
-    L = []
-    L.append("## Changes from the profile, and what is left")
-    L.append("")
-    L.append("Fixed (src/op.cpp):")
-    L.append("")
-    L.append("- The write of the thread-local `current_api` in `ct::guard` (global-dynamic TLS in "
-             "a shared library: one `__tls_get_addr` call per exported call, seen in callgrind) "
-             "was first taken off `ct_op_call` / `ct_op_call_name` here; commit aa79a58 then "
-             "removed it from the barrier of every function (names are passed explicitly as "
-             "`ct_fn_`), so no call pays it now.")
-    L.append("- The fast path scans a contiguous array of argument kinds, checks trailing defaults "
-             "with one precomputed index, takes default Scalars precomputed at lookup (no "
-             "`IValue::toScalar` per call) and builds the result value in place; the binder, "
-             "overload-set and error paths and the boxed exact-type path are out of line, and the "
-             "argument checks and unboxing are forced inline (perf had shown them as separate "
-             "calls). Callgrind: ~247 -> ~215 extra instructions per call over the inline C++ "
-             "equivalent.")
-    L.append("- `ct_op_call_name` remembers, per thread, the last name it resolved (invalidated by "
-             "`ct_op_register` through a generation counter), so a loop calling one op by name "
-             "skips the cache mutex and the string hash: its extra cost over a cached `ct_op` "
-             "went from ~25 ns to ~10 ns.")
-    L.append("")
-    L.append("A/B on this machine (2026-11-30, same process layout, the op.cpp before these "
-             "changes linked into a second libctorch, runs alternated, ratios to torch::add): "
-             "cached `ct_op_call` 1.130 -> 1.117, `ct_op_call_name` 1.18 -> 1.13, "
-             "`ct_op_call` + `ct_value_to_tensor` 1.174 -> 1.158; the overload-set path moved "
-             "1.293 -> 1.308 (its binder is now one call further away).")
-    L.append("")
-    L.append("Not fixed: the remaining ~10% of `ct_op_call` on a 0.5 us op (see the \"Why\" of the "
-             "small-op target). Not done on purpose: `tls_model(\"initial-exec\")` for "
-             "thread-locals would mark libctorch as needing static TLS, and a dlopen from Python "
-             "or Julia can then fail with \"cannot allocate memory in static TLS block\" when "
-             "other libraries used up the surplus; removing the access was the safe fix. "
-             "`-mtls-dialect=gnu2` on op.cpp (for libc10's dispatch-key TLS read by the inlined "
-             "dispatcher) measured ~0.5%, not worth a build-wide flag.")
-    L.append("")
-    L.append("### `ct_op_call_tensors`, the tensors-only entry point")
-    L.append("")
-    L.append("Tensors in, tensors out; every other argument takes its default. It skips the "
-             "value boxing of inputs and results and takes 5 arguments instead of 7 (ctypes "
-             "marshalling is ~45 ns per argument here). Python's tensor operators and Julia's "
-             "`call_tensor`/`a + b` use it. From C its floor is bench_c's \"typed call + "
-             "new/delete ct_value (C++)\" row: %s of torch::add in this run (bench_c's cached "
-             "`ct_op_call`: %s); group 1 above has it measured through the library, beside "
-             "`ct_op_call` + `ct_value_to_tensor` + frees, which is what a binding wanting a "
-             "tensor paid before." % (r("(typed call + new/delete ct_value, C++)"),
-                                      r("ct_op_call (cached ct_op)")))
-    L.append("")
-    return L
+def chart(path, ratios):
+    """One horizontal bar chart of every ratio row, log scale, 1.0 marked, targets ticked."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "skipped: python3-matplotlib is not installed"
+    if not ratios:
+        return "skipped: no ratio rows"
+    colors = {"C vs C++": "#4C72B0", "Python vs PyTorch": "#DD8452", "Julia vs C++": "#55A868"}
+    labels = [("%s | %s" % (sec.split()[0], name))[:70] for sec, name, _, _ in ratios]
+    fig, ax = plt.subplots(figsize=(10, 0.28 * len(ratios) + 1.4))
+    ys = list(range(len(ratios)))[::-1]
+    rs = [r for _, _, r, _ in ratios]
+    ax.barh(ys, [r - 1.0 for r in rs], left=1.0, color=[colors.get(s, "gray") for s, _, _, _ in ratios])
+    for y, (_, _, r, t) in zip(ys, ratios):
+        if t:
+            ax.plot([t, t], [y - 0.4, y + 0.4], color="black", lw=1.5)
+        ax.text(r * 1.02 if r >= 1 else r / 1.02, y, "%.2f" % r, va="center", fontsize=7,
+                ha="left" if r >= 1 else "right")
+    ax.axvline(1.0, color="black", lw=0.8, ls="--")
+    ax.set_xscale("log")
+    lo = min(rs + [t for _, _, _, t in ratios if t] + [1.0])
+    hi = max(rs + [t for _, _, _, t in ratios if t] + [1.0])
+    ax.set_xlim(lo / 1.15, hi * 1.25)
+    from matplotlib.ticker import FuncFormatter, LogLocator
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_minor_locator(LogLocator(base=10, subs=(1.5, 3.0, 4.0, 7.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "%g" % v))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: "%g" % v))
+    ax.tick_params(axis="x", which="minor", labelsize=7)
+    ax.set_yticks(ys)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_xlabel("time ratio (log scale): 1.0 = as fast as the reference; black tick = target")
+    ax.set_title("ctorch / reference: C and Julia rows against the C++ floor (blue, green),\n"
+                 "Python rows against PyTorch's Python (orange)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Date": None} if path.endswith(".svg") else None)
+    plt.close(fig)
+    return None
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("out")
-    ap.add_argument("results")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", help="folder with the raw results of bench/run.sh")
+    ap.add_argument("results", help="markdown file to write")
     ap.add_argument("--build", default="build-bench")
     ap.add_argument("--seconds", type=int, default=0)
+    ap.add_argument("--chart", help="also draw the ratios to this SVG or PNG file")
+    ap.add_argument("--causes", default=os.path.join(HERE, "causes.toml"),
+                    help="explanations keyed by cause (default bench/causes.toml)")
     a = ap.parse_args()
-    ov = load_json(os.path.join(a.out, "overhead.json"))
+    ov = merge_cpp(a.out)
     py = load_json(os.path.join(a.out, "python.json"))
     jl = load_json(os.path.join(a.out, "julia.json"))
+    causes = load_causes(a.causes)
 
     rep = Report()
     rep.p("# ctorch benchmark results")
@@ -500,7 +482,7 @@ def main():
     for k, v in machine(a.out, a.build):
         rep.p("| %s | %s |" % (k, v))
     rep.p("| LibTorch | %s (ctorch %s, %s build in `%s/`) |" % (
-        (ov or {}).get("torch_version", "?"), (ov or {}).get("ctorch_version", "?"), "Release", a.build))
+        ov.get("torch_version") or "?", ov.get("ctorch_version") or "?", "Release", a.build))
     if a.seconds:
         rep.p("| Run time | %d s (build included) |" % a.seconds)
     rep.p()
@@ -521,19 +503,46 @@ def main():
     scale_group(body, ov)
     memory_group(body, ov, a.out)
 
+    if a.chart:
+        why = chart(a.chart, body.ratios)
+        if why:
+            print("chart " + why, file=sys.stderr)
+        else:
+            rep.p("![ratios against the C++ floor and PyTorch's Python](%s)" %
+                  os.path.relpath(a.chart, os.path.dirname(os.path.abspath(a.results))))
+            rep.p()
+
     rep.p("## Targets")
     rep.p()
-    met = sum(1 for t in body.targets if t[2])
+    met = sum(1 for t in body.targets if t[3])
     rep.p("%d of %d met." % (met, len(body.targets)))
     rep.p()
-    for label, text, ok, why in body.targets:
+    missed_by_cause = {}
+    for key, label, text, ok in body.targets:
         line = "- %s — %s: %s" % (label, text, "met" if ok else "**missed**")
-        if not ok and why:
-            line += ". Why: " + why
+        if not ok:
+            ids = causes_for(key, causes)
+            for cid in ids:
+                missed_by_cause.setdefault(cid, []).append(label)
+            line += " (why: %s)" % (", ".join("[%s](#%s)" % (causes[c]["title"], c) for c in ids)
+                                    if ids else "no cause recorded in bench/causes.toml")
         rep.p(line)
     rep.p()
+    if missed_by_cause:
+        rep.p("## Why targets are missed")
+        rep.p()
+        for cid, c in causes.items():
+            if cid not in missed_by_cause:
+                continue
+            rep.p('<a id="%s"></a>' % cid)
+            rep.p()
+            rep.p("### %s" % c["title"])
+            rep.p()
+            rep.p(" ".join(c["text"].split()))
+            rep.p()
+            rep.p("Rows: %s." % "; ".join(missed_by_cause[cid]))
+            rep.p()
     rep.lines += body.lines
-    rep.lines += changes_section(a.out)
     with open(a.results, "w") as f:
         f.write("\n".join(rep.lines).rstrip() + "\n")
     print("wrote %s (%d of %d targets met)" % (a.results, met, len(body.targets)))

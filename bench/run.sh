@@ -1,15 +1,16 @@
 #!/bin/sh
 # One command for every benchmark: builds a Release tree (build-bench/), runs
-# the C++ ABI-cost benchmark (call overhead, model forward, zero-copy scaling,
-# memory), the small-op breakdown, the Python and Julia benchmarks when their
-# runtimes are present, and a leak check of the C tests; then writes
-# bench/RESULTS.md. Usage:
+# the C++ ABI-cost programs (bench_call, bench_model, bench_scale, bench_memory),
+# the small-op breakdown, the Python and Julia benchmarks when their runtimes are
+# present, and a leak check of the C tests; then writes bench/RESULTS.md and the
+# ratio chart bench/ratios.svg. Usage:
 #
-#   bench/run.sh [--quick] [--no-build]
+#   bench/run.sh [--quick] [--no-build] [--no-leak-check]
 #
 # Environment: CTORCH_BENCH_BUILD (default build-bench), CTORCH_BENCH_OUT
 # (raw logs and JSON, default $CTORCH_BENCH_BUILD/bench-results),
-# CTORCH_BENCH_RESULTS (default bench/RESULTS.md). Takes about 8-10 minutes
+# CTORCH_BENCH_RESULTS (default bench/RESULTS.md), CTORCH_BENCH_CHART (default
+# bench/ratios.svg). Takes about 8-10 minutes
 # on a 2-core machine (the first build of build-bench/ comes on top).
 set -u
 cd "$(dirname "$0")/.."
@@ -19,11 +20,13 @@ OUT=${CTORCH_BENCH_OUT:-$BUILD/bench-results}
 RESULTS=${CTORCH_BENCH_RESULTS:-bench/RESULTS.md}
 QUICK=""
 BUILD_IT=1
+LEAKS=1
 for a in "$@"; do
   case "$a" in
     --quick) QUICK=--quick ;;
     --no-build) BUILD_IT=0 ;;
-    *) echo "usage: bench/run.sh [--quick] [--no-build]" >&2; exit 2 ;;
+    --no-leak-check) LEAKS=0 ;;
+    *) echo "usage: bench/run.sh [--quick] [--no-build] [--no-leak-check]" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$OUT"
@@ -48,9 +51,10 @@ RESNET=$BUILD/models/resnet18.pt
 [ -f "$RESNET" ] || [ ! -f build/models/resnet18.pt ] || RESNET=build/models/resnet18.pt
 [ -f "$RESNET" ] || /usr/bin/python3 tests/models/make_models.py "$BUILD/models" || true
 
-step "C++: call overhead, model forward, zero-copy scaling, memory"
-"$BUILD/bench/bench_overhead" $QUICK --resnet "$RESNET" --json "$OUT/overhead.json" \
-  2>&1 | tee "$OUT/overhead.txt"
+for g in call model scale memory; do
+  step "C++ group $g (bench_$g)"
+  "$BUILD/bench/bench_$g" $QUICK --resnet "$RESNET" --json "$OUT/$g.json" 2>&1 | tee "$OUT/$g.txt"
+done
 
 step "C++: small-op breakdown (bench_c)"
 if [ -n "$QUICK" ]; then R=40; else R=120; fi
@@ -76,7 +80,7 @@ fi
 
 step "leak check"
 # LeakSanitizer over every C test of the ASan build, when there is one.
-if [ -d build-asan/tests ]; then
+if [ "$LEAKS" = 1 ] && [ -d build-asan/tests ]; then
   for t in build-asan/tests/test_*; do
     [ -x "$t" ] || continue
     n=$(basename "$t")
@@ -88,7 +92,7 @@ if [ -d build-asan/tests ]; then
   done
 fi
 # valgrind memcheck on three C tests of this build (bounded).
-if command -v valgrind >/dev/null 2>&1; then
+if [ "$LEAKS" = 1 ] && command -v valgrind >/dev/null 2>&1; then
   for n in test_tensor test_op test_foreign_op; do
     [ -x "$BUILD/tests/$n" ] || continue
     ( cd "$BUILD/tests" && CTORCH_TEST_MODELS=$ROOT/$BUILD/models CTORCH_SOURCE_DIR=$ROOT \
@@ -99,5 +103,6 @@ if command -v valgrind >/dev/null 2>&1; then
 fi
 
 step "report"
-/usr/bin/python3 bench/report.py "$OUT" "$RESULTS" --build "$BUILD" --seconds $(( $(date +%s) - T0 ))
+/usr/bin/python3 bench/report.py "$OUT" "$RESULTS" --build "$BUILD" --seconds $(( $(date +%s) - T0 )) \
+  --chart "${CTORCH_BENCH_CHART:-bench/ratios.svg}"
 echo "total $(( $(date +%s) - T0 )) s"

@@ -234,7 +234,7 @@ inline ct_status call_op(const char *func, ct_value **out, const ct_op *op,
                          const ct_value *const *args, size_t n, const char *const *kwnames,
                          const ct_value *const *kwvalues, size_t nkw) {
   // ---- Fast path: one overload, positional, exact types. Kept lean: it is
-  // what every small op from a binding pays (bench/bench_overhead.cpp).
+  // what every small op from a binding pays (bench/bench_call.cpp).
   if (!op->is_set && nkw == 0) {
     const Overload &o = op->overloads[0];
     if (__builtin_expect(o.callable && n <= o.n_positional && n >= o.first_tail_default &&

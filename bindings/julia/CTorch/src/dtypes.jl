@@ -48,10 +48,13 @@ Base.hash(a::BFloat16, h::UInt) = hash(Float32(a), h)
 Base.show(io::IO, x::BFloat16) = print(io, "BFloat16(", Float32(x), ")")
 
 # CT_<dtype> code <-> Julia element type.
+# (float8 and quantized dtypes have no Julia type: their tensors have
+# `OpaqueElement{code}` elements.)
 const DTYPES = (Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64,
-                ComplexF32, ComplexF64)
+                ComplexF32, ComplexF64, UInt16, UInt32, UInt64)
 const DTYPE_CODES = (CT_BOOL, CT_UINT8, CT_INT8, CT_INT16, CT_INT32, CT_INT64, CT_FLOAT16,
-                     CT_BFLOAT16, CT_FLOAT32, CT_FLOAT64, CT_COMPLEX64, CT_COMPLEX128)
+                     CT_BFLOAT16, CT_FLOAT32, CT_FLOAT64, CT_COMPLEX64, CT_COMPLEX128,
+                     CT_UINT16, CT_UINT32, CT_UINT64)
 
 """
     CTorch.OpaqueElement{code}
@@ -90,9 +93,11 @@ struct Device
     type::Int32
     index::Int32
 end
-const DEVICE_CODES = Dict(:cpu => CT_DEVICE_CPU, :cuda => CT_DEVICE_CUDA)
+const DEVICE_CODES = Dict(:cpu => CT_DEVICE_CPU, :cuda => CT_DEVICE_CUDA, :meta => CT_DEVICE_META,
+                          :mps => CT_DEVICE_MPS, :xpu => CT_DEVICE_XPU, :hip => CT_DEVICE_HIP,
+                          :privateuseone => CT_DEVICE_PRIVATEUSE1)
 function Device(type::Symbol, index::Integer = -1)
-    haskey(DEVICE_CODES, type) || throw(CTorchError(CT_ERR_INVALID_ARGUMENT, "unknown device type :$type (use :cpu or :cuda)"))
+    haskey(DEVICE_CODES, type) || throw(CTorchError(CT_ERR_INVALID_ARGUMENT, "unknown device type :$type (use one of $(join(sort!(collect(keys(DEVICE_CODES))), ", ")))"))
     Device(DEVICE_CODES[type], Int32(index))
 end
 function Device(s::AbstractString)

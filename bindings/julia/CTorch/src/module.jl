@@ -31,6 +31,16 @@ function load(path::AbstractString; device = nothing)
     return ScriptModule(Val(:own), out[])
 end
 
+"""
+    CTorch.verify(path) -> path
+
+Checks an untrusted TorchScript archive (`ct_module_verify`) or, with
+`pickle=true`, a `torch.save` file (`ct_pickle_verify`) without running it;
+throws a `CTorchError` naming the problem.
+"""
+verify(path::AbstractString; pickle::Bool = false) =
+    (check(pickle ? ct_pickle_verify(path) : ct_module_verify(path)); path)
+
 "Loads a TorchScript archive from bytes in memory."
 function load(data::AbstractVector{UInt8}; device = nothing)
     d = _device(device)

@@ -81,15 +81,6 @@ end
 # --- which calls may take the tensors-only path -------------------------------------
 
 const _MAX_TENSOR_ARGS = 8
-# Argument types that never bind a Tensor (ct_op_call coercion); anything not
-# listed (Tensor, Tensor?, Any, type variables, ...) is assumed to.
-const _NO_TENSOR_TYPES = ("int", "float", "bool", "str", "complex", "Scalar", "ScalarType",
-                          "Layout", "MemoryFormat", "Device", "Generator", "Dimname", "SymInt",
-                          "Storage", "Stream", "QScheme", "AnyEnumType")
-function _may_take_tensor(ty::String)
-    t = endswith(ty, "?") ? ty[1:end-1] : ty
-    return !(t in _NO_TENSOR_TYPES || endswith(t, "]") || startswith(t, "("))
-end
 
 # Decided once per op (at lookup): bit n is set when n tensor arguments bind
 # the op through ct_op_call_tensors (libctorch's ct_op_tensors_only says so)
@@ -98,38 +89,16 @@ end
 # ct_op_call_tensors measured slower than ct_op_call there
 # (bench/bench_julia.jl, "ops.aten.add(a, b)").
 function _tensor_mask(p::Ptr{Cvoid})
-    _bound(:ct_op_call_tensors) || return UInt32(0)
+    _bound(Val(:ct_op_tensors_only)) || return UInt32(0)   # older libctorch: ct_op_call only
     ct_op_num_overloads(p) == 1 || return UInt32(0)
     nr = Ref{Csize_t}(0)
     check(ct_op_num_returns(nr, p, 0))
     nr[] == 1 || return UInt32(0)
-    _bound(:ct_op_tensors_only) || return _tensor_mask_from_schema(p)
     mask = UInt32(0)
     ok = Ref{Int32}(0)
     for n in 1:_MAX_TENSOR_ARGS
         check(ct_op_tensors_only(ok, p, n))
         ok[] == 1 && (mask |= UInt32(1) << n)
-    end
-    return mask
-end
-
-# For a libctorch without ct_op_tensors_only: the same decision from the schema.
-function _tensor_mask_from_schema(p::Ptr{Cvoid})
-    ty = Ref{Ptr{UInt8}}(C_NULL)
-    check(ct_op_return(Ptr{Ptr{UInt8}}(C_NULL), ty, p, 0, 0))
-    unsafe_string(ty[]) == "Tensor" || return UInt32(0)
-    na = Ref{Csize_t}(0)
-    check(ct_op_num_arguments(na, p, 0))
-    args = map(0:Int(na[])-1) do j
-        dv = Ref{Ptr{UInt8}}(C_NULL); kw = Ref{Int32}(0)
-        check(ct_op_argument(Ptr{Ptr{UInt8}}(C_NULL), ty, dv, kw, p, 0, j))
-        (_may_take_tensor(unsafe_string(ty[])), dv[] != C_NULL, kw[] != 0)
-    end
-    mask = UInt32(0)
-    for n in 1:min(count(a -> !a[3], args), _MAX_TENSOR_ARGS)
-        if all(a -> a[1], args[1:n]) && all(a -> a[2], args[n+1:end])
-            mask |= UInt32(1) << n
-        end
     end
     return mask
 end

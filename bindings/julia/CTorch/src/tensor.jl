@@ -86,6 +86,12 @@ Base.stride(t::Tensor, d::Integer) = strides(t)[d]
 Base.length(t::Tensor) = Int(ct_tensor_numel(t))
 "CT_<dtype> code of the tensor."
 dtype(t::Tensor) = ct_tensor_dtype(t)
+const LAYOUTS = Dict(CT_LAYOUT_STRIDED => :strided, CT_LAYOUT_SPARSE_COO => :sparse_coo,
+                     CT_LAYOUT_SPARSE_CSR => :sparse_csr, CT_LAYOUT_SPARSE_CSC => :sparse_csc,
+                     CT_LAYOUT_SPARSE_BSR => :sparse_bsr, CT_LAYOUT_SPARSE_BSC => :sparse_bsc,
+                     CT_LAYOUT_MKLDNN => :mkldnn)
+"The tensor's layout as a Symbol (`:strided`, `:sparse_coo`, ...; torch's `t.layout`)."
+layout(t::Tensor) = (r = Ref{Int32}(0); check(ct_tensor_layout(r, t)); LAYOUTS[r[]])
 "The tensor's [`Device`](@ref)."
 device(t::Tensor) = Device(ct_tensor_device_type(t), ct_tensor_device_index(t))
 "Raw address of the first element (host or device memory), storage offset applied."
