@@ -149,6 +149,22 @@ CT_API ct_status ct_inference_mode_push(int32_t enabled);
 CT_API ct_status ct_inference_mode_pop(void);
 CT_API int32_t ct_inference_mode_is_enabled(void);
 
+/* TorchScript's CPU fusion (NNC, the tensorexpr fuser) compiles fused kernels
+ * with LLVM. On LibTorch 2.x builds that have it (Debian 13's LibTorch 2.6,
+ * built with LLVM 19) the LLVM code generator can hang forever the first time
+ * a module's graph is optimized, so ctorch turns CPU fusion off when it loads
+ * (process-wide; it also affects other LibTorch users in the process, such as
+ * Python's torch). CUDA fusion is untouched; results are the same either way.
+ * CTORCH_CPU_FUSER=1 in the environment before loading keeps LibTorch's
+ * setting, CTORCH_CPU_FUSER=0 turns it off on any version.
+ * ct_cpu_fuser_set(1) turns it back on, (0) off; it affects graphs optimized
+ * afterwards. Enabling fails with CT_ERR_NOT_SUPPORTED when LibTorch has no
+ * CPU fusion backend (Debian 12's LibTorch 1.13). Not thread-safe against
+ * concurrent module runs; call it at start-up. */
+CT_API ct_status ct_cpu_fuser_set(int32_t enabled);
+/* 1 if TorchScript CPU fusion is on, else 0. */
+CT_API int32_t ct_cpu_fuser_is_enabled(void);
+
 /* ===================================================================== */
 /* Dtypes and devices                                                    */
 /* ===================================================================== */
@@ -227,6 +243,7 @@ typedef struct ct_value ct_value;   /* a TorchScript value (c10::IValue) */
 typedef struct ct_module ct_module; /* a torch::jit::Module */
 typedef struct ct_script ct_script; /* a compiled TorchScript unit */
 typedef struct ct_op ct_op;         /* a resolved operator (or overload set) */
+typedef struct ct_package ct_package; /* an AOTInductor package (.pt2) */
 
 /* ===================================================================== */
 /* Tensors: creation                                                     */
@@ -1021,6 +1038,67 @@ CT_API ct_status ct_cuda_stream_synchronize(void *stream, int32_t device);
  * `producer`: records an event on producer, cudaStreamWaitEvent on waiting.
  * No host synchronisation. */
 CT_API ct_status ct_cuda_stream_wait_stream(void *waiting, void *producer, int32_t device);
+
+/* ===================================================================== */
+/* AOTInductor packages (.pt2)                                           */
+/* ===================================================================== */
+
+/* A model exported with torch.export and compiled ahead of time with
+ * torch._inductor.aoti_compile_and_package: tensors in, tensors out, no
+ * TorchScript and no Python. Needs LibTorch >= 2.6 (AOTIModelPackageLoader);
+ * with an older LibTorch every ct_package_* function returns
+ * CT_ERR_NOT_SUPPORTED, naming the version needed.
+ *
+ * Loads the package at `path`; model_name selects a model inside it (NULL:
+ * "model", what aoti_compile_and_package writes). LibTorch unpacks it into a
+ * temporary directory and dlopens the compiled code. Errors:
+ * CT_ERR_NOT_FOUND (no such file), CT_ERR_IO (not a zip archive, or not an
+ * AOTInductor package / no such model in it: the message says which),
+ * CT_ERR_NOT_SUPPORTED (a package compiled for a device this LibTorch cannot
+ * run, e.g. CUDA on a CPU-only build; or LibTorch < 2.6). */
+CT_API ct_status ct_package_load(ct_package **out, const char *path, const char *model_name);
+/* Same from memory (data borrowed, not kept): LibTorch loads packages only
+ * from files, so the bytes are written to a private temporary file first,
+ * removed again before this returns. */
+CT_API ct_status ct_package_load_buffer(ct_package **out, const void *data, size_t len,
+                                        const char *model_name);
+/* Frees the package (and LibTorch's unpacked files). Accepts NULL. */
+CT_API void ct_package_free(ct_package *p);
+/* Runs the model: n_inputs borrowed tensors (flattened in the exported
+ * order; inputs may be NULL if n_inputs == 0) -> up to n_outputs new tensors
+ * in outputs[0..]; *n_returned (may be NULL) receives the count. The inputs
+ * must have the dtypes, devices and (static) sizes the model was exported
+ * with; AOTInductor checks only some of this. Errors: CT_ERR_INVALID_ARGUMENT
+ * (wrong number of inputs, message gives the count expected; more results
+ * than n_outputs, message gives the count; NULL input), CT_ERR_TORCH (raised
+ * by the model). Thread-safe: calls on one package are serialized inside
+ * LibTorch (one runner). */
+CT_API ct_status ct_package_run(ct_tensor **outputs, size_t n_outputs, size_t *n_returned,
+                                ct_package *p, const ct_tensor *const *inputs,
+                                size_t n_inputs);
+/* The package's metadata as a Dict[str, str] value (AOTI_DEVICE_KEY and
+ * what the exporter stored). */
+CT_API ct_status ct_package_metadata(ct_value **out, const ct_package *p);
+/* The call spec as a List[str] value: [in_spec, out_spec], torch.export's
+ * serialized pytree specs (JSON). */
+CT_API ct_status ct_package_call_spec(ct_value **out, const ct_package *p);
+/* Names of the constants (weights and buffers) as a List[str] value, with
+ * the module's dotted names ("fc1.weight"), sorted. */
+CT_API ct_status ct_package_constant_names(ct_value **out, const ct_package *p);
+/* Replaces constants without recompiling: names[i] gets tensors[i] (n pairs;
+ * a subset is fine). The handles may be freed afterwards; whether LibTorch
+ * copies the tensors or uses them in place depends on its version, so do not
+ * write to them while the package is in use. Each tensor must match
+ * the constant's dtype and sizes and the package's device. Errors:
+ * CT_ERR_NOT_FOUND (unknown name), CT_ERR_INVALID_ARGUMENT (NULL, duplicate
+ * name, wrong device), CT_ERR_TYPE (wrong dtype, where LibTorch tells the
+ * constants' dtypes). Not thread-safe against concurrent ct_package_run. */
+CT_API ct_status ct_package_update_constants(ct_package *p, const char *const *names,
+                                             const ct_tensor *const *tensors, size_t n);
+/* The device the package runs on: CT_DEVICE_CPU / CT_DEVICE_CUDA and an
+ * index (-1: the current device, and always for the CPU). */
+CT_API ct_status ct_package_device(int32_t *device_type, int32_t *device_index,
+                                   const ct_package *p);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Sets up, builds, and runs every test: C (cmocka), header and ABI checks,
 # install check, Python (pytest), Julia; then the C tests once more under
-# AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
+# AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/); then the
+# LibTorch 2.6 leg in a Debian 13 chroot.
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -18,5 +19,11 @@ if [ "${CTORCH_SKIP_ASAN:-0}" != "1" ]; then
    LSAN_OPTIONS="suppressions=$PWD/../tests/lsan.supp:print_suppressions=0" \
    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$PWD/../tests/ubsan.supp" \
    ctest --output-on-failure -j2 -R '^c\.')
+fi
+# LibTorch 2.6 leg: the same build and tests against Debian 13's LibTorch 2.6,
+# torch 2.6 and numpy 2.2 in a cached trixie chroot (scripts/ci-libtorch2.sh;
+# needs root or sudo). CTORCH_SKIP_LT2=1 skips it.
+if [ "${CTORCH_SKIP_LT2:-0}" != "1" ]; then
+  ./scripts/ci-libtorch2.sh
 fi
 echo "all tests passed"

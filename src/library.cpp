@@ -5,6 +5,9 @@
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include <memory>
 #include <vector>
 
@@ -15,6 +18,33 @@
 #else
 #define CTORCH_TORCH_VERSION "unknown"
 #endif
+
+// Exported by libtorch_cpu since 1.x (torch/csrc/jit/codegen/fuser/interface.h,
+// which Debian's libtorch-dev does not install). The tensorexpr fuser asks
+// canFuseOnCPU() before fusing CPU nodes; it is true only with an LLVM backend.
+namespace torch {
+namespace jit {
+TORCH_API bool canFuseOnCPU();
+TORCH_API void overrideCanFuseOnCPU(bool value);
+}  // namespace jit
+}  // namespace torch
+
+namespace {
+// Turns TorchScript CPU fusion off at load on LibTorch >= 2 (its LLVM code
+// generator can hang; see ct_cpu_fuser_set), unless CTORCH_CPU_FUSER says so.
+struct CpuFuserInit {
+  CpuFuserInit() {
+    try {
+      const char *env = std::getenv("CTORCH_CPU_FUSER");
+      if (env && std::strcmp(env, "1") == 0) return;
+      bool force_off = env && std::strcmp(env, "0") == 0;
+      if ((TORCH_VERSION_MAJOR >= 2 || force_off) && torch::jit::canFuseOnCPU())
+        torch::jit::overrideCanFuseOnCPU(false);
+    } catch (...) {
+    }
+  }
+} cpu_fuser_init;
+}  // namespace
 
 extern "C" {
 
@@ -69,6 +99,26 @@ ct_status ct_load_library(const char *path) {
     }
     return CT_OK;
   });
+}
+
+ct_status ct_cpu_fuser_set(int32_t enabled) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    bool was = torch::jit::canFuseOnCPU();
+    torch::jit::overrideCanFuseOnCPU(enabled != 0);
+    if (enabled != 0 && !torch::jit::canFuseOnCPU()) {
+      torch::jit::overrideCanFuseOnCPU(was);
+      return ct::set_error(CT_ERR_NOT_SUPPORTED,
+                           "ct_cpu_fuser_set: this LibTorch (%s) has no TorchScript CPU "
+                           "fusion backend (NNC built without LLVM)",
+                           CTORCH_TORCH_VERSION);
+    }
+    return CT_OK;
+  });
+}
+
+int32_t ct_cpu_fuser_is_enabled(void) {
+  return ct::guard_value<int32_t>(0, [] { return torch::jit::canFuseOnCPU() ? 1 : 0; });
 }
 
 void ct_grad_mode_set(int32_t enabled) { c10::GradMode::set_enabled(enabled != 0); }

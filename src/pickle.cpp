@@ -4,7 +4,9 @@
 #include "checkpoint.h"
 #include "internal.h"
 
+#include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/csrc/jit/serialization/storage_context.h>
 #include <torch/csrc/jit/serialization/unpickler.h>
 
@@ -488,6 +490,51 @@ ct_status unpickle(const char *func, const char *data, size_t size,
   }
 }
 
+
+// torch.save's format for ct_pickle_save, with containers as Python writes
+// them: plain lists and dicts, no torch.jit._pickle globals (restore_type_tag,
+// build_intlist, ...), which torch.load's default weights_only=True (torch
+// >= 2.6) refuses. torch::jit::pickle_save tags every list and dict.
+c10::IValue untyped(const c10::IValue &v) {
+  if (v.isList()) {
+    c10::impl::GenericList l(c10::AnyType::get());
+    for (const c10::IValue &e : v.toListRef()) l.push_back(untyped(e));
+    return l;
+  }
+  if (v.isGenericDict()) {
+    auto d = v.toGenericDict();
+    c10::impl::GenericDict out(d.keyType(), c10::AnyType::get());
+    for (const auto &kv : d) out.insert(kv.key(), untyped(kv.value()));
+    return out;
+  }
+  if (v.isTuple()) {
+    std::vector<c10::IValue> items;
+    for (const c10::IValue &e : v.toTuple()->elements()) items.push_back(untyped(e));
+    return c10::ivalue::Tuple::create(std::move(items));
+  }
+  return v;
+}
+
+std::vector<char> pickle_save_plain(const c10::IValue &v) {
+  std::vector<char> pkl;
+  torch::jit::Pickler pickler(
+      [&](const char *buf, size_t n) { pkl.insert(pkl.end(), buf, buf + n); },
+      /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
+      /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(untyped(v));
+  pickler.stop();
+  std::vector<char> out;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void *buf, size_t n) {
+    const char *b = static_cast<const char *>(buf);
+    out.insert(out.end(), b, b + n);
+    return n;
+  });
+  torch::jit::writeArchiveAndTensors("data", pkl.data(), pkl.size(), pickler.tensorData(), writer);
+  writer.writeEndOfFile();
+  return out;
+}
+
 } // namespace
 
 extern "C" {
@@ -521,7 +568,7 @@ ct_status ct_pickle_save(const ct_value *v, const char *path) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(v);
     CT_CHECK_NOT_NULL(path);
-    std::vector<char> bytes = torch::jit::pickle_save(v->v);
+    std::vector<char> bytes = pickle_save_plain(v->v);
     FILE *f = std::fopen(path, "wb");
     if (!f)
       return ct::set_error(CT_ERR_IO, "%s: cannot open '%s' for writing: %s",
@@ -541,7 +588,7 @@ ct_status ct_pickle_save_buffer(void **data_out, size_t *size_out,
     CT_CHECK_NOT_NULL(data_out);
     CT_CHECK_NOT_NULL(size_out);
     CT_CHECK_NOT_NULL(v);
-    std::vector<char> bytes = torch::jit::pickle_save(v->v);
+    std::vector<char> bytes = pickle_save_plain(v->v);
     void *p = std::malloc(bytes.empty() ? 1 : bytes.size());
     if (!p)
       throw std::bad_alloc();

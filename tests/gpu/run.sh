@@ -2,7 +2,8 @@
 # tests/gpu/run.sh: the one GPU-machine check for ctorch (see
 # /work/shared/recipes/gpu.md). Builds ctorch against the machine's LibTorch
 # (python3's torch 2.11+cu130, with CUDA), then runs: the C tests (cmocka),
-# the Python binding tests, the CUDA example, and the GPU benchmark; prints a
+# the Python binding tests, the CUDA example, the GPU benchmark, and an
+# AOTInductor package compiled for CUDA (from Python and C); prints a
 # summary table at the end even when steps fail.
 #
 # HOW TO RUN (device tool, from the repository root):
@@ -91,7 +92,7 @@ summary() {
     if [[ -f $LOGS/gpu_bench.log ]]; then
       echo "## Benchmark"
       echo
-      grep '^|' "$LOGS/gpu_bench.log" || echo "(no benchmark table)"
+      grep -h '^|' "$LOGS/gpu_bench.log" "$LOGS"/package_cuda.*.log 2>/dev/null || echo "(no benchmark table)"
       echo
     fi
     echo "failed or timed out: $fails"
@@ -226,6 +227,73 @@ EOF" && trace_ok=1 || trace_ok=0
     fi
   else
     skip_step gpu_bench "gpu_bench did not build"
+  fi
+fi
+
+# ---- 8. AOTInductor package compiled for CUDA, run from Python and C -------
+# A small conv net (tests/models/make_packages.py's ConvNet, batch 8) exported
+# and compiled for CUDA here; run through ctorch.load_package next to eager,
+# TorchScript (Module::forward) and torch's own aoti_load_package, and through
+# ct_package_run next to AOTIModelPackageLoader::run (bench_package, built
+# with gpu_bench in step 7). Outputs are checked against eager.
+PKG=$BUILD/convnet_cuda.pt2
+PKG_IO=$BUILD/convnet_cuda_io.pt
+if (( ! BUILT )); then
+  skip_step package_cuda.compile "ctorch not built"
+else
+  run_step package_cuda.compile 150 "cd '$ROOT' && $PY - <<'EOF'
+import sys, time, torch
+sys.path.insert(0, 'tests/models')
+import make_packages as mp
+torch.manual_seed(0)
+m = mp.ConvNet().eval().cuda()
+x = torch.randn(8, 3, 64, 64, device='cuda')
+with torch.no_grad():
+    ep = torch.export.export(m, (x,))
+    t0 = time.time()
+    torch._inductor.aoti_compile_and_package(ep, package_path='$PKG')
+torch.save({'state': m.state_dict(), 'x': x.cpu()}, '$PKG_IO')
+print('compiled for CUDA in %.1f s' % (time.time() - t0))
+EOF" && pkg_ok=1 || pkg_ok=0
+  if (( pkg_ok )); then
+    run_step package_cuda.python 90 "cd '$ROOT' && CTORCH_LIBRARY='$LIB' \
+        PYTHONPATH='$ROOT/bindings/python'\${PYTHONPATH:+:\$PYTHONPATH} $PY - <<'EOF'
+import sys, time, torch, ctorch
+sys.path.insert(0, 'tests/models')
+import make_packages as mp
+d = torch.load('$PKG_IO')
+m = mp.ConvNet().eval().cuda()
+m.load_state_dict(d['state'])
+x = d['x'].cuda()
+with torch.no_grad():
+    ref = m(x)
+    ts = torch.jit.trace(m, x)
+p = ctorch.load_package('$PKG')
+assert p.device.type == 'cuda', p.device
+cx = ctorch.from_dlpack(x)
+out = p(cx)
+torch.testing.assert_close(torch.from_dlpack(out), ref, rtol=1e-3, atol=1e-4)
+tp = torch._inductor.aoti_load_package('$PKG')
+def bench(f, n=200):
+    for _ in range(10): f()
+    torch.cuda.synchronize(); t0 = time.perf_counter()
+    for _ in range(n): f()
+    torch.cuda.synchronize(); return (time.perf_counter() - t0) / n * 1e6
+with torch.no_grad():
+    rows = [('eager (torch, Python)', bench(lambda: m(x))),
+            ('TorchScript Module::forward (torch.jit.trace, Python)', bench(lambda: ts(x))),
+            ('aoti_load_package (torch, Python)', bench(lambda: tp(x))),
+            ('ctorch.load_package (ctorch, Python)', bench(lambda: p(cx)))]
+for name, us in rows:
+    print('| CUDA .pt2 ConvNet 8x3x64x64: %s | %.1f us |' % (name, us))
+EOF"
+    if [[ -x $BUILD/gpu-bench/bench_package ]]; then
+      run_step package_cuda.c 90 "'$BUILD/gpu-bench/bench_package' '$PKG' 8 3 64 64"
+    else
+      skip_step package_cuda.c "bench_package was not built (step 7)"
+    fi
+  else
+    skip_step package_cuda.python "compiling the CUDA package failed"
   fi
 fi
 

@@ -4,7 +4,8 @@ with ct_pickle_save: run as `/usr/bin/python3 tests/models/check_pickles.py DIR`
 where DIR is the OUTDIR of make_pickles.py.
 
 For every reference DIR/NAME.ref (see make_pickles.py) the C test writes
-DIR/c_NAME.pt; each must load in Python and have the same canonical form as the
+DIR/c_NAME.pt; each must load in Python (with torch.load's default, which is
+weights_only=True since torch 2.6, and with weights_only False and True) and have the same canonical form as the
 original (OrderedDict compares as dict). The views in c_view.pt must still
 share one storage. Exits 77 (CTest: skipped) when torch is not importable.
 """
@@ -37,17 +38,22 @@ def main():
         path = os.path.join(d, "c_" + name + ".pt")
         with open(ref_path) as f:
             ref = f.read()
-        try:
-            got = canonical_text(torch.load(path))
-        except Exception as e:  # report every file, not just the first
-            print("%s: cannot load: %s" % (path, e))
-            bad += 1
-            continue
-        if got != ref:
-            print("%s differs from %s:\n--- got\n%s--- expected\n%s" % (path, ref_path, got, ref))
-            bad += 1
-        else:
-            print("%s: ok" % path)
+        # Both ways: torch.load's default (weights_only=True since torch 2.6,
+        # which refuses torch.jit type tags), and weights_only=False / True
+        # explicitly on every torch that has the argument (1.13 and later).
+        for kw in ({}, {"weights_only": False}, {"weights_only": True}):
+            try:
+                got = canonical_text(torch.load(path, **kw))
+            except Exception as e:  # report every file, not just the first
+                print("%s: cannot load with torch.load(%s): %s" % (path, kw, e))
+                bad += 1
+                continue
+            if got != ref:
+                print("%s (torch.load(%s)) differs from %s:\n--- got\n%s--- expected\n%s"
+                      % (path, kw, ref_path, got, ref))
+                bad += 1
+            else:
+                print("%s: ok (torch.load(%s))" % (path, kw))
     view = torch.load(os.path.join(d, "c_view.pt"))
     ptr = view[0].storage().data_ptr()
     if not all(t.storage().data_ptr() == ptr for t in view):

@@ -34,6 +34,7 @@ from ._factories import (tensor, as_tensor, empty, zeros, ones, full, arange, ey
                          scalar_tensor)
 from ._format import set_printoptions
 from ._module import Module, load, load_pickle, save_pickle, compile_script, Script
+from .package import Package, load_package
 from . import ops
 from . import autograd
 from . import library

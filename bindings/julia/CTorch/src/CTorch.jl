@@ -38,6 +38,7 @@ include("values.jl")
 include("ops.jl")
 include("module.jl")
 include("autograd.jl")
+include("package.jl")
 
 const _LOADED = Ref(false)
 

@@ -788,4 +788,7 @@ end
     @test length(unique(tids)) > 1          # really ran on several threads
 end
 
+
+include("package.jl")
+
 end # testset CTorch

@@ -1,0 +1,106 @@
+# AOTInductor packages (.pt2): ct_package_* (LibTorch >= 2.6; older LibTorch
+# throws CTorchError(CT_ERR_NOT_SUPPORTED) naming the version needed).
+
+@cfunc ct_package_load Int32 (Ptr{P}, Cstring, Ptr{UInt8})
+@cfunc ct_package_load_buffer Int32 (Ptr{P}, Ptr{UInt8}, Csize_t, Ptr{UInt8})
+@cfunc ct_package_free Cvoid (P,)
+@cfunc ct_package_run Int32 (Ptr{P}, Csize_t, Ptr{Csize_t}, P, Ptr{P}, Csize_t)
+@cfunc ct_package_metadata Int32 (Ptr{P}, P)
+@cfunc ct_package_call_spec Int32 (Ptr{P}, P)
+@cfunc ct_package_constant_names Int32 (Ptr{P}, P)
+@cfunc ct_package_update_constants Int32 (P, Ptr{Ptr{UInt8}}, Ptr{P}, Csize_t)
+@cfunc ct_package_device Int32 (Ptr{Int32}, Ptr{Int32}, P)
+
+"""
+    AOTIPackage
+
+A model exported with `torch.export` and compiled with
+`torch._inductor.aoti_compile_and_package`, loaded with
+[`CTorch.load_package`](@ref). Calling it runs the model: tensors in (in the
+exported order), one `Tensor` out, or a tuple for several outputs.
+`metadata(p)`, `call_spec(p)`, `constant_names(p)`, `update_constants!(p, d)`,
+`device(p)`. Freed by a finalizer or [`free!`](@ref).
+"""
+mutable struct AOTIPackage
+    ptr::Ptr{Cvoid}
+    function AOTIPackage(::Val{:own}, p::Ptr{Cvoid})
+        pkg = new(p)
+        finalizer(pkg) do pkg
+            ct_package_free(pkg.ptr)
+            pkg.ptr = C_NULL
+        end
+        return pkg
+    end
+end
+Base.unsafe_convert(::Type{Ptr{Cvoid}}, p::AOTIPackage) = (q = p.ptr; q == C_NULL && _freed_error(); q)
+free!(p::AOTIPackage) = (ct_package_free(p.ptr); p.ptr = C_NULL; nothing)
+
+"""
+    CTorch.load_package(path; model_name=nothing) -> AOTIPackage
+    CTorch.load_package(bytes::AbstractVector{UInt8}; model_name=nothing)
+
+Loads an AOTInductor package (`.pt2`). `model_name` picks a model inside it
+(default `"model"`). Needs LibTorch >= 2.6.
+"""
+function load_package(path::AbstractString; model_name::Union{Nothing,AbstractString} = nothing)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    name = model_name === nothing ? nothing : String(model_name)
+    GC.@preserve name check(ct_package_load(out, path,
+                                             name === nothing ? Ptr{UInt8}(C_NULL) : pointer(name)))
+    return AOTIPackage(Val(:own), out[])
+end
+
+function load_package(data::AbstractVector{UInt8}; model_name::Union{Nothing,AbstractString} = nothing)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    buf = Vector{UInt8}(data)
+    name = model_name === nothing ? nothing : String(model_name)
+    GC.@preserve buf name check(ct_package_load_buffer(out, pointer(buf), length(buf),
+                                                       name === nothing ? Ptr{UInt8}(C_NULL) : pointer(name)))
+    return AOTIPackage(Val(:own), out[])
+end
+
+const _PACKAGE_MAX_OUTPUTS = 64
+
+function (p::AOTIPackage)(inputs...)
+    ts = Tensor[x isa Tensor ? x : Tensor(x) for x in inputs]
+    hs = Ptr{Cvoid}[Base.unsafe_convert(Ptr{Cvoid}, t) for t in ts]
+    outs = fill(Ptr{Cvoid}(C_NULL), _PACKAGE_MAX_OUTPUTS)
+    n = Ref{Csize_t}(0)
+    GC.@preserve ts check(ct_package_run(outs, length(outs), n, p, hs, length(hs)))
+    res = Tuple(_tensor_from_handle(outs[i]) for i in 1:n[])
+    return length(res) == 1 ? res[1] : res
+end
+
+function _package_value(f, p::AOTIPackage)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    check(f(out, p))
+    return from_value(out[])
+end
+
+"The package's metadata as a `Dict{String,String}` (`AOTI_DEVICE_KEY`, ...)."
+metadata(p::AOTIPackage) = _package_value(ct_package_metadata, p)
+"`[in_spec, out_spec]`: torch.export's serialized pytree specs (JSON strings)."
+call_spec(p::AOTIPackage) = _package_value(ct_package_call_spec, p)
+"Sorted dotted names of the package's constants (weights and buffers)."
+constant_names(p::AOTIPackage) = _package_value(ct_package_constant_names, p)
+
+"""
+    update_constants!(p, Dict("fc1.bias" => t, ...)) -> p
+
+Replaces constants without recompiling (a subset is fine).
+"""
+function update_constants!(p::AOTIPackage, constants::AbstractDict)
+    names = String[String(k) for k in keys(constants)]
+    ts = Tensor[(v = constants[k]; v isa Tensor ? v : Tensor(v)) for k in keys(constants)]
+    ns = Ptr{UInt8}[pointer(s) for s in names]
+    hs = Ptr{Cvoid}[Base.unsafe_convert(Ptr{Cvoid}, t) for t in ts]
+    GC.@preserve names ts check(ct_package_update_constants(p, ns, hs, length(hs)))
+    return p
+end
+
+"The `Device` the package runs on."
+function device(p::AOTIPackage)
+    t, i = Ref{Int32}(0), Ref{Int32}(0)
+    check(ct_package_device(t, i, p))
+    return Device(t[], i[])
+end

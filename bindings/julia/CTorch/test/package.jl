@@ -1,0 +1,46 @@
+# CTorch.load_package (AOTInductor .pt2). Included by runtests.jl. The Julia
+# suite runs on the Debian 12 leg (LibTorch 1.13, no AOTInductor: every call
+# reports not-supported with the version needed); where LibTorch >= 2.6 and
+# CTORCH_TEST_PACKAGES (tests/models/make_packages.py) are present, the mlp
+# package runs and its metadata is read.
+@testset "AOTInductor packages" begin
+    v = split(unsafe_string(CTorch.ct_torch_version()), '.')
+    aoti = (parse(Int, v[1]), parse(Int, v[2])) >= (2, 6)
+    if !aoti
+        e = try
+            CTorch.load_package("model.pt2"); nothing
+        catch err
+            err
+        end
+        @test e isa CTorchError
+        @test e.code == 7                     # CT_ERR_NOT_SUPPORTED
+        @test occursin("need LibTorch >= 2.6", e.message)
+        @test occursin(unsafe_string(CTorch.ct_torch_version()), e.message)
+        e2 = try
+            CTorch.load_package(UInt8[0x50, 0x4b, 0x03, 0x04]); nothing
+        catch err
+            err
+        end
+        @test e2 isa CTorchError && e2.code == 7
+    else
+        dir = get(ENV, "CTORCH_TEST_PACKAGES", "")
+        if isempty(dir) || !isfile(joinpath(dir, "mlp.pt2"))
+            @test_skip "no packages in CTORCH_TEST_PACKAGES=$(repr(dir))"
+        else
+            p = CTorch.load_package(joinpath(dir, "mlp.pt2"))
+            @test CTorch.metadata(p)["AOTI_DEVICE_KEY"] == "cpu"
+            @test CTorch.device(p) == Device(:cpu)
+            @test length(CTorch.call_spec(p)) == 2
+            @test sort(CTorch.constant_names(p)) == ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"]
+            y = p(CTorch.full((3, 8), 0.5; dtype = Float32))
+            @test y isa Tensor
+            e = try
+                CTorch.load_package(joinpath(dir, "not_a_zip.pt2")); nothing
+            catch err
+                err
+            end
+            @test e isa CTorchError && e.code == 5 && occursin("not a zip archive", e.message)
+            free!(p)
+        end
+    end
+end

@@ -1,0 +1,123 @@
+"""AOTInductor packages (.pt2): models exported with torch.export and compiled
+ahead of time with torch._inductor.aoti_compile_and_package, run through
+libctorch's ct_package_* functions (LibTorch >= 2.6; older LibTorch raises
+NotSupportedError naming the version needed).
+
+    >>> pkg = ctorch.load_package("model.pt2")
+    >>> y = pkg(ctorch.randn(3, 8))          # one output: a Tensor
+    >>> pkg.constant_names                    # ['fc1.bias', 'fc1.weight', ...]
+    >>> pkg.update_constants({"fc1.bias": ctorch.zeros(16)})
+"""
+import os
+from ctypes import byref, c_char_p, c_int32, c_size_t, c_void_p
+
+from ._factories import as_tensor
+from ._values import from_value
+from .tensor import Tensor, wrap as _wrap_h
+from ._lib import C, check
+from ._types import device
+
+__all__ = ["Package", "load_package"]
+
+_MAX_OUTPUTS = 64
+
+
+def _handles(tensors):
+    """Keeps the Tensor objects alive while their handles are in use."""
+    ts = [t if isinstance(t, Tensor) else as_tensor(t) for t in tensors]
+    arr = (c_void_p * len(ts))(*[t._ptr() for t in ts])
+    return ts, arr
+
+
+class Package:
+    """A loaded AOTInductor package. Calling it runs the model: tensors (ctorch
+    Tensors, or anything ctorch.as_tensor takes) in the exported order; returns
+    one Tensor for a single output, else a tuple of Tensors."""
+
+    __slots__ = ("_p", "__weakref__")
+
+    def __init__(self, path, model_name=None):
+        out = c_void_p()
+        name = model_name.encode() if model_name is not None else None
+        if isinstance(path, (bytes, bytearray, memoryview)) and not isinstance(path, bytes):
+            path = bytes(path)
+        if isinstance(path, bytes) and path[:2] == b"PK":
+            check(C.package_load_buffer(byref(out), path, len(path), name))
+        elif hasattr(path, "read"):
+            data = path.read()
+            check(C.package_load_buffer(byref(out), data, len(data), name))
+        else:
+            check(C.package_load(byref(out), os.fsencode(path), name))
+        self._p = out.value
+
+    def _ptr(self):
+        if not self._p:
+            raise ValueError("use of a freed package")
+        return self._p
+
+    def __call__(self, *inputs):
+        keep, arr = _handles(inputs)
+        outs = (c_void_p * _MAX_OUTPUTS)()
+        n = c_size_t()
+        check(C.package_run(outs, _MAX_OUTPUTS, byref(n), self._ptr(), arr, len(keep)))
+        res = tuple(_wrap_h(outs[i]) for i in range(n.value))
+        return res[0] if len(res) == 1 else res
+
+    run = __call__
+
+    @property
+    def metadata(self):
+        """dict[str, str]: AOTI_DEVICE_KEY and what the exporter stored."""
+        out = c_void_p()
+        check(C.package_metadata(byref(out), self._ptr()))
+        return from_value(out.value)
+
+    @property
+    def call_spec(self):
+        """[in_spec, out_spec]: torch.export's serialized pytree specs (JSON)."""
+        out = c_void_p()
+        check(C.package_call_spec(byref(out), self._ptr()))
+        return from_value(out.value)
+
+    @property
+    def constant_names(self):
+        """Sorted dotted names of the constants (weights, buffers)."""
+        out = c_void_p()
+        check(C.package_constant_names(byref(out), self._ptr()))
+        return from_value(out.value)
+
+    def update_constants(self, constants):
+        """Replaces constants ({name: tensor}, a subset is fine) without
+        recompiling. The package keeps references to the tensors (no copy)."""
+        names = list(constants)
+        keep, arr = _handles([constants[k] for k in names])
+        enc = [k.encode() for k in names]
+        cnames = (c_char_p * len(enc))(*enc)
+        check(C.package_update_constants(self._ptr(), cnames, arr, len(names)))
+
+    @property
+    def device(self):
+        """The ctorch.device the package runs on."""
+        t, i = c_int32(), c_int32()
+        check(C.package_device(byref(t), byref(i), self._ptr()))
+        return device._from_codes(t.value, i.value)
+
+    def free(self):
+        if self._p:
+            p, self._p = self._p, None
+            C.package_free(p)
+
+    def __del__(self):
+        try:
+            self.free()
+        except Exception:  # interpreter shutdown
+            pass
+
+    def __repr__(self):
+        return "<ctorch.Package on %s>" % (self.device if self._p else "freed")
+
+
+def load_package(path, model_name=None):
+    """Loads an AOTInductor package (.pt2) from a path, bytes or a binary file
+    object; model_name picks a model inside it (default "model")."""
+    return Package(path, model_name)

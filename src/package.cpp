@@ -1,0 +1,406 @@
+// AOTInductor packages (.pt2) behind a ct_package handle:
+// torch::inductor::AOTIModelPackageLoader (LibTorch >= 2.6). Older LibTorch
+// builds get the same functions, each returning CT_ERR_NOT_SUPPORTED.
+#include "internal.h"
+
+#include <torch/version.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)) && \
+    __has_include(<torch/csrc/inductor/aoti_package/model_package_loader.h>)
+#define CTORCH_HAVE_AOTI 1
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+#else
+#define CTORCH_HAVE_AOTI 0
+#endif
+
+namespace {
+
+#if CTORCH_HAVE_AOTI
+
+// (path, model_name) is a constructor in 2.6 and, with defaulted trailing
+// arguments (single-threaded runner, number of runners, device index), in
+// every later release.
+using Loader = torch::inductor::AOTIModelPackageLoader;
+
+// The first line of an exception message (LibTorch's runtime errors can carry
+// file listings or backtraces after it).
+std::string first_line(const char *what) {
+  std::string s = what ? what : "unknown error";
+  size_t nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+#endif
+
+}  // namespace
+
+struct ct_package {
+#if CTORCH_HAVE_AOTI
+  std::unique_ptr<Loader> loader;
+  std::unordered_map<std::string, std::string> metadata;
+  std::vector<std::string> call_spec;
+  std::vector<std::string> constant_names;  // sorted
+  std::unordered_map<std::string, int32_t> constant_dtypes;  // name -> c10::ScalarType
+  size_t n_inputs = static_cast<size_t>(-1);  // from the in_spec; -1 unknown
+  int32_t device_type = CT_DEVICE_CPU;
+  int32_t device_index = -1;
+#endif
+};
+
+namespace {
+
+ct_status not_supported(const char *func) {
+  return ct::set_error(CT_ERR_NOT_SUPPORTED,
+                       "%s: AOTInductor packages need LibTorch >= 2.6 "
+                       "(AOTIModelPackageLoader); this ctorch was built against LibTorch %s",
+                       func, TORCH_VERSION);
+}
+
+#if CTORCH_HAVE_AOTI
+
+// Leaves of a serialized pytree spec: one `"type": null` per leaf.
+size_t count_leaves(const std::string &spec) {
+  size_t n = 0;
+  for (size_t pos = 0; (pos = spec.find("\"type\": null", pos)) != std::string::npos; ++pos) ++n;
+  return n;
+}
+
+uint32_t le16(const unsigned char *p) { return p[0] | (p[1] << 8); }
+uint32_t le32(const unsigned char *p) {
+  return p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24);
+}
+
+// Names in a zip's central directory; false if it has none (not a zip).
+// LibTorch's loader creates its temporary directory before it looks inside,
+// and leaves it behind when it then throws; checking here first avoids that
+// for the common mistakes (not a package, wrong model name).
+bool zip_names(const std::vector<unsigned char> &z, std::vector<std::string> *names) {
+  if (z.size() < 22) return false;
+  size_t eocd = std::string::npos;
+  size_t lo = z.size() > 22 + 65535 ? z.size() - 22 - 65535 : 0;
+  for (size_t i = z.size() - 22 + 1; i-- > lo;)
+    if (le32(&z[i]) == 0x06054b50) {
+      eocd = i;
+      break;
+    }
+  if (eocd == std::string::npos) return false;
+  uint32_t count = le16(&z[eocd + 10]), off = le32(&z[eocd + 16]);
+  for (uint32_t k = 0; k < count; ++k) {
+    if (off + 46 > z.size() || le32(&z[off]) != 0x02014b50) return false;
+    uint32_t n = le16(&z[off + 28]), extra = le16(&z[off + 30]), comment = le16(&z[off + 32]);
+    if (off + 46 + n > z.size()) return false;
+    names->emplace_back(reinterpret_cast<const char *>(&z[off + 46]), n);
+    off += 46 + n + extra + comment;
+  }
+  return true;
+}
+
+ct_status load_file(const char *func, ct_package **out, const std::string &path,
+                    const char *model_name, const char *shown_as) {
+  std::string name = model_name ? model_name : "model";
+  std::vector<unsigned char> bytes;
+  {
+    FILE *f = std::fopen(path.c_str(), "rb");
+    if (!f) {
+      int err = errno;
+      return ct::set_error(err == ENOENT ? CT_ERR_NOT_FOUND : CT_ERR_IO, "%s: cannot open '%s': %s",
+                           func, shown_as, std::strerror(err));
+    }
+    unsigned char buf[1 << 16];
+    size_t got;
+    while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.insert(bytes.end(), buf, buf + got);
+    std::fclose(f);
+  }
+  std::vector<std::string> names;
+  if (bytes.size() < 4 || bytes[0] != 'P' || bytes[1] != 'K' || !zip_names(bytes, &names))
+    return ct::set_error(CT_ERR_IO,
+                         "%s: '%s' is not an AOTInductor package (.pt2): not a zip archive",
+                         func, shown_as);
+  const std::string dir = "data/aotinductor/" + name + "/";
+  std::set<std::string> models;
+  bool found = false;
+  for (const auto &n : names) {
+    size_t at = n.find("data/aotinductor/");
+    if (at == std::string::npos) continue;
+    std::string rest = n.substr(at + 17);
+    size_t slash = rest.find('/');
+    if (slash != std::string::npos) models.insert(rest.substr(0, slash));
+    if (n.compare(at, dir.size(), dir) == 0) found = true;
+  }
+  if (!found) {
+    std::string list;
+    for (const auto &m : models) list += (list.empty() ? "" : ", ") + m;
+    return ct::set_error(CT_ERR_IO,
+                         "%s: '%s' is not a loadable AOTInductor package with a model '%s': %s",
+                         func, shown_as, name.c_str(),
+                         models.empty() ? "no data/aotinductor/ models in the archive"
+                                        : ("it has " + list).c_str());
+  }
+  auto p = std::make_unique<ct_package>();
+  try {
+    p->loader = std::make_unique<Loader>(path, name);
+  } catch (const std::exception &e) {
+    std::string msg = first_line(e.what());
+    if (msg.find("Unsupported device") != std::string::npos ||
+        msg.find("CUDA") != std::string::npos || msg.find("cuda") != std::string::npos)
+      return ct::set_error(CT_ERR_NOT_SUPPORTED,
+                           "%s: cannot run the package '%s' (model '%s') with this LibTorch: %s",
+                           func, shown_as, name.c_str(), msg.c_str());
+    return ct::set_error(CT_ERR_IO,
+                         "%s: '%s' is not a loadable AOTInductor package with a model '%s': %s",
+                         func, shown_as, name.c_str(), msg.c_str());
+  }
+  p->metadata = p->loader->get_metadata();
+  p->call_spec = p->loader->get_call_spec();
+  if (!p->call_spec.empty() && count_leaves(p->call_spec[0]) > 0)
+    p->n_inputs = count_leaves(p->call_spec[0]);
+  p->constant_names = p->loader->get_constant_fqns();
+  std::sort(p->constant_names.begin(), p->constant_names.end());
+  if (auto *runner = p->loader->get_runner()) {
+    auto dtypes = runner->getConstantNamesToDtypes();
+    for (const auto &kv : runner->getConstantNamesToOriginalFQNs()) {
+      auto d = dtypes.find(kv.first);
+      if (d != dtypes.end()) p->constant_dtypes[kv.second] = d->second;
+    }
+  }
+  auto dev = p->metadata.find("AOTI_DEVICE_KEY");
+  if (dev != p->metadata.end()) {
+    c10::Device d(dev->second);
+    p->device_type = ct::device_type_code(d.type());
+    p->device_index = d.has_index() ? d.index() : -1;
+  }
+  *out = p.release();
+  return CT_OK;
+}
+
+#endif
+
+}  // namespace
+
+extern "C" {
+
+ct_status ct_package_load(ct_package **out, const char *path, const char *model_name) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(path);
+#if CTORCH_HAVE_AOTI
+    return load_file(ct_fn_, out, path, model_name, path);
+#else
+    (void)model_name;
+    return not_supported(ct_fn_);
+#endif
+  });
+}
+
+ct_status ct_package_load_buffer(ct_package **out, const void *data, size_t len,
+                                 const char *model_name) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_ARG(data != nullptr || len == 0, "%s: argument 'data' is NULL", ct_fn_);
+#if CTORCH_HAVE_AOTI
+    const char *tmp = std::getenv("TMPDIR");
+    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/ctorch-package-XXXXXX.pt2";
+    int fd = mkstemps(&path[0], 4);
+    if (fd < 0)
+      return ct::set_error(CT_ERR_IO, "%s: cannot create a temporary file: %s", ct_fn_,
+                           std::strerror(errno));
+    const char *p = static_cast<const char *>(data);
+    size_t left = len;
+    while (left > 0) {
+      ssize_t w = ::write(fd, p, left);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        int err = errno;
+        ::close(fd);
+        ::unlink(path.c_str());
+        return ct::set_error(CT_ERR_IO, "%s: cannot write a temporary file: %s", ct_fn_,
+                             std::strerror(err));
+      }
+      p += w;
+      left -= static_cast<size_t>(w);
+    }
+    ::close(fd);
+    ct_status st;
+    try {
+      st = load_file(ct_fn_, out, path, model_name, "<buffer>");
+    } catch (...) {
+      ::unlink(path.c_str());
+      throw;
+    }
+    ::unlink(path.c_str());
+    return st;
+#else
+    (void)model_name;
+    return not_supported(ct_fn_);
+#endif
+  });
+}
+
+void ct_package_free(ct_package *p) {
+  try {
+    delete p;
+  } catch (...) {
+  }
+}
+
+ct_status ct_package_run(ct_tensor **outputs, size_t n_outputs, size_t *n_returned,
+                         ct_package *p, const ct_tensor *const *inputs, size_t n_inputs) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(p);
+    CT_CHECK_ARG(outputs != nullptr || n_outputs == 0, "%s: argument 'outputs' is NULL",
+                 ct_fn_);
+    CT_CHECK_ARG(inputs != nullptr || n_inputs == 0, "%s: argument 'inputs' is NULL", ct_fn_);
+#if CTORCH_HAVE_AOTI
+    if (p->n_inputs != static_cast<size_t>(-1) && n_inputs != p->n_inputs)
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                           "%s: the package's model takes %zu input tensors, got %zu", ct_fn_,
+                           p->n_inputs, n_inputs);
+    std::vector<at::Tensor> in;
+    in.reserve(n_inputs);
+    for (size_t i = 0; i < n_inputs; ++i) {
+      if (!inputs[i])
+        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: inputs[%zu] is NULL", ct_fn_, i);
+      in.push_back(inputs[i]->t);
+    }
+    std::vector<at::Tensor> res = p->loader->run(in);
+    if (res.size() > n_outputs)
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                           "%s: the model returned %zu tensors, more than n_outputs (%zu)",
+                           ct_fn_, res.size(), n_outputs);
+    for (size_t i = 0; i < res.size(); ++i) outputs[i] = ct::new_tensor(std::move(res[i]));
+    if (n_returned) *n_returned = res.size();
+    return CT_OK;
+#else
+    (void)n_returned;
+    return not_supported(ct_fn_);
+#endif
+  });
+}
+
+ct_status ct_package_metadata(ct_value **out, const ct_package *p) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(p);
+#if CTORCH_HAVE_AOTI
+    std::vector<std::string> keys;
+    for (const auto &kv : p->metadata) keys.push_back(kv.first);
+    std::sort(keys.begin(), keys.end());
+    c10::Dict<std::string, std::string> d;
+    for (const auto &k : keys) d.insert(k, p->metadata.at(k));
+    *out = ct::new_value(c10::IValue(std::move(d)));
+    return CT_OK;
+#else
+    return not_supported(ct_fn_);
+#endif
+  });
+}
+
+ct_status ct_package_call_spec(ct_value **out, const ct_package *p) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(p);
+#if CTORCH_HAVE_AOTI
+    c10::List<std::string> l;
+    for (const auto &s : p->call_spec) l.push_back(s);
+    *out = ct::new_value(c10::IValue(std::move(l)));
+    return CT_OK;
+#else
+    return not_supported(ct_fn_);
+#endif
+  });
+}
+
+ct_status ct_package_constant_names(ct_value **out, const ct_package *p) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(p);
+#if CTORCH_HAVE_AOTI
+    c10::List<std::string> l;
+    for (const auto &s : p->constant_names) l.push_back(s);
+    *out = ct::new_value(c10::IValue(std::move(l)));
+    return CT_OK;
+#else
+    return not_supported(ct_fn_);
+#endif
+  });
+}
+
+ct_status ct_package_update_constants(ct_package *p, const char *const *names,
+                                      const ct_tensor *const *tensors, size_t n) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(p);
+    CT_CHECK_ARG((names != nullptr && tensors != nullptr) || n == 0,
+                 "%s: 'names' and 'tensors' must not be NULL when n > 0", ct_fn_);
+#if CTORCH_HAVE_AOTI
+    std::unordered_map<std::string, at::Tensor> map;
+    for (size_t i = 0; i < n; ++i) {
+      if (!names[i] || !tensors[i])
+        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: names[%zu] or tensors[%zu] is NULL",
+                             ct_fn_, i, i);
+      std::string name = names[i];
+      if (!std::binary_search(p->constant_names.begin(), p->constant_names.end(), name))
+        return ct::set_error(CT_ERR_NOT_FOUND, "%s: the package has no constant '%s'", ct_fn_,
+                             names[i]);
+      const at::Tensor &t = tensors[i]->t;
+      if (ct::device_type_code(t.device().type()) != p->device_type)
+        return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                             "%s: constant '%s' is on %s, the package runs on %s", ct_fn_,
+                             names[i], t.device().str().c_str(),
+                             p->metadata.count("AOTI_DEVICE_KEY")
+                                 ? p->metadata.at("AOTI_DEVICE_KEY").c_str()
+                                 : "?");
+      auto want = p->constant_dtypes.find(name);
+      if (want != p->constant_dtypes.end() &&
+          want->second != static_cast<int32_t>(t.scalar_type()))
+        return ct::set_error(CT_ERR_TYPE, "%s: constant '%s' is %s, the package expects %s",
+                             ct_fn_, names[i], c10::toString(t.scalar_type()),
+                             c10::toString(static_cast<c10::ScalarType>(want->second)));
+      if (!map.emplace(name, t).second)
+        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: constant '%s' given twice", ct_fn_,
+                             names[i]);
+    }
+    p->loader->load_constants(map, /*use_inactive=*/false, /*check_full_update=*/false);
+    return CT_OK;
+#else
+    return not_supported(ct_fn_);
+#endif
+  });
+}
+
+ct_status ct_package_device(int32_t *device_type, int32_t *device_index, const ct_package *p) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(device_type);
+    CT_CHECK_NOT_NULL(device_index);
+    CT_CHECK_NOT_NULL(p);
+#if CTORCH_HAVE_AOTI
+    *device_type = p->device_type;
+    *device_index = p->device_index;
+    return CT_OK;
+#else
+    return not_supported(ct_fn_);
+#endif
+  });
+}
+
+}  // extern "C"
