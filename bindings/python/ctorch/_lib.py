@@ -547,16 +547,6 @@ SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     "ct_cuda_set_stream": (S, [PP, I32, P]),
     "ct_cuda_stream_synchronize": (S, [P, I32]),
     "ct_cuda_stream_wait_stream": (S, [P, P, I32]),
-    # AOTInductor packages (package.py)
-    "ct_package_load": (S, [PP, STR, STR]),
-    "ct_package_load_buffer": (S, [PP, P, SZ, STR]),
-    "ct_package_free": (None, [P]),
-    "ct_package_run": (S, [PP, SZ, PSZ, P, PP, SZ]),
-    "ct_package_metadata": (S, [PP, P]),
-    "ct_package_call_spec": (S, [PP, P]),
-    "ct_package_constant_names": (S, [PP, P]),
-    "ct_package_update_constants": (S, [P, PSTR, PP, SZ]),
-    "ct_package_device": (S, [PI32, PI32, P]),
 }
 
 #: Functions agreed for include/ctorch.h (docs: the coordination notes) that a
