@@ -155,12 +155,12 @@ CT_API int32_t ct_inference_mode_is_enabled(void);
  * a module's graph is optimized, so ctorch turns CPU fusion off when it loads
  * (process-wide; it also affects other LibTorch users in the process, such as
  * Python's torch). CUDA fusion is untouched; results are the same either way.
- * CTORCH_CPU_FUSER=1 in the environment before loading keeps LibTorch's
- * setting, CTORCH_CPU_FUSER=0 turns it off on any version.
+ * CTORCH_CPU_FUSER=1 in the environment before loading turns it on (where
+ * LibTorch has a CPU fusion backend), CTORCH_CPU_FUSER=0 off on any version.
  * ct_cpu_fuser_set(1) turns it back on, (0) off; it affects graphs optimized
  * afterwards. Enabling fails with CT_ERR_NOT_SUPPORTED when LibTorch has no
- * CPU fusion backend (Debian 12's LibTorch 1.13). Not thread-safe against
- * concurrent module runs; call it at start-up. */
+ * CPU fusion backend. Not thread-safe against concurrent module runs; call it
+ * at start-up. */
 CT_API ct_status ct_cpu_fuser_set(int32_t enabled);
 /* 1 if TorchScript CPU fusion is on, else 0. */
 CT_API int32_t ct_cpu_fuser_is_enabled(void);

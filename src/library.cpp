@@ -31,12 +31,16 @@ TORCH_API void overrideCanFuseOnCPU(bool value);
 
 namespace {
 // Turns TorchScript CPU fusion off at load on LibTorch >= 2 (its LLVM code
-// generator can hang; see ct_cpu_fuser_set), unless CTORCH_CPU_FUSER says so.
+// generator can hang; see ct_cpu_fuser_set); CTORCH_CPU_FUSER=1 turns it on,
+// CTORCH_CPU_FUSER=0 off on any version.
 struct CpuFuserInit {
   CpuFuserInit() {
     try {
       const char *env = std::getenv("CTORCH_CPU_FUSER");
-      if (env && std::strcmp(env, "1") == 0) return;
+      if (env && std::strcmp(env, "1") == 0) {
+        torch::jit::overrideCanFuseOnCPU(true);  // on where LibTorch has a backend
+        return;
+      }
       bool force_off = env && std::strcmp(env, "0") == 0;
       if ((TORCH_VERSION_MAJOR >= 2 || force_off) && torch::jit::canFuseOnCPU())
         torch::jit::overrideCanFuseOnCPU(false);

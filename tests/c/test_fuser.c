@@ -26,7 +26,7 @@ static int torch_major(void) { return atoi(ct_torch_version()); }
 
 static void test_default_is_off(void **state) {
   (void)state;
-  /* Off after load on LibTorch 2.x; Debian's 1.13 has no CPU backend at all. */
+  /* Off after load on LibTorch 2.x; Debian's 1.13 leaves it off by default. */
   assert_int_equal(ct_cpu_fuser_is_enabled(), 0);
 }
 
@@ -87,9 +87,9 @@ static void test_switch(void **state) {
   if (torch_major() >= 2) print_message("CPU fusion backend present: %s\n", st == CT_OK ? "yes" : "no");
 }
 
-/* CTORCH_CPU_FUSER=1 keeps LibTorch's own setting (on, where there is a
- * backend); checked in a child process, since the setting is read at load. */
-static void test_env_keeps_libtorch_setting(void **state) {
+/* CTORCH_CPU_FUSER=1 turns fusion on where LibTorch has a backend, =0 off;
+ * checked in child processes, since the variable is read at load. */
+static void test_env_switch(void **state) {
   (void)state;
   int has_backend = ct_cpu_fuser_set(1) == CT_OK;
   CT_OK_OR_FAIL(ct_cpu_fuser_set(0));
@@ -119,7 +119,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_default_is_off),
       cmocka_unit_test(test_fusable_function_runs),
       cmocka_unit_test(test_switch),
-      cmocka_unit_test(test_env_keeps_libtorch_setting),
+      cmocka_unit_test(test_env_switch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
