@@ -271,8 +271,7 @@ ct_status ct_tensor_from_dlpack_versioned(ct_tensor **out, DLManagedTensorVersio
     if (src->version.major != 1) {
       DeleteOnFailure<DLManagedTensorVersioned> g{src};
       return ct::set_error(CT_ERR_NOT_SUPPORTED,
-                           "ct_tensor_from_dlpack_versioned: DLPack version %u.%u is not "
-                           "supported (need 1.x)",
+                           "%s: DLPack version %u.%u is not supported (need 1.x)", ct_fn_,
                            src->version.major, src->version.minor);
     }
     bool read_only = (src->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;

@@ -1,6 +1,6 @@
 // Errors: the thread-local last-error slot, the exception-to-status mapping
 // used by the barrier (ct::guard), and ct_free.
-#include "internal.h"
+#include "messages.h"
 
 #include <c10/util/Backtrace.h>
 #include <c10/util/Logging.h>
@@ -60,6 +60,16 @@ void set_backtraces(bool enabled) {
         [] { return c10::get_backtrace(/*frames_to_skip=*/1); }));
   } else {
     c10::SetStackTraceFetcher(std::function<std::string()>([] { return std::string(); }));
+  }
+}
+
+// An exception's message as stored: ct::summarize's (the real error first for
+// TorchScript interpreter errors); empty when even that runs out of memory.
+std::string summary(const char *msg) noexcept {
+  try {
+    return ct::summarize(msg);
+  } catch (...) {
+    return std::string();
   }
 }
 
@@ -123,13 +133,13 @@ ct_status set_error_from_current_exception(const char *func) noexcept {
                       std::strstr(msg, "not enough memory") || std::strstr(msg, "out of memory"))
                          ? CT_ERR_OUT_OF_MEMORY
                          : CT_ERR_TORCH;
-    store(code, func, msg);
+    store(code, func, summary(msg));
     return code;
   } catch (const std::bad_alloc &) {
     store(CT_ERR_OUT_OF_MEMORY, func, "out of memory");
     return CT_ERR_OUT_OF_MEMORY;
   } catch (const std::exception &e) {
-    store(CT_ERR_TORCH, func, e.what());
+    store(CT_ERR_TORCH, func, summary(e.what()));  // e.g. TorchScript interpreter errors
     return CT_ERR_TORCH;
   } catch (...) {
     store(CT_ERR_INTERNAL, func, "unknown C++ exception");

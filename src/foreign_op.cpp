@@ -68,7 +68,7 @@ void run_foreign(const ForeignOp &f, Stack &stack) {
     }
     for (size_t i = 0; i < rets.size(); ++i) {
       IValue c;
-      if (!coerce_impl(got[i], rets[i].type(), &c, false))
+      if (!coerce(got[i], rets[i].type(), &c))
         ct::raise(CT_ERR_CALLBACK, "%s: result %zu expected %s but the callback returned %s",
                   f.name.c_str(), i, arg_type_string(rets[i]).c_str(),
                   value_type_name(got[i]).c_str());

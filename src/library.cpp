@@ -63,7 +63,7 @@ int32_t ct_get_num_threads(void) {
 ct_status ct_set_num_threads(int32_t n) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
-    CT_CHECK_ARG(n >= 1, "ct_set_num_threads: n must be >= 1, got %d", n);
+    CT_CHECK_ARG(n >= 1, "%s: n must be >= 1, got %d", ct_fn_, n);
     at::set_num_threads(n);
     return CT_OK;
   });
@@ -77,7 +77,7 @@ int32_t ct_get_num_interop_threads(void) {
 ct_status ct_set_num_interop_threads(int32_t n) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
-    CT_CHECK_ARG(n >= 1, "ct_set_num_interop_threads: n must be >= 1, got %d", n);
+    CT_CHECK_ARG(n >= 1, "%s: n must be >= 1, got %d", ct_fn_, n);
     at::set_num_interop_threads(n);
     return CT_OK;
   });
@@ -98,7 +98,7 @@ ct_status ct_load_library(const char *path) {
     void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
     if (!h) {
       const char *msg = dlerror();
-      return ct::set_error(CT_ERR_IO, "ct_load_library: cannot load '%s': %s", path,
+      return ct::set_error(CT_ERR_IO, "%s: cannot load '%s': %s", ct_fn_, path,
                            msg ? msg : "unknown error");
     }
     return CT_OK;
@@ -149,7 +149,7 @@ ct_status ct_inference_mode_pop(void) {
   return ct::guard(ct_fn_, [&] {
     if (inference_stack.empty())
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "ct_inference_mode_pop: no inference mode was pushed on this thread");
+                           "%s: no inference mode was pushed on this thread", ct_fn_);
     inference_stack.pop_back();
     return CT_OK;
   });

@@ -4,14 +4,13 @@
 // freeze), and building modules. TorchScript source compiled into modules
 // goes through the resolver in script.cpp.
 #include "schema.h"
+#include "file_io.h"
 #include "script.h"
 
 #include <caffe2/serialize/file_adapter.h>
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/read_adapter_interface.h>
 #include <torch/csrc/jit/serialization/import.h>
-
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
@@ -25,283 +24,51 @@ namespace {
 
 using c10::IValue;
 using c10::TypePtr;
-using ct::with_code;
 
-// ---- Coercion of arguments to schema types ----------------------------------
-// Fast check without building the value's type for the common cases.
-bool matches(const IValue &v, const TypePtr &t) {
-  switch (t->kind()) {
-  case c10::TensorType::Kind:
-    return v.isTensor();
-  case c10::IntType::Kind:
-    return v.isInt();
-  case c10::FloatType::Kind:
-    return v.isDouble();
-  case c10::BoolType::Kind:
-    return v.isBool();
-  case c10::StringType::Kind:
-    return v.isString();
-  case c10::AnyType::Kind:
-    return true;
-  case c10::NumberType::Kind:
-    return v.isInt() || v.isDouble() || v.isComplexDouble();
-  case c10::OptionalType::Kind:
-    return v.isNone() ||
-           matches(v, t->expectRef<c10::OptionalType>().getElementType());
-  default:
-    return v.type()->isSubtypeOf(*t);
-  }
-}
-
-// Python-like conversions TorchScript's own schema check does not do: int to
-// float, and containers whose element types differ (an empty List[Any] or
-// Dict[str, Any] built by ct_value_list/ct_value_dict, lists of ints for
-// List[float], ...). Returns false when not convertible.
-bool coerce_to(const IValue &v, const TypePtr &t, IValue *out) {
-  if (matches(v, t)) {
-    *out = v;
-    return true;
-  }
-  switch (t->kind()) {
-  case c10::FloatType::Kind:
-    if (v.isInt()) {
-      *out = IValue(static_cast<double>(v.toInt()));
-      return true;
-    }
-    return false;
-  case c10::OptionalType::Kind:
-    return coerce_to(v, t->expectRef<c10::OptionalType>().getElementType(),
-                     out);
-  case c10::ListType::Kind: {
-    if (!v.isList())
-      return false;
-    const TypePtr &et = t->expectRef<c10::ListType>().getElementType();
-    c10::impl::GenericList l(et);
-    auto ref = v.toListRef();
-    l.reserve(ref.size());
-    for (const IValue &e : ref) {
-      IValue c;
-      if (!coerce_to(e, et, &c))
-        return false;
-      l.push_back(std::move(c));
-    }
-    *out = IValue(std::move(l));
-    return true;
-  }
-  case c10::DictType::Kind: {
-    if (!v.isGenericDict())
-      return false;
-    const auto &dt = t->expectRef<c10::DictType>();
-    c10::impl::GenericDict d(dt.getKeyType(), dt.getValueType());
-    for (const auto &e : v.toGenericDict()) {
-      IValue k, x;
-      if (!coerce_to(e.key(), dt.getKeyType(), &k) ||
-          !coerce_to(e.value(), dt.getValueType(), &x))
-        return false;
-      d.insert_or_assign(std::move(k), std::move(x));
-    }
-    *out = IValue(std::move(d));
-    return true;
-  }
-  case c10::TupleType::Kind: {
-    if (!v.isTuple())
-      return false;
-    const auto &tt = t->expectRef<c10::TupleType>();
-    const auto &el = v.toTupleRef().elements();
-    if (el.size() != tt.elements().size())
-      return false;
-    std::vector<IValue> items(el.size());
-    for (size_t i = 0; i < el.size(); ++i)
-      if (!coerce_to(el[i], tt.elements()[i], &items[i]))
-        return false;
-    *out = IValue(c10::ivalue::Tuple::create(std::move(items)));
-    return true;
-  }
-  default:
-    return false;
-  }
-}
-
-std::string value_type_str(const IValue &v) {
-  if (v.isTensor())
-    return "Tensor";
+// Runs body; exceptions other than out-of-memory and ctorch's own become
+// `code` with `prefix` and the summarized message. Archive I/O reports
+// CT_ERR_IO this way; everything else leaves errors to the barrier.
+template <class F>
+ct_status with_code(const char *func, ct_status code, const char *prefix, F &&body) {
   try {
-    return v.type()->annotation_str();
-  } catch (...) {
-    return v.tagKind();
+    return body();
+  } catch (const ct::Error &) {
+    throw;
+  } catch (const std::bad_alloc &) {
+    throw;
+  } catch (const c10::OutOfMemoryError &) {
+    throw;
+  } catch (const std::exception &e) {
+    std::string s = ct::summarize(ct::exception_text(e));
+    return ct::set_error(code, "%s: %s%s", func, prefix, s.c_str());
   }
 }
 
-std::string schema_str(const c10::FunctionSchema &s) {
-  std::ostringstream os;
-  os << s;
-  return os.str();
-}
-
-// Builds the stack for `schema` (self, when given, first) from positional and
-// keyword arguments plus defaults. Sets the error and returns non-OK on a
-// mismatch.
-ct_status bind(const char *func, const c10::FunctionSchema &schema,
-               const IValue *self, const ct_value *const *args, size_t n,
-               const char *const *kwnames, const ct_value *const *kwvalues,
-               size_t nkw, torch::jit::Stack *stack) {
-  if (n > 0 && !args)
-    return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                         "%s: argument 'args' is NULL with n %zu", func, n);
-  if (nkw > 0 && (!kwnames || !kwvalues))
-    return ct::set_error(
-        CT_ERR_INVALID_ARGUMENT,
-        "%s: argument 'kwnames' or 'kwvalues' is NULL with nkw %zu", func, nkw);
-  for (size_t i = 0; i < n; ++i)
-    if (!args[i])
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: args[%zu] is NULL",
-                           func, i);
-  for (size_t i = 0; i < nkw; ++i)
-    if (!kwnames[i] || !kwvalues[i])
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: kwnames[%zu] or kwvalues[%zu] is NULL", func, i,
-                           i);
-  const auto &sargs = schema.arguments();
-  size_t first = self ? 1 : 0;
-  size_t npos = 0;
-  for (size_t i = first; i < sargs.size() && !sargs[i].kwarg_only(); ++i)
-    ++npos;
-  if (n > npos)
-    return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                         "%s: %s takes %zu positional argument(s) but %zu were "
-                         "given\nschema: %s",
-                         func, schema.name().c_str(), npos, n,
-                         schema_str(schema).c_str());
-  stack->clear();
-  stack->reserve(sargs.size());
-  if (self)
-    stack->push_back(*self);
-  size_t used_kw = 0;
-  for (size_t i = first; i < sargs.size(); ++i) {
-    const c10::Argument &a = sargs[i];
-    size_t pi = i - first;
-    const IValue *src = nullptr;
-    if (pi < n)
-      src = &args[pi]->v;
-    for (size_t k = 0; k < nkw; ++k) {
-      if (a.name() == kwnames[k]) {
-        if (src)
-          return ct::set_error(
-              CT_ERR_INVALID_ARGUMENT,
-              "%s: %s got multiple values for argument '%s'\nschema: %s", func,
-              schema.name().c_str(), kwnames[k], schema_str(schema).c_str());
-        src = &kwvalues[k]->v;
-        ++used_kw;
-      }
-    }
-    if (!src) {
-      if (!a.default_value())
-        return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                             "%s: %s missing argument '%s'\nschema: %s", func,
-                             schema.name().c_str(), a.name().c_str(),
-                             schema_str(schema).c_str());
-      stack->push_back(*a.default_value());
-      continue;
-    }
-    if (matches(*src, a.type())) {
-      stack->push_back(*src);
-      continue;
-    }
-    IValue c;
-    if (!ct::coerce(*src, a.type(), &c) && !coerce_to(*src, a.type(), &c))
-      return ct::set_error(
-          CT_ERR_TYPE,
-          "%s: %s expected %s for argument '%s', got %s\nschema: %s", func,
-          schema.name().c_str(), a.type()->annotation_str().c_str(),
-          a.name().c_str(), value_type_str(*src).c_str(),
-          schema_str(schema).c_str());
-    stack->push_back(std::move(c));
-  }
-  if (used_kw != nkw) {
-    for (size_t k = 0; k < nkw; ++k) {
-      bool known = false;
-      for (size_t i = first; i < sargs.size(); ++i)
-        if (sargs[i].name() == kwnames[k])
-          known = true;
-      if (!known)
-        return ct::set_error(
-            CT_ERR_INVALID_ARGUMENT,
-            "%s: %s got an unexpected keyword argument '%s'\nschema: %s", func,
-            schema.name().c_str(), kwnames[k], schema_str(schema).c_str());
-    }
-    return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                         "%s: duplicate keyword arguments", func);
-  }
-  return CT_OK;
-}
-
-}  // namespace
-
-namespace ct {
-
-// Runs `fn` on a bound stack; leaves its result in *result.
-ct_status run_bound(const char *func, torch::jit::Function &fn, torch::jit::Stack &stack,
-                    IValue *result) {
-  ct_status st = with_code(func, CT_ERR_TORCH, "", [&] {
-    fn.run(stack);
-    return CT_OK;
-  });
-  if (st != CT_OK)
-    return st;
-  *result = stack.empty() ? IValue() : std::move(stack.back());
-  return CT_OK;
-}
-
-// Binds and runs `fn`; stores the result in *out.
-ct_status invoke(const char *func, torch::jit::Function &fn, const IValue *self,
-                 ct_value **out, const ct_value *const *args, size_t n,
-                 const char *const *kwnames, const ct_value *const *kwvalues,
-                 size_t nkw) {
-  torch::jit::Stack stack;
-  ct_status st =
-      bind(func, fn.getSchema(), self, args, n, kwnames, kwvalues, nkw, &stack);
-  if (st != CT_OK)
-    return st;
-  IValue result;
-  st = run_bound(func, fn, stack, &result);
-  if (st != CT_OK)
-    return st;
-  *out = ct::new_value(std::move(result));
-  return CT_OK;
-}
-
-// Binds tensors as the positional arguments of method `fn` and runs it. A
-// schema of exactly these tensors takes them as they are (no value boxing).
+// Binds tensors as the positional arguments of method `fn` of `self` and
+// runs it; the result is left in *result. A schema of exactly these tensors
+// takes them as they are (no value boxing).
 ct_status invoke_tensors(const char *func, torch::jit::Function &fn, const IValue &self,
                          const ct_tensor *const *inputs, size_t n, IValue *result) {
-  const auto &params = fn.getSchema().arguments();
+  const auto &schema = fn.getSchema();
+  const auto &params = schema.arguments();
   bool exact = params.size() == n + 1;
   for (size_t i = 1; exact && i < params.size(); ++i)
     exact = params[i].type()->kind() == c10::TypeKind::TensorType && !params[i].kwarg_only();
   torch::jit::Stack stack;
+  stack.reserve(params.size());
+  stack.push_back(self);
   if (exact) {
-    stack.reserve(n + 1);
-    stack.push_back(self);
     for (size_t i = 0; i < n; ++i) stack.push_back(inputs[i]->t);
   } else {
-    std::vector<ct_value> vals;
-    vals.reserve(n);
-    std::vector<const ct_value *> ptrs(n);
-    for (size_t i = 0; i < n; ++i) {
-      vals.push_back(ct_value{IValue(inputs[i]->t)});
-      ptrs[i] = &vals.back();
-    }
-    ct_status st = ::bind(func, fn.getSchema(), &self, ptrs.data(), n, nullptr, nullptr, 0, &stack);
+    ct::TensorArgs targs(inputs, n);
+    ct_status st = ct::bind_arguments(func, schema, targs.ptrs.data(), n, nullptr, nullptr, 0,
+                                      /*skip_self=*/true, &stack);
     if (st != CT_OK) return st;
   }
-  return run_bound(func, fn, stack, result);
+  fn.run(stack);
+  *result = stack.empty() ? IValue() : std::move(stack.back());
+  return CT_OK;
 }
-
-}  // namespace ct
-
-namespace {
-
-using ct::invoke;
 
 // The method `name` of m's class; NOT_FOUND when it has none.
 ct_status find_method(const char *func, const ct_module *m, const char *name,
@@ -332,27 +99,7 @@ bool result_tensors(const IValue &r, std::vector<at::Tensor> *out) {
   return false;
 }
 
-// ---- Loading
-// ------------------------------------------------------------------
-class MemoryAdapter : public caffe2::serialize::ReadAdapterInterface {
-public:
-  MemoryAdapter(const void *data, size_t size)
-      : data_(static_cast<const char *>(data)), size_(size) {}
-  size_t size() const override { return size_; }
-  size_t read(uint64_t pos, void *buf, size_t n,
-              const char *what = "") const override {
-    if (pos >= size_)
-      return 0;
-    size_t k = std::min<size_t>(n, size_ - static_cast<size_t>(pos));
-    std::memcpy(buf, data_ + pos, k);
-    return k;
-  }
-
-private:
-  const char *data_;
-  size_t size_;
-};
-
+// ---- Loading -----------------------------------------------------------------
 ct_status map_location(const char *func, int32_t device_type,
                        int32_t device_index, c10::optional<c10::Device> *out) {
   if (device_type == CT_DEVICE_KEEP) {
@@ -487,25 +234,14 @@ ct_status check_extra_files(const char *func, const ct_value *extra_files,
   if (!v.isGenericDict())
     return ct::set_error(CT_ERR_TYPE,
                          "%s: extra_files must be a Dict[str, str], got %s",
-                         func, value_type_str(v).c_str());
+                         func, ct::value_type_name(v).c_str());
   for (const auto &e : v.toGenericDict()) {
     if (!e.key().isString() || !e.value().isString())
       return ct::set_error(CT_ERR_TYPE,
                            "%s: extra_files must be a Dict[str, str], got %s",
-                           func, value_type_str(v).c_str());
+                           func, ct::value_type_name(v).c_str());
     (*out)[e.key().toStringRef()] = e.value().toStringRef();
   }
-  return CT_OK;
-}
-
-ct_status write_bytes(const char *func, const std::string &bytes,
-                      void **data_out, size_t *size_out) {
-  void *p = std::malloc(bytes.empty() ? 1 : bytes.size());
-  if (!p)
-    throw std::bad_alloc();
-  std::memcpy(p, bytes.data(), bytes.size());
-  *data_out = p;
-  *size_out = bytes.size();
   return CT_OK;
 }
 
@@ -513,8 +249,7 @@ ct_status write_bytes(const char *func, const std::string &bytes,
 
 extern "C" {
 
-// ---- Loading
-// -------------------------------------------------------------------
+// ---- Loading -----------------------------------------------------------------
 
 ct_status ct_module_load(ct_module **out, const char *path, int32_t device_type,
                          int32_t device_index) {
@@ -526,15 +261,9 @@ ct_status ct_module_load(ct_module **out, const char *path, int32_t device_type,
     ct_status st = map_location(ct_fn_, device_type, device_index, &dev);
     if (st != CT_OK)
       return st;
-    struct stat sb;
-    if (::stat(path, &sb) != 0)
-      return ct::set_error(errno == ENOENT ? CT_ERR_NOT_FOUND : CT_ERR_IO,
-                           "%s: cannot open '%s': %s", ct_fn_, path,
-                           std::strerror(errno));
-    if (S_ISDIR(sb.st_mode))
-      return ct::set_error(CT_ERR_IO,
-                           "%s: '%s' is a directory, not a TorchScript archive",
-                           ct_fn_, path);
+    st = ct::check_input_file(ct_fn_, path);
+    if (st != CT_OK)
+      return st;
     std::string what = std::string("'") + path + "'";
     std::shared_ptr<caffe2::serialize::ReadAdapterInterface> rai;
     st = with_code(ct_fn_, CT_ERR_IO, "", [&] {
@@ -557,7 +286,7 @@ ct_status ct_module_load_buffer(ct_module **out, const void *data, size_t size,
     ct_status st = map_location(ct_fn_, device_type, device_index, &dev);
     if (st != CT_OK)
       return st;
-    return load_impl(ct_fn_, out, std::make_shared<MemoryAdapter>(data, size),
+    return load_impl(ct_fn_, out, std::make_shared<ct::BorrowedReader>(data, size),
                      "the buffer", dev);
   });
 }
@@ -582,8 +311,7 @@ ct_status ct_module_extra_files(ct_value **out, const ct_module *m) {
   });
 }
 
-// ---- Calls
-// -----------------------------------------------------------------------
+// ---- Calls -------------------------------------------------------------------
 
 ct_status ct_module_forward(ct_value **out, ct_module *m,
                             const ct_value *const *args, size_t n) {
@@ -596,7 +324,7 @@ ct_status ct_module_forward(ct_value **out, ct_module *m,
     if (st != CT_OK)
       return st;
     IValue self(m->m._ivalue());
-    return invoke(ct_fn_, *fn, &self, out, args, n, nullptr, nullptr, 0);
+    return ct::invoke(ct_fn_, *fn, &self, out, args, n, nullptr, nullptr, 0);
   });
 }
 
@@ -614,7 +342,7 @@ ct_status ct_module_call(ct_value **out, ct_module *m, const char *method,
     if (st != CT_OK)
       return st;
     IValue self(m->m._ivalue());
-    return invoke(ct_fn_, *fn, &self, out, args, n, kwnames, kwvalues, nkw);
+    return ct::invoke(ct_fn_, *fn, &self, out, args, n, kwnames, kwvalues, nkw);
   });
 }
 
@@ -634,7 +362,7 @@ ct_status ct_module_forward_tensors(ct_tensor **outputs, size_t n_outputs, size_
     ct_status st = find_method(ct_fn_, m, name, &fn);
     if (st != CT_OK) return st;
     IValue result;
-    st = ct::invoke_tensors(ct_fn_, *fn, IValue(m->m._ivalue()), inputs, n_inputs, &result);
+    st = invoke_tensors(ct_fn_, *fn, IValue(m->m._ivalue()), inputs, n_inputs, &result);
     if (st != CT_OK) return st;
     std::vector<at::Tensor> ts;
     if (!result_tensors(result, &ts))
@@ -651,8 +379,7 @@ ct_status ct_module_forward_tensors(ct_tensor **outputs, size_t n_outputs, size_
   });
 }
 
-// ---- Introspection
-// ----------------------------------------------------------------
+// ---- Introspection -----------------------------------------------------------
 
 ct_status ct_module_methods(ct_value **out, const ct_module *m) {
   const char *const ct_fn_ = __func__;
@@ -661,7 +388,7 @@ ct_status ct_module_methods(ct_value **out, const ct_module *m) {
     CT_CHECK_NOT_NULL(m);
     c10::Dict<std::string, std::string> d;
     for (const auto &meth : m->m.get_methods())
-      d.insert(meth.name(), schema_str(meth.function().getSchema()));
+      d.insert(meth.name(), ct::schema_string(meth.function().getSchema()));
     *out = ct::new_value(IValue(std::move(d)));
     return CT_OK;
   });
@@ -752,17 +479,16 @@ ct_status ct_module_set_attr(ct_module *m, const char *name,
       return st;
     const TypePtr &t = owner->type()->getAttribute(last);
     IValue c;
-    if (!ct::coerce(v->v, t, &c) && !coerce_to(v->v, t, &c))
+    if (!ct::coerce(v->v, t, &c))
       return ct::set_error(
           CT_ERR_TYPE, "%s: attribute '%s' has type %s, got %s", ct_fn_, name,
-          t->annotation_str().c_str(), value_type_str(v->v).c_str());
+          t->annotation_str().c_str(), ct::value_type_name(v->v).c_str());
     owner->setAttr(last, std::move(c));
     return CT_OK;
   });
 }
 
-// ---- State
-// ------------------------------------------------------------------------
+// ---- State -------------------------------------------------------------------
 
 ct_status ct_module_to(ct_module *m, int32_t device_type, int32_t device_index,
                        int32_t dtype, int32_t non_blocking) {
@@ -872,7 +598,9 @@ ct_status ct_module_save_buffer(void **data_out, size_t *size_out,
     });
     if (st != CT_OK)
       return st;
-    return write_bytes(ct_fn_, os.str(), data_out, size_out);
+    const std::string bytes = os.str();
+    ct::copy_out(bytes.data(), bytes.size(), data_out, size_out);
+    return CT_OK;
   });
 }
 
@@ -881,14 +609,10 @@ ct_status ct_module_freeze(ct_module **out, const ct_module *m) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
-    return with_code(ct_fn_, CT_ERR_TORCH, "", [&] {
-      torch::jit::Module c = m->m.clone();
-      c.eval();
-      std::unique_ptr<ct_module> h(
-          new ct_module{torch::jit::freeze(c), m->extra_files});
-      *out = h.release();
-      return CT_OK;
-    });
+    torch::jit::Module c = m->m.clone();
+    c.eval();
+    *out = new ct_module{torch::jit::freeze(c), m->extra_files};
+    return CT_OK;
   });
 }
 
@@ -898,20 +622,15 @@ ct_status ct_module_optimize_for_inference(ct_module **out,
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
-    return with_code(ct_fn_, CT_ERR_TORCH, "", [&] {
-      torch::jit::Module c = m->m.clone();
-      if (c._ivalue()->type()->hasAttribute("training"))
-        c.eval();
-      std::unique_ptr<ct_module> h(
-          new ct_module{torch::jit::optimize_for_inference(c), m->extra_files});
-      *out = h.release();
-      return CT_OK;
-    });
+    torch::jit::Module c = m->m.clone();
+    if (c._ivalue()->type()->hasAttribute("training"))
+      c.eval();
+    *out = new ct_module{torch::jit::optimize_for_inference(c), m->extra_files};
+    return CT_OK;
   });
 }
 
-// ---- Building
-// -----------------------------------------------------------------------
+// ---- Building ----------------------------------------------------------------
 
 ct_status ct_module_new(ct_module **out, const char *class_name) {
   const char *const ct_fn_ = __func__;
@@ -995,10 +714,8 @@ ct_status ct_module_define(ct_module *m, const char *source) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
     CT_CHECK_NOT_NULL(source);
-    return with_code(ct_fn_, CT_ERR_TORCH, "", [&] {
-      m->m.define(source, ct::op_resolver());
-      return CT_OK;
-    });
+    m->m.define(source, ct::op_resolver());
+    return CT_OK;
   });
 }
 

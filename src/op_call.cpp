@@ -180,6 +180,8 @@ __attribute__((noinline)) ct_status call_op_general(const char *func, ct_value *
                                                     const ct_op *op, const ct_value *const *args,
                                                     size_t n, const char *const *kwnames,
                                                     const ct_value *const *kwvalues, size_t nkw) {
+  ct_status checked = check_call_args(func, args, n, kwnames, kwvalues, nkw);
+  if (checked != CT_OK) return checked;
   StackLease lease;
   Stack &st = *lease.s;
   if (!op->is_set) {
@@ -188,10 +190,8 @@ __attribute__((noinline)) ct_status call_op_general(const char *func, ct_value *
       return ct::set_error(CT_ERR_NOT_SUPPORTED, "%s: %s: %s\n  schema: %s", func,
                            op_display_name(*o.schema).c_str(), o.not_callable_why.c_str(),
                            o.schema_str.c_str());
-    std::string why;
-    ct_status rc = bind_impl(*o.schema, args, n, kwnames, kwvalues, nkw, false, &st, false, &why);
-    if (rc != CT_OK)
-      return ct::set_error(rc, "%s: %s\n  schema: %s", func, why.c_str(), o.schema_str.c_str());
+    ct_status rc = bind_arguments(func, *o.schema, args, n, kwnames, kwvalues, nkw, false, &st);
+    if (rc != CT_OK) return rc;
     o.operation(st);
     return results_to_value(out, o, st);
   }
@@ -200,7 +200,7 @@ __attribute__((noinline)) ct_status call_op_general(const char *func, ct_value *
       if (!o.callable) continue;
       std::string why;
       st.clear();
-      if (bind_impl(*o.schema, args, n, kwnames, kwvalues, nkw, false, &st, pass == 0, &why) !=
+      if (bind_call(*o.schema, args, n, kwnames, kwvalues, nkw, false, &st, pass == 0, &why) !=
           CT_OK)
         continue;
       o.operation(st);
@@ -220,7 +220,7 @@ __attribute__((noinline)) ct_status call_op_general(const char *func, ct_value *
     }
     std::string why;
     st.clear();
-    ct_status rc = bind_impl(*o.schema, args, n, kwnames, kwvalues, nkw, false, &st, false, &why);
+    ct_status rc = bind_call(*o.schema, args, n, kwnames, kwvalues, nkw, false, &st, false, &why);
     if (rc == CT_ERR_TYPE) any_type = true;
     detail += "\n      (" + why + ")";
   }
@@ -326,15 +326,9 @@ ct_status call_op_tensors(const char *func, ct_tensor **outputs, size_t n_output
     }
   }
   // General path: the same binding and overload resolution as ct_op_call.
-  std::vector<ct_value> vals;
-  vals.reserve(n);
-  std::vector<const ct_value *> ptrs(n);
-  for (size_t i = 0; i < n; ++i) {
-    vals.push_back(ct_value{IValue(inputs[i]->t)});
-    ptrs[i] = &vals.back();
-  }
+  TensorArgs targs(inputs, n);
   ct_value *res = nullptr;
-  ct_status rc = call_op(func, &res, op, ptrs.data(), n, nullptr, nullptr, 0);
+  ct_status rc = call_op(func, &res, op, targs.ptrs.data(), n, nullptr, nullptr, 0);
   if (rc != CT_OK) return rc;
   std::unique_ptr<ct_value> owned(res);
   return unpack_tensors(func, outputs, n_outputs, op, std::move(owned->v));

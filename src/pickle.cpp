@@ -2,7 +2,7 @@
 // opcode rewriter that lets LibTorch 1.13 read what Python writes, the
 // unpickler glue (shared storages), and re-typing of unpickled dicts.
 #include "checkpoint.h"
-#include "internal.h"
+#include "file_io.h"
 
 #include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickle.h>
@@ -12,8 +12,6 @@
 
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/read_adapter_interface.h>
-
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -30,41 +28,6 @@ namespace {
 
 using ct::unify_or_any;
 using ct::value_type;
-
-// Reads a whole file. NOT_FOUND for a missing path, IO otherwise.
-ct_status read_file(const char *func, const char *path,
-                    std::vector<char> *out) {
-  struct stat st;
-  if (::stat(path, &st) != 0)
-    return ct::set_error(errno == ENOENT ? CT_ERR_NOT_FOUND : CT_ERR_IO,
-                         "%s: cannot open '%s': %s", func, path,
-                         std::strerror(errno));
-  if (S_ISDIR(st.st_mode))
-    return ct::set_error(CT_ERR_IO, "%s: '%s' is a directory", func, path);
-  FILE *f = std::fopen(path, "rb");
-  if (!f)
-    return ct::set_error(CT_ERR_IO, "%s: cannot open '%s': %s", func, path,
-                         std::strerror(errno));
-  std::vector<char> buf;
-  char chunk[1 << 16];
-  size_t k;
-  while ((k = std::fread(chunk, 1, sizeof chunk, f)) > 0)
-    buf.insert(buf.end(), chunk, chunk + k);
-  bool bad = std::ferror(f) != 0;
-  std::fclose(f);
-  if (bad)
-    return ct::set_error(CT_ERR_IO, "%s: error reading '%s'", func, path);
-  *out = std::move(buf);
-  return CT_OK;
-}
-
-std::string first_line(const std::exception &e) {
-  const char *w = e.what();
-  if (auto *ce = dynamic_cast<const c10::Error *>(&e))
-    w = ce->what_without_backtrace();
-  std::string s(w ? w : "");
-  return s;
-}
 
 // ---- torch.save files (zip archive: <name>/data.pkl + <name>/data/<key>) ----
 //
@@ -348,27 +311,6 @@ bool rewrite_pickle(const char *data, size_t n, std::vector<char> *out) {
   return true;
 }
 
-// A borrowed byte range as PyTorchStreamReader input (reads past the end
-// return fewer bytes; the reader then reports a corrupt archive).
-class BorrowedReader final : public caffe2::serialize::ReadAdapterInterface {
-public:
-  BorrowedReader(const char *data, size_t size) : data_(data), size_(size) {}
-  size_t size() const override { return size_; }
-  size_t read(uint64_t pos, void *buf, size_t n,
-              const char *what = "") const override {
-    (void)what;
-    if (pos >= size_)
-      return 0;
-    size_t k = std::min<uint64_t>(n, size_ - pos);
-    std::memcpy(buf, data_ + pos, k);
-    return k;
-  }
-
-private:
-  const char *data_;
-  size_t size_;
-};
-
 // Unpickles one pickle stream of the archive, reading tensor data from
 // data/<key> records (what torch::jit::pickle_load does, plus shared
 // storages).
@@ -444,7 +386,7 @@ ct_status unpickle(const char *func, const char *data, size_t size,
   std::string fixed_error;
   try {
     caffe2::serialize::PyTorchStreamReader reader(
-        std::make_shared<BorrowedReader>(data, size));
+        std::make_shared<ct::BorrowedReader>(data, size));
     at::DataPtr pkl;
     size_t pkl_size = 0;
     std::tie(pkl, pkl_size) = reader.getRecord("data.pkl");
@@ -460,7 +402,7 @@ ct_status unpickle(const char *func, const char *data, size_t size,
         throw;
       } catch (const std::exception &e) {
         // Never worse than before: retry with the original bytes below.
-        fixed_error = first_line(e);
+        fixed_error = ct::exception_text(e);
       }
     }
     if (!done)
@@ -472,7 +414,7 @@ ct_status unpickle(const char *func, const char *data, size_t size,
     throw;
   } catch (const std::exception &e) {
     // The rewritten stream got further than the original one.
-    std::string msg = fixed_error.empty() ? first_line(e) : fixed_error;
+    std::string msg = fixed_error.empty() ? ct::exception_text(e) : fixed_error;
     // Legacy files, Python objects, numpy values: ctorch's own reader.
     try {
       c10::IValue v = ct::load_checkpoint(data, size);
@@ -545,7 +487,7 @@ ct_status ct_pickle_load(ct_value **out, const char *path) {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(path);
     std::vector<char> bytes;
-    ct_status st = read_file(ct_fn_, path, &bytes);
+    ct_status st = ct::read_file(ct_fn_, path, &bytes);
     if (st != CT_OK)
       return st;
     std::string what = std::string("'") + path + "'";
@@ -569,15 +511,7 @@ ct_status ct_pickle_save(const ct_value *v, const char *path) {
     CT_CHECK_NOT_NULL(v);
     CT_CHECK_NOT_NULL(path);
     std::vector<char> bytes = pickle_save_plain(v->v);
-    FILE *f = std::fopen(path, "wb");
-    if (!f)
-      return ct::set_error(CT_ERR_IO, "%s: cannot open '%s' for writing: %s",
-                           ct_fn_, path, std::strerror(errno));
-    size_t w = std::fwrite(bytes.data(), 1, bytes.size(), f);
-    int rc = std::fclose(f);
-    if (w != bytes.size() || rc != 0)
-      return ct::set_error(CT_ERR_IO, "%s: error writing '%s'", ct_fn_, path);
-    return CT_OK;
+    return ct::write_file(ct_fn_, path, bytes.data(), bytes.size());
   });
 }
 
@@ -589,12 +523,7 @@ ct_status ct_pickle_save_buffer(void **data_out, size_t *size_out,
     CT_CHECK_NOT_NULL(size_out);
     CT_CHECK_NOT_NULL(v);
     std::vector<char> bytes = pickle_save_plain(v->v);
-    void *p = std::malloc(bytes.empty() ? 1 : bytes.size());
-    if (!p)
-      throw std::bad_alloc();
-    std::memcpy(p, bytes.data(), bytes.size());
-    *data_out = p;
-    *size_out = bytes.size();
+    ct::copy_out(bytes.data(), bytes.size(), data_out, size_out);
     return CT_OK;
   });
 }

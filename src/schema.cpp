@@ -1,6 +1,7 @@
-// The coercion engine and argument binder (declared in schema.h): converts
-// Python-like values to schema types and binds positional/keyword arguments
-// with defaults; plus the names of types and schemas used in messages.
+// The one argument binder and coercion engine (declared in schema.h), used
+// by operator calls, module methods and scripts: converts Python-like values
+// to schema types and binds positional/keyword arguments with defaults, with
+// one set of messages; plus the names of types and schemas in messages.
 //
 // Arguments whose schema type is ScalarType (dtype=...) take ctorch's dtype
 // codes (CT_FLOAT64, ...), as everywhere else in the C ABI; they are
@@ -20,21 +21,6 @@ using c10::TypePtr;
 using torch::jit::Stack;
 
 // ---- Pretty names ----------------------------------------------------------
-
-std::string value_type_name(const IValue &v) {
-  if (v.isNone()) return "None";
-  if (v.isTensor()) return "Tensor";
-  if (v.isDouble()) return "float";
-  if (v.isInt()) return "int";
-  if (v.isBool()) return "bool";
-  if (v.isString()) return "str";
-  if (v.isDevice()) return "Device";
-  try {
-    return v.type()->annotation_str();
-  } catch (...) {
-    return v.tagKind();
-  }
-}
 
 std::string op_display_name(const c10::FunctionSchema &s) {
   if (s.overload_name().empty()) return s.name();
@@ -57,7 +43,7 @@ std::string arg_type_string(const c10::Argument &a) {
 }
 
 // int[] or int[]?
-bool is_int_list_type(TypePtr t) {
+static bool is_int_list_type(TypePtr t) {
   if (t->kind() == TypeKind::OptionalType) t = t->castRaw<c10::OptionalType>()->getElementType();
   return t->kind() == TypeKind::ListType &&
          t->castRaw<c10::ListType>()->getElementType()->kind() == TypeKind::IntType;
@@ -71,10 +57,8 @@ bool is_scalar_type_arg(const c10::Argument &a) {
 
 // ---- Coercion ---------------------------------------------------------------
 
-bool coerce_impl(const IValue &in, const TypePtr &type, IValue *out, bool strict);
-
 template <class T, class Get>
-bool coerce_list_elems(const std::vector<IValue> &items, Get get, c10::List<T> *out) {
+static bool coerce_list_elems(const std::vector<IValue> &items, Get get, c10::List<T> *out) {
   out->reserve(items.size());
   for (const IValue &e : items) {
     T x;
@@ -84,7 +68,7 @@ bool coerce_list_elems(const std::vector<IValue> &items, Get get, c10::List<T> *
   return true;
 }
 
-bool coerce_list(const IValue &in, const c10::ListType &lt, IValue *out, bool strict) {
+static bool coerce_list(const IValue &in, const c10::ListType &lt, IValue *out, bool strict) {
   // Already the right type: pass through (same list object).
   const TypePtr &elem = lt.getElementType();
   std::vector<IValue> items;
@@ -168,14 +152,14 @@ bool coerce_list(const IValue &in, const c10::ListType &lt, IValue *out, bool st
   l.reserve(items.size());
   for (const IValue &e : items) {
     IValue x;
-    if (!coerce_impl(e, elem, &x, strict)) return false;
+    if (!coerce(e, elem, &x, strict)) return false;
     l.push_back(std::move(x));
   }
   *out = IValue(std::move(l));
   return true;
 }
 
-bool coerce_impl(const IValue &in, const TypePtr &type, IValue *out, bool strict) {
+bool coerce(const IValue &in, const TypePtr &type, IValue *out, bool strict) {
   switch (type->kind()) {
     case TypeKind::AnyType:
       *out = in;
@@ -231,7 +215,7 @@ bool coerce_impl(const IValue &in, const TypePtr &type, IValue *out, bool strict
         *out = in;
         return true;
       }
-      return coerce_impl(in, type->castRaw<c10::OptionalType>()->getElementType(), out, strict);
+      return coerce(in, type->castRaw<c10::OptionalType>()->getElementType(), out, strict);
     case TypeKind::ListType:
       return coerce_list(in, *type->castRaw<c10::ListType>(), out, strict);
     case TypeKind::TupleType: {
@@ -249,14 +233,34 @@ bool coerce_impl(const IValue &in, const TypePtr &type, IValue *out, bool strict
       if (items.size() != tt.elements().size()) return false;
       std::vector<IValue> conv(items.size());
       for (size_t i = 0; i < items.size(); ++i)
-        if (!coerce_impl(items[i], tt.elements()[i], &conv[i], strict)) return false;
+        if (!coerce(items[i], tt.elements()[i], &conv[i], strict)) return false;
       *out = c10::ivalue::Tuple::create(std::move(conv));
+      return true;
+    }
+    case TypeKind::DictType: {
+      // Already the right type: pass through (same dict object); else
+      // re-type element by element (a Dict[str, Any] for Dict[str, Tensor]).
+      if (!in.isGenericDict()) return false;
+      if (in.type()->isSubtypeOf(*type)) {
+        *out = in;
+        return true;
+      }
+      const auto &dt = *type->castRaw<c10::DictType>();
+      c10::impl::GenericDict d(dt.getKeyType(), dt.getValueType());
+      for (const auto &e : in.toGenericDict()) {
+        IValue k, v;
+        if (!coerce(e.key(), dt.getKeyType(), &k, strict) ||
+            !coerce(e.value(), dt.getValueType(), &v, strict))
+          return false;
+        d.insert_or_assign(std::move(k), std::move(v));
+      }
+      *out = IValue(std::move(d));
       return true;
     }
     default:
       break;
   }
-  // Dicts, objects, unions, futures...: accept what the type system accepts.
+  // Objects, unions, futures...: accept what the type system accepts.
   try {
     if (in.type()->isSubtypeOf(*type)) {
       *out = in;
@@ -267,9 +271,27 @@ bool coerce_impl(const IValue &in, const TypePtr &type, IValue *out, bool strict
   return false;
 }
 
-// Binds arguments; on failure returns a status and writes a reason (naming
-// the op) into *why. `strict` forbids lossy coercions (overload resolution).
-ct_status bind_impl(const c10::FunctionSchema &schema, const ct_value *const *args, size_t n,
+// ---- Binding -----------------------------------------------------------------
+
+ct_status check_call_args(const char *func, const ct_value *const *args, size_t n,
+                          const char *const *kwnames, const ct_value *const *kwvalues,
+                          size_t nkw) {
+  if (n > 0 && args == nullptr)
+    return set_error(CT_ERR_INVALID_ARGUMENT, "%s: 'args' is NULL but n is %zu", func, n);
+  if (nkw > 0 && (kwnames == nullptr || kwvalues == nullptr))
+    return set_error(CT_ERR_INVALID_ARGUMENT, "%s: 'kwnames' or 'kwvalues' is NULL but nkw is %zu",
+                     func, nkw);
+  for (size_t i = 0; i < n; ++i)
+    if (args[i] == nullptr)
+      return set_error(CT_ERR_INVALID_ARGUMENT, "%s: args[%zu] is NULL", func, i);
+  for (size_t k = 0; k < nkw; ++k)
+    if (kwnames[k] == nullptr || kwvalues[k] == nullptr)
+      return set_error(CT_ERR_INVALID_ARGUMENT, "%s: kwnames[%zu] or kwvalues[%zu] is NULL", func,
+                       k, k);
+  return CT_OK;
+}
+
+ct_status bind_call(const c10::FunctionSchema &schema, const ct_value *const *args, size_t n,
                     const char *const *kwnames, const ct_value *const *kwvalues, size_t nkw,
                     bool skip_self, Stack *stack, bool strict, std::string *why) {
   const auto &params = schema.arguments();
@@ -279,14 +301,6 @@ ct_status bind_impl(const c10::FunctionSchema &schema, const ct_value *const *ar
   for (size_t i = start; i < params.size() && !params[i].kwarg_only(); ++i) ++npos;
   auto name = [&] { return op_display_name(schema); };
 
-  if (n > 0 && args == nullptr) {
-    *why = name() + ": 'args' is NULL but n > 0";
-    return CT_ERR_INVALID_ARGUMENT;
-  }
-  if (nkw > 0 && (kwnames == nullptr || kwvalues == nullptr)) {
-    *why = name() + ": 'kwnames' or 'kwvalues' is NULL but nkw > 0";
-    return CT_ERR_INVALID_ARGUMENT;
-  }
   if (n > npos) {
     *why = name() + ": too many positional arguments: expected at most " +
            std::to_string(npos) + ", got " + std::to_string(n);
@@ -302,19 +316,8 @@ ct_status bind_impl(const c10::FunctionSchema &schema, const ct_value *const *ar
   } else {
     std::fill(small, small + np, nullptr);
   }
-  for (size_t i = 0; i < n; ++i) {
-    if (args[i] == nullptr) {
-      *why = name() + ": positional argument " + std::to_string(i) + " ('" +
-             params[start + i].name() + "') is NULL";
-      return CT_ERR_INVALID_ARGUMENT;
-    }
-    slot[i] = &args[i]->v;
-  }
+  for (size_t i = 0; i < n; ++i) slot[i] = &args[i]->v;
   for (size_t k = 0; k < nkw; ++k) {
-    if (kwnames[k] == nullptr || kwvalues[k] == nullptr) {
-      *why = name() + ": keyword argument " + std::to_string(k) + " has a NULL name or value";
-      return CT_ERR_INVALID_ARGUMENT;
-    }
     size_t j = np;
     for (size_t i = 0; i < np; ++i)
       if (params[start + i].name() == kwnames[k]) {
@@ -362,7 +365,7 @@ ct_status bind_impl(const c10::FunctionSchema &schema, const ct_value *const *ar
       c = IValue(c10::List<int64_t>(std::vector<int64_t>(*p.N(), v.toInt())));
       ok = true;
     } else {
-      ok = coerce_impl(v, p.type(), &c, strict);
+      ok = coerce(v, p.type(), &c, strict);
     }
     if (!ok) {
       stack->resize(base);
@@ -378,12 +381,11 @@ ct_status bind_impl(const c10::FunctionSchema &schema, const ct_value *const *ar
 ct_status bind_arguments(const char *func, const c10::FunctionSchema &schema,
                          const ct_value *const *args, size_t n, const char *const *kwnames,
                          const ct_value *const *kwvalues, size_t nkw, bool skip_self,
-                         torch::jit::Stack *stack, bool set_errors) {
+                         torch::jit::Stack *stack) {
   std::string why;
-  ct_status rc = bind_impl(schema, args, n, kwnames, kwvalues, nkw, skip_self, stack, false, &why);
-  if (rc != CT_OK && set_errors)
-    ct::set_error(rc, "%s: %s\n  schema: %s", func ? func : "ctorch", why.c_str(),
-                  schema_string(schema).c_str());
+  ct_status rc = bind_call(schema, args, n, kwnames, kwvalues, nkw, skip_self, stack, false, &why);
+  if (rc != CT_OK)
+    set_error(rc, "%s: %s\n  schema: %s", func, why.c_str(), schema_string(schema).c_str());
   return rc;
 }
 
@@ -399,17 +401,9 @@ bool binds_tensors(const c10::FunctionSchema &schema, size_t n) {
       continue;
     }
     IValue c;
-    if (p.kwarg_only() || !coerce_impl(*probe, p.type(), &c, false)) return false;
+    if (p.kwarg_only() || !coerce(*probe, p.type(), &c, false)) return false;
   }
   return true;
-}
-
-bool coerce(const c10::IValue &in, const c10::TypePtr &type, c10::IValue *out) {
-  try {
-    return coerce_impl(in, type, out, false);
-  } catch (...) {
-    return false;
-  }
 }
 
 }  // namespace ct

@@ -1,6 +1,8 @@
-// TorchScript source: the resolver that lets source use `torch`, `ops` and
-// registered operator namespaces (also used by ct_module_define), error
-// summaries, and compiled scripts (ct_script_*).
+// TorchScript code: compiled scripts (ct_script_*), running a TorchScript
+// function with bound arguments (also module methods), the resolver that
+// lets source use `torch`, `ops` and registered operator namespaces (also
+// ct_module_define), and the summary line of interpreter errors.
+#include "schema.h"
 #include "script.h"
 
 #include <torch/csrc/jit/frontend/error_report.h>
@@ -14,53 +16,49 @@ struct ct_script {
   std::shared_ptr<torch::jit::CompilationUnit> cu;
 };
 
+using c10::IValue;
+
 namespace ct {
 
-std::string message_of(const std::exception &e) {
-  if (auto *ce = dynamic_cast<const c10::Error *>(&e))
-    return ce->what_without_backtrace();
-  return e.what();
+std::string summarize(const std::string &msg) {
+  auto is_space = [](char c) { return c == '\n' || c == ' ' || c == '\r'; };
+  size_t b = 0, e = msg.size();
+  while (b < e && is_space(msg[b])) ++b;
+  while (e > b && is_space(msg[e - 1])) --e;
+  std::string m = msg.substr(b, e - b);
+  // The interpreter's message starts with a generic line and ends with the
+  // real error ("RuntimeError: boom"): put that one first.
+  size_t nl = m.find('\n');
+  if (nl == std::string::npos ||
+      m.compare(0, nl, "The following operation failed in the TorchScript interpreter.") != 0)
+    return m;
+  std::string last = m.substr(m.rfind('\n') + 1);
+  size_t indent = last.find_first_not_of(' ');
+  if (indent != std::string::npos) last = last.substr(indent);
+  return last + "\n" + m;
 }
 
-// A short first line for a TorchScript error: the interpreter's message
-// starts with a generic line and ends with the real error ("RuntimeError:
-// boom"); use that one, then the whole text.
-std::string summarize(const std::string &msg) {
-  auto trim_end = [](std::string s) {
-    while (!s.empty() &&
-           (s.back() == '\n' || s.back() == ' ' || s.back() == '\r'))
-      s.pop_back();
-    return s;
-  };
-  std::string m = trim_end(msg);
-  size_t lead = m.find_first_not_of(" \n\r");
-  m = lead == std::string::npos ? std::string() : m.substr(lead);
-  size_t nl = m.find('\n');
-  std::string first = m.substr(0, nl);
-  if (nl != std::string::npos &&
-      first.find(
-          "The following operation failed in the TorchScript interpreter") !=
-          std::string::npos) {
-    size_t last = m.rfind('\n');
-    first = m.substr(last + 1);
-    // Skip indentation.
-    size_t s = first.find_first_not_of(' ');
-    if (s != std::string::npos)
-      first = first.substr(s);
-  }
-  if (nl == std::string::npos)
-    return first;
-  return first + "\n" + m;
+ct_status invoke(const char *func, torch::jit::Function &fn, const IValue *self, ct_value **out,
+                 const ct_value *const *args, size_t n, const char *const *kwnames,
+                 const ct_value *const *kwvalues, size_t nkw) {
+  ct_status st = check_call_args(func, args, n, kwnames, kwvalues, nkw);
+  if (st != CT_OK) return st;
+  const auto &schema = fn.getSchema();
+  torch::jit::Stack stack;
+  stack.reserve(schema.arguments().size());
+  if (self) stack.push_back(*self);
+  st = bind_arguments(func, schema, args, n, kwnames, kwvalues, nkw, self != nullptr, &stack);
+  if (st != CT_OK) return st;
+  fn.run(stack);  // errors reach the barrier, which summarizes them
+  *out = new_value(stack.empty() ? IValue() : std::move(stack.back()));
+  return CT_OK;
 }
 
 }  // namespace ct
 
 namespace {
 
-using c10::IValue;
 using c10::TypePtr;
-using ct::invoke;
-using ct::with_code;
 
 // ---- Resolver for TorchScript source
 // ----------------------------------------- True when some registered operator
@@ -77,7 +75,7 @@ bool is_op_namespace(const std::string &ns) {
 struct OpsNamespaces : torch::jit::SugaredValue {
   std::string kind() const override { return "torch.ops"; }
   std::shared_ptr<torch::jit::SugaredValue>
-  attr(const torch::jit::SourceRange &loc, torch::jit::GraphFunction &m,
+  attr(const torch::jit::SourceRange & /*loc*/, torch::jit::GraphFunction & /*m*/,
        const std::string &field) override {
     return std::make_shared<torch::jit::BuiltinModule>(field);
   }
@@ -117,8 +115,8 @@ struct OpResolver : torch::jit::Resolver {
       return std::make_shared<torch::jit::BuiltinModule>(name);
     return torch::jit::nativeResolver()->resolveValue(name, m, loc);
   }
-  TypePtr resolveType(const std::string &name,
-                      const torch::jit::SourceRange &loc) override {
+  TypePtr resolveType(const std::string & /*name*/,
+                      const torch::jit::SourceRange & /*loc*/) override {
     return nullptr;
   }
 };
@@ -140,12 +138,7 @@ ct_status ct_script_compile(ct_script **out, const char *source) {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(source);
     auto cu = std::make_shared<torch::jit::CompilationUnit>();
-    ct_status st = with_code(ct_fn_, CT_ERR_TORCH, "", [&] {
-      cu->define(c10::nullopt, source, ct::op_resolver(), nullptr);
-      return CT_OK;
-    });
-    if (st != CT_OK)
-      return st;
+    cu->define(c10::nullopt, source, ct::op_resolver(), nullptr);
     *out = new ct_script{std::move(cu)};
     return CT_OK;
   });
@@ -181,7 +174,7 @@ ct_status ct_script_call(ct_value **out, const ct_script *s,
       return ct::set_error(CT_ERR_NOT_FOUND,
                            "%s: no function '%s' in the script", ct_fn_,
                            function);
-    return invoke(ct_fn_, *fn, nullptr, out, args, n, kwnames, kwvalues, nkw);
+    return ct::invoke(ct_fn_, *fn, nullptr, out, args, n, kwnames, kwvalues, nkw);
   });
 }
 

@@ -421,7 +421,7 @@ ct_status ct_tensor_arange(ct_tensor **out, double start, double end, double ste
                            int32_t requires_grad) {
   if (!(step != 0.0) || (end - start) * step < 0)
     return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                         "ct_tensor_arange: step %g does not lead from %g to %g", step, start,
+                         "%s: step %g does not lead from %g to %g", __func__, step, start,
                          end);
   return make_sized(__func__, out, nullptr, 0, dtype, device_type, device_index, requires_grad,
                     [=](at::IntArrayRef, const at::TensorOptions &o) {
@@ -432,7 +432,7 @@ ct_status ct_tensor_arange(ct_tensor **out, double start, double end, double ste
 ct_status ct_tensor_eye(ct_tensor **out, int64_t n, int64_t m, int32_t dtype,
                         int32_t device_type, int32_t device_index, int32_t requires_grad) {
   if (n < 0)
-    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "ct_tensor_eye: n must be >= 0, got %lld",
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: n must be >= 0, got %lld", __func__,
                          static_cast<long long>(n));
   return make_sized(__func__, out, nullptr, 0, dtype, device_type, device_index, requires_grad,
                     [=](at::IntArrayRef, const at::TensorOptions &o) {
@@ -453,7 +453,7 @@ ct_status ct_tensor_from_data(ct_tensor **out, const void *data, const int64_t *
     at::IntArrayRef shape(sizes, ndim);
     int64_t numel = c10::multiply_integers(shape);
     if (!data && numel > 0)
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "ct_tensor_from_data: argument 'data' is NULL");
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument 'data' is NULL", ct_fn_);
     at::Tensor t = at::empty(shape, opts.device(c10::kCPU));
     if (numel > 0) std::memcpy(t.data_ptr(), data, t.nbytes());
     if (!opts.device().is_cpu()) t = t.to(opts.device());
@@ -665,7 +665,7 @@ ct_status ct_tensor_allclose(int32_t *out, const ct_tensor *a, const ct_tensor *
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(a);
     CT_CHECK_NOT_NULL(b);
-    CT_CHECK_ARG(rtol >= 0 && atol >= 0, "ct_tensor_allclose: rtol and atol must be >= 0");
+    CT_CHECK_ARG(rtol >= 0 && atol >= 0, "%s: rtol and atol must be >= 0", ct_fn_);
     *out = a->t.allclose(b->t, rtol, atol, equal_nan != 0) ? 1 : 0;
     return CT_OK;
   });

@@ -1,6 +1,6 @@
 // Values (c10::IValue behind a ct_value handle): constructors, accessors,
 // containers, and printing (ct_value_*). torch.save files are in pickle.cpp.
-#include "internal.h"
+#include "messages.h"
 
 #include <algorithm>
 #include <cstring>
@@ -82,24 +82,50 @@ const char *tag_name(int32_t tag) {
   }
 }
 
-std::string type_string(const c10::IValue &v) {
+// "expected X, got <tag> (<type>)"
+ct_status type_error(const char *func, const char *expected,
+                     const c10::IValue &v) {
+  return ct::set_error(CT_ERR_TYPE, "%s: expected %s, got %s (%s)", func,
+                       expected, tag_name(tag_of(v)), ct::value_type_name(v).c_str());
+}
+
+// `items` may be NULL only when n == 0, and no item may be NULL.
+template <class H>
+ct_status check_items(const char *func, const H *const *items, size_t n) {
+  if (items == nullptr && n != 0)
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument 'items' is NULL with n %zu", func,
+                         n);
+  for (size_t i = 0; i < n; ++i)
+    if (!items[i]) return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: items[%zu] is NULL", func, i);
+  return CT_OK;
+}
+
+// A List[T] value from a C array (ct_value_int_list and its siblings).
+template <class T, class C>
+ct_status typed_list(const char *ct_fn_, ct_value **out, const C *items, size_t n) {
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_ARG(items != nullptr || n == 0, "%s: argument 'items' is NULL with n %zu", ct_fn_, n);
+    c10::List<T> l;
+    l.reserve(n);
+    for (size_t i = 0; i < n; ++i) l.push_back(static_cast<T>(items[i]));
+    *out = ct::new_value(c10::IValue(std::move(l)));
+    return CT_OK;
+  });
+}
+
+} // namespace
+
+namespace ct {
+
+std::string value_type_name(const c10::IValue &v) {
+  if (v.isTensor()) return "Tensor";
   try {
     return v.type()->annotation_str();
   } catch (...) {
     return v.tagKind();
   }
 }
-
-// "expected X, got <tag> (<type>)"
-ct_status type_error(const char *func, const char *expected,
-                     const c10::IValue &v) {
-  return ct::set_error(CT_ERR_TYPE, "%s: expected %s, got %s (%s)", func,
-                       expected, tag_name(tag_of(v)), type_string(v).c_str());
-}
-
-} // namespace
-
-namespace ct {
 
 // Element type of a list or value type of a dict built from these types:
 // their unified type (tensor types without shapes). Items that do not unify
@@ -221,16 +247,10 @@ ct_status ct_value_list(ct_value **out, const ct_value *const *items,
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
-    CT_CHECK_ARG(items != nullptr || n == 0,
-                 "%s: argument 'items' is NULL with n %zu", ct_fn_, n);
+    if (ct_status st = check_items(ct_fn_, items, n)) return st;
     std::vector<c10::TypePtr> types;
     types.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      if (!items[i])
-        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: items[%zu] is NULL",
-                             ct_fn_, i);
-      types.push_back(value_type(items[i]->v));
-    }
+    for (size_t i = 0; i < n; ++i) types.push_back(value_type(items[i]->v));
     c10::impl::GenericList list(unify_or_any(types));
     list.reserve(n);
     for (size_t i = 0; i < n; ++i)
@@ -241,48 +261,15 @@ ct_status ct_value_list(ct_value **out, const ct_value *const *items,
 }
 
 ct_status ct_value_int_list(ct_value **out, const int64_t *items, size_t n) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_ARG(items != nullptr || n == 0,
-                 "%s: argument 'items' is NULL with n %zu", ct_fn_, n);
-    c10::List<int64_t> l;
-    l.reserve(n);
-    for (size_t i = 0; i < n; ++i)
-      l.push_back(items[i]);
-    *out = ct::new_value(c10::IValue(std::move(l)));
-    return CT_OK;
-  });
+  return typed_list<int64_t>(__func__, out, items, n);
 }
 
 ct_status ct_value_double_list(ct_value **out, const double *items, size_t n) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_ARG(items != nullptr || n == 0,
-                 "%s: argument 'items' is NULL with n %zu", ct_fn_, n);
-    c10::List<double> l;
-    l.reserve(n);
-    for (size_t i = 0; i < n; ++i)
-      l.push_back(items[i]);
-    *out = ct::new_value(c10::IValue(std::move(l)));
-    return CT_OK;
-  });
+  return typed_list<double>(__func__, out, items, n);
 }
 
 ct_status ct_value_bool_list(ct_value **out, const int32_t *items, size_t n) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_ARG(items != nullptr || n == 0,
-                 "%s: argument 'items' is NULL with n %zu", ct_fn_, n);
-    c10::List<bool> l;
-    l.reserve(n);
-    for (size_t i = 0; i < n; ++i)
-      l.push_back(items[i] != 0);
-    *out = ct::new_value(c10::IValue(std::move(l)));
-    return CT_OK;
-  });
+  return typed_list<bool>(__func__, out, items, n);  // nonzero is true
 }
 
 ct_status ct_value_tensor_list(ct_value **out, const ct_tensor *const *items,
@@ -290,16 +277,10 @@ ct_status ct_value_tensor_list(ct_value **out, const ct_tensor *const *items,
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
-    CT_CHECK_ARG(items != nullptr || n == 0,
-                 "%s: argument 'items' is NULL with n %zu", ct_fn_, n);
+    if (ct_status st = check_items(ct_fn_, items, n)) return st;
     c10::List<at::Tensor> l;
     l.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      if (!items[i])
-        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: items[%zu] is NULL",
-                             ct_fn_, i);
-      l.push_back(items[i]->t);
-    }
+    for (size_t i = 0; i < n; ++i) l.push_back(items[i]->t);
     *out = ct::new_value(c10::IValue(std::move(l)));
     return CT_OK;
   });
@@ -310,16 +291,10 @@ ct_status ct_value_tuple(ct_value **out, const ct_value *const *items,
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
-    CT_CHECK_ARG(items != nullptr || n == 0,
-                 "%s: argument 'items' is NULL with n %zu", ct_fn_, n);
+    if (ct_status st = check_items(ct_fn_, items, n)) return st;
     std::vector<c10::IValue> elems;
     elems.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      if (!items[i])
-        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: items[%zu] is NULL",
-                             ct_fn_, i);
-      elems.push_back(items[i]->v);
-    }
+    for (size_t i = 0; i < n; ++i) elems.push_back(items[i]->v);
     *out = ct::new_value(
         c10::IValue(c10::ivalue::Tuple::create(std::move(elems))));
     return CT_OK;
@@ -358,7 +333,7 @@ ct_status ct_value_dict(ct_value **out, const ct_value *const *keys,
                              "%s: dict keys must be strings, ints or tensors; "
                              "keys[%zu] is %s (%s)",
                              ct_fn_, i, tag_name(tag_of(k)),
-                             type_string(k).c_str());
+                             ct::value_type_name(k).c_str());
       if (i == 0)
         key_type = kt;
       else if (kt->kind() != key_type->kind())
@@ -628,9 +603,7 @@ ct_status ct_value_type_str(char **out, const ct_value *v) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
-    std::string s =
-        v->v.isTensor() ? std::string("Tensor") : v->v.type()->annotation_str();
-    *out = ct::dup_string(s);
+    *out = ct::dup_string(ct::value_type_name(v->v));
     return CT_OK;
   });
 }
