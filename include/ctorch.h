@@ -1000,8 +1000,8 @@ CT_API ct_status ct_op_list(ct_value **out);
  * result, or a tuple for several results (ctorch checks it against the
  * schema). It runs on the thread that calls the op. Returns CT_OK or an error
  * status after ct_set_error(); the caller gets CT_ERR_CALLBACK with that
- * message. The op stays registered for the life of the process; destroy (may
- * be NULL) is never called before exit. schema: e.g.
+ * message. The op stays registered for the life of the process (there is no
+ * unregistering), so ctx must stay valid until exit. schema: e.g.
  * "myns::scale(Tensor x, float a) -> Tensor". Errors: CT_ERR_INVALID_ARGUMENT
  * (bad schema, op already registered). */
 typedef ct_status (*ct_op_fn)(void *ctx, const ct_value *const *args, size_t n, ct_value **out);
