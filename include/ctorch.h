@@ -101,6 +101,20 @@ CT_API ct_status ct_set_error(ct_status code, const char *message);
 /* Clears this thread's last error (code CT_OK, message ""). */
 CT_API void ct_clear_error(void);
 
+/* Warnings. LibTorch's warnings (TORCH_WARN, TorchScript's warnings.warn)
+ * raised on a thread during a ctorch call are kept in that thread's list
+ * instead of being printed (ctorch never prints). The list holds the latest
+ * 1000; older ones are dropped. Warnings raised on LibTorch's own worker
+ * threads (intra-op pool, autograd device threads) are not captured. */
+/* Number of warnings kept for this thread. */
+CT_API size_t ct_warnings_count(void);
+/* Warning i (0 = oldest) of this thread, or NULL when i >= count.
+ * Library-owned; valid until ct_warnings_clear() on this thread or until it
+ * is dropped (more than 1000 newer warnings). */
+CT_API const char *ct_warnings_get(size_t i);
+/* Empties this thread's warning list. */
+CT_API void ct_warnings_clear(void);
+
 /* Frees a string or buffer that ctorch returned as caller-owned (char **,
  * void ** out-parameters). Accepts NULL. Any thread. */
 CT_API void ct_free(void *p);
@@ -124,7 +138,8 @@ CT_API int32_t ct_cuda_is_available(void);
 
 /* Intra-op (at::get_num_threads) and inter-op thread counts. Setting the
  * inter-op count fails with CT_ERR_TORCH once inter-op work has started.
- * n must be >= 1 (CT_ERR_INVALID_ARGUMENT). */
+ * n must be between 1 and 4 x the hardware threads (at least 8)
+ * (CT_ERR_INVALID_ARGUMENT otherwise, the message gives the bound). */
 CT_API int32_t ct_get_num_threads(void);
 CT_API ct_status ct_set_num_threads(int32_t n);
 CT_API int32_t ct_get_num_interop_threads(void);
@@ -213,7 +228,8 @@ CT_API int32_t ct_dtype_is_supported(int32_t dtype);
  * the others are ctorch's own (DLPack export maps them, or refuses).
  * CT_DEVICE_META tensors have shapes and dtypes but no memory (data pointer
  * NULL) and work in every build; the other devices give CT_ERR_NOT_SUPPORTED
- * where the LibTorch in use has no backend registered for them. */
+ * where the LibTorch in use has no backend registered for them. The CPU device index is -1 or 0 (anything else:
+ * CT_ERR_INVALID_ARGUMENT). */
 #define CT_DEVICE_KEEP 0 /* in "to"/"load": leave the device as it is */
 #define CT_DEVICE_CPU 1
 #define CT_DEVICE_CUDA 2
@@ -297,8 +313,11 @@ typedef void (*ct_deleter)(void *data, void *ctx);
  * contiguous row-major. deleter: may be NULL (the memory must then outlive
  * every tensor using it); otherwise deleter(data, ctx) runs when torch lets go
  * of the memory. If this call FAILS the deleter is NOT called: the caller
- * still owns `data`. Errors: CT_ERR_INVALID_ARGUMENT (NULL out/data, negative
- * size/stride), CT_ERR_TYPE (unknown dtype), CT_ERR_NOT_SUPPORTED. */
+ * still owns `data`. The element count, the byte size and the extent the
+ * strides reach must fit in int64 and in the address space (checked with
+ * overflow-safe arithmetic). Errors: CT_ERR_INVALID_ARGUMENT (NULL out/data,
+ * negative size/stride, overflowing count/extent/byte size), CT_ERR_TYPE
+ * (unknown dtype), CT_ERR_NOT_SUPPORTED. */
 CT_API ct_status ct_tensor_from_blob(ct_tensor **out, void *data, const int64_t *sizes,
                                      size_t ndim, const int64_t *strides, int32_t dtype,
                                      int32_t device_type, int32_t device_index,
@@ -356,19 +375,28 @@ CT_API int32_t ct_tensor_is_pinned(const ct_tensor *t);
 /* Tensors: metadata (infallible; say what NULL gives)                   */
 /* ===================================================================== */
 
+/* An undefined tensor (a handle to no tensor, as returned for unused
+ * gradients, e.g. by aten::convolution_backward with output_mask False) gives
+ * the same as NULL in every accessor below (ndim -1, sizes/strides NULL, ...);
+ * ct_tensor_defined tells it apart. Functions that need a tensor refuse it
+ * with CT_ERR_INVALID_ARGUMENT ("... is an undefined tensor"); ct_tensor_ref
+ * and ct_tensor_to_string accept it. */
+
 /* Number of dimensions; -1 for NULL. */
 CT_API int64_t ct_tensor_ndim(const ct_tensor *t);
 /* Borrowed arrays of ndim sizes/strides (elements). Valid until the tensor is
- * freed or its shape changes (resize_, in-place view ops). NULL for NULL. */
+ * freed or its shape changes (resize_, in-place view ops). NULL for NULL;
+ * strides are NULL for layouts without strides (sparse). */
 CT_API const int64_t *ct_tensor_sizes(const ct_tensor *t);
 CT_API const int64_t *ct_tensor_strides(const ct_tensor *t);
 /* Size / stride of one dimension (negative dims count from the end).
- * Errors: CT_ERR_INVALID_ARGUMENT (NULL), CT_ERR_INDEX (bad dim). */
+ * Errors: CT_ERR_INVALID_ARGUMENT (NULL, undefined tensor), CT_ERR_INDEX (bad
+ * dim), CT_ERR_NOT_SUPPORTED (stride of a sparse tensor). */
 CT_API ct_status ct_tensor_size(int64_t *out, const ct_tensor *t, int64_t dim);
 CT_API ct_status ct_tensor_stride(int64_t *out, const ct_tensor *t, int64_t dim);
 /* Number of elements; -1 for NULL. */
 CT_API int64_t ct_tensor_numel(const ct_tensor *t);
-/* Storage offset in elements; -1 for NULL. */
+/* Storage offset in elements; -1 for NULL or a layout without storage. */
 CT_API int64_t ct_tensor_storage_offset(const ct_tensor *t);
 /* Bytes per element; 0 for NULL. */
 CT_API size_t ct_tensor_element_size(const ct_tensor *t);
@@ -384,11 +412,13 @@ CT_API int32_t ct_tensor_device_index(const ct_tensor *t);
  * tensor, or for a tensor without storage. Valid while the tensor lives and
  * is not resized. */
 CT_API void *ct_tensor_data_ptr(const ct_tensor *t);
-/* 0/1; 0 for NULL. */
+/* 0/1; 0 for NULL (and is_contiguous 0 for sparse). */
 CT_API int32_t ct_tensor_is_contiguous(const ct_tensor *t);
 CT_API int32_t ct_tensor_requires_grad(const ct_tensor *t);
 /* 1 if the handle refers to a defined tensor; 0 for NULL/undefined. */
 CT_API int32_t ct_tensor_is_defined(const ct_tensor *t);
+/* The same as ct_tensor_is_defined (the name the bindings use). */
+CT_API int32_t ct_tensor_defined(const ct_tensor *t);
 
 /* All metadata of a tensor in one call (what the accessors above return one
  * by one). The caller sets `size` to sizeof(ct_tensor_info) before the call;
@@ -684,7 +714,8 @@ typedef struct DLManagedTensorVersioned {
  * ctorch makes the data safe to use by recording an event on torch's current
  * stream and making `stream` wait for it (no device sync). Ignored for CPU.
  * Errors: CT_ERR_INVALID_ARGUMENT, CT_ERR_TYPE (dtype DLPack cannot describe),
- * CT_ERR_NOT_SUPPORTED (tensor that requires grad: detach it first). */
+ * CT_ERR_NOT_SUPPORTED (tensor that requires grad: detach it first; sparse
+ * or other non-strided layouts). */
 CT_API ct_status ct_tensor_to_dlpack(DLManagedTensor **out, const ct_tensor *t, int32_t copy,
                                      int64_t stream);
 CT_API ct_status ct_tensor_to_dlpack_versioned(DLManagedTensorVersioned **out,
@@ -693,7 +724,10 @@ CT_API ct_status ct_tensor_to_dlpack_versioned(DLManagedTensorVersioned **out,
  * success its deleter runs exactly once, when the last tensor using the
  * memory is freed; on failure it runs before this call returns. src may be
  * NULL (CT_ERR_INVALID_ARGUMENT, nothing to delete). byte_offset is honoured,
- * NULL strides mean contiguous. A READ_ONLY versioned tensor is copied (and
+ * NULL strides mean contiguous. Refused with CT_ERR_INVALID_ARGUMENT: negative
+ * strides (torch has none: import a contiguous copy instead), shapes whose
+ * element count, byte size or stride extent overflow int64 or the address
+ * space, and data + byte_offset not aligned to the element type. A READ_ONLY versioned tensor is copied (and
  * its deleter run at once), since torch tensors are always writable.
  * Versions with a major other than 1 are refused (CT_ERR_NOT_SUPPORTED). */
 CT_API ct_status ct_tensor_from_dlpack(ct_tensor **out, DLManagedTensor *src);
@@ -798,6 +832,16 @@ CT_API ct_status ct_pickle_load(ct_value **out, const char *path);
 CT_API ct_status ct_pickle_load_buffer(ct_value **out, const void *data, size_t size);
 CT_API ct_status ct_pickle_save(const ct_value *v, const char *path);
 CT_API ct_status ct_pickle_save_buffer(void **data_out, size_t *size_out, const ct_value *v);
+/* Checks an untrusted torch.save file without risking this process: loads it
+ * (and prints what it loaded) in a short-lived forked child. CT_OK if that
+ * worked; the child's own error (code and message) if the load failed
+ * cleanly; CT_ERR_IO naming the signal if the child crashed (LibTorch's
+ * unpickler crashes on some malformed files) or did not finish within
+ * CTORCH_VERIFY_TIMEOUT seconds (default 120). CT_ERR_NOT_FOUND for a missing
+ * file. Costs a fork and a full load; the file is not kept: load it again
+ * afterwards (docs/conventions.md, "Untrusted files"). Call it from a
+ * process that can fork (not between CUDA calls in the child's lifetime). */
+CT_API ct_status ct_pickle_verify(const char *path);
 
 /* Objects (CT_VALUE_OBJECT): TorchScript objects and the Python objects of
  * loaded checkpoints. ct_value_object_class: *out = the qualified class name,
@@ -825,6 +869,11 @@ CT_API ct_status ct_module_load(ct_module **out, const char *path, int32_t devic
 /* Same from memory; data is borrowed and not kept. */
 CT_API ct_status ct_module_load_buffer(ct_module **out, const void *data, size_t size,
                                        int32_t device_type, int32_t device_index);
+/* Checks an untrusted TorchScript archive like ct_pickle_verify: loads it on
+ * the CPU in a forked child and inspects it there (methods, attributes,
+ * parameters, children, and saving it again, which prints every method's
+ * code). Same results and costs as ct_pickle_verify. */
+CT_API ct_status ct_module_verify(const char *path);
 CT_API void ct_module_free(ct_module *m);
 /* The archive's extra files (_extra_files) as a Dict[str, str] value (empty
  * for modules that were not loaded from an archive). */

@@ -3,10 +3,13 @@
 // at::toDLPack, whose signature and DLPack version differ between LibTorch
 // releases. The struct declarations come from ctorch.h; the static_asserts
 // below pin their layout to the DLPack specification (x86-64/aarch64 LP64).
+#include "checks.h"
 #include "internal.h"
 
+#include <atomic>
 #include <cstring>
 #include <sstream>
+#include <memory>
 #include <vector>
 
 static_assert(sizeof(DLPackVersion) == 8, "DLPackVersion layout");
@@ -113,14 +116,11 @@ ct_status export_tensor(const char *func, Managed **out, const ct_tensor *t, int
   const at::Tensor &src = t->t;
   if (!src.defined())
     return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: the tensor is undefined", func);
-  if (src.layout() != c10::kStrided) {
-    std::ostringstream os;
-    os << src.layout();
+  if (src.layout() != c10::kStrided)
     return ct::set_error(CT_ERR_NOT_SUPPORTED,
-                         "%s: a tensor of layout %s has no DLPack form; convert it with "
-                         "ct_tensor_to_dense first",
-                         func, os.str().c_str());
-  }
+                         "%s: a tensor with layout %s cannot be exported as DLPack (only "
+                         "strided tensors); convert it with ct_tensor_to_dense first",
+                         func, ct::layout_name(src.layout()));
   if (src.requires_grad())
     return ct::set_error(CT_ERR_NOT_SUPPORTED,
                          "%s: cannot export a tensor that requires grad; detach it first", func);
@@ -135,7 +135,9 @@ ct_status export_tensor(const char *func, Managed **out, const ct_tensor *t, int
   if (src.is_cuda() && stream != -1) {
     if (ct_status s = ct::cuda_make_safe_for_stream(src, stream)) return s;
   }
-  auto *ctx = new ExportCtx<Managed>();
+  // Owned here until handed to the caller, so a throw below frees it.
+  auto owner = std::make_unique<ExportCtx<Managed>>();
+  ExportCtx<Managed> *ctx = owner.get();
   ctx->tensor = copy ? src.clone() : src;
   const at::Tensor &x = ctx->tensor;
   ctx->shape.assign(x.sizes().begin(), x.sizes().end());
@@ -152,22 +154,36 @@ ct_status export_tensor(const char *func, Managed **out, const ct_tensor *t, int
   ctx->managed.manager_ctx = ctx;
   ctx->managed.deleter = &export_deleter<Managed>;
   if (flags) *flags = copy ? DLPACK_FLAG_BITMASK_IS_COPIED : 0;
-  *out = &ctx->managed;
+  *out = &owner.release()->managed;
   return CT_OK;
 }
 
-// Calls the producer's deleter exactly once, on scope exit, unless released.
+// The producer's tensor, released (its deleter called) at most once by
+// whichever comes first: the failure path of the import or the storage's
+// deleter, which LibTorch may also run while unwinding a throwing from_blob.
 template <class Managed>
-struct DeleteOnFailure {
+struct Producer {
   Managed *m;
-  ~DeleteOnFailure() {
-    if (m && m->deleter) m->deleter(m);
+  std::atomic<bool> released{false};
+  explicit Producer(Managed *p) : m(p) {}
+  void release() noexcept {
+    if (!released.exchange(true) && m && m->deleter) m->deleter(m);
+  }
+};
+
+// Releases the producer on scope exit unless the import committed.
+template <class Managed>
+struct ReleaseUnlessCommitted {
+  std::shared_ptr<Producer<Managed>> p;
+  bool committed = false;
+  ~ReleaseUnlessCommitted() {
+    if (!committed) p->release();
   }
 };
 
 template <class Managed>
 ct_status import_tensor(const char *func, ct_tensor **out, Managed *src, bool read_only) {
-  DeleteOnFailure<Managed> guard{src};
+  ReleaseUnlessCommitted<Managed> guard{std::make_shared<Producer<Managed>>(src)};
   if (!out) return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument 'out' is NULL", func);
   const DLTensor &dl = src->dl_tensor;
   c10::ScalarType st;
@@ -191,39 +207,44 @@ ct_status import_tensor(const char *func, ct_tensor **out, Managed *src, bool re
         return ct::set_error(CT_ERR_NOT_SUPPORTED,
                              "%s: a CUDA DLPack tensor cannot be imported: CUDA is not available",
                              func);
+      if (dl.device.device_id < 0 || dl.device.device_id >= ct_cuda_device_count())
+        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: invalid CUDA device id %d", func,
+                             dl.device.device_id);
       dev = c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(dl.device.device_id));
       break;
     default:
       return ct::set_error(CT_ERR_NOT_SUPPORTED, "%s: unsupported DLPack device type %d", func,
                            static_cast<int>(dl.device.device_type));
   }
-  at::IntArrayRef shape(dl.shape, static_cast<size_t>(dl.ndim));
-  for (int64_t s : shape)
-    if (s < 0) return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: negative size in shape", func);
+  size_t ndim = static_cast<size_t>(dl.ndim);
+  if (ct_status s = ct::check_sizes(func, dl.shape, ndim)) return s;
+  at::IntArrayRef shape(dl.shape, ndim);
   int64_t numel = c10::multiply_integers(shape);
   if (!dl.data && numel > 0)
     return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: DLTensor.data is NULL", func);
+  if (ct_status s = ct::check_extent(func, dl.data, dl.byte_offset, dl.shape, dl.strides, ndim,
+                                     c10::elementSize(st), true))
+    return s;
   char *data = static_cast<char *>(dl.data) + dl.byte_offset;
   auto opts = at::TensorOptions().dtype(st).device(dev);
   at::Tensor t;
   if (read_only) {
     // Torch tensors are writable: never alias read-only memory, copy it.
     at::Tensor view = dl.strides
-                          ? at::from_blob(data, shape, at::IntArrayRef(dl.strides, dl.ndim), opts)
+                          ? at::from_blob(data, shape, at::IntArrayRef(dl.strides, ndim), opts)
                           : at::from_blob(data, shape, opts);
     t = view.clone(at::MemoryFormat::Preserve);
-    // guard deletes the producer's tensor now
+    // guard releases the producer's tensor now
   } else {
-    Managed *m = src;
-    auto deleter = [m](void *) {
-      if (m->deleter) m->deleter(m);
-    };
-    t = dl.strides ? at::from_blob(data, shape, at::IntArrayRef(dl.strides, dl.ndim), deleter,
+    std::shared_ptr<Producer<Managed>> p = guard.p;
+    auto deleter = [p](void *) { p->release(); };
+    t = dl.strides ? at::from_blob(data, shape, at::IntArrayRef(dl.strides, ndim), deleter,
                                    opts)
                    : at::from_blob(data, shape, deleter, opts);
-    guard.m = nullptr;  // the tensor's storage owns the producer's tensor now
   }
   *out = ct::new_tensor(std::move(t));
+  // Zero-copy: the tensor's storage owns the producer now.
+  if (!read_only) guard.committed = true;
   return CT_OK;
 }
 
@@ -269,10 +290,11 @@ ct_status ct_tensor_from_dlpack_versioned(ct_tensor **out, DLManagedTensorVersio
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(src);
     if (src->version.major != 1) {
-      DeleteOnFailure<DLManagedTensorVersioned> g{src};
-      return ct::set_error(CT_ERR_NOT_SUPPORTED,
-                           "%s: DLPack version %u.%u is not supported (need 1.x)", ct_fn_,
-                           src->version.major, src->version.minor);
+      ct_status s = ct::set_error(CT_ERR_NOT_SUPPORTED,
+                                  "%s: DLPack version %u.%u is not supported (need 1.x)", ct_fn_,
+                                  src->version.major, src->version.minor);
+      Producer<DLManagedTensorVersioned>(src).release();  // after reading the version
+      return s;
     }
     bool read_only = (src->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
     return import_tensor(ct_fn_, out, src, read_only);

@@ -1,6 +1,8 @@
 // Errors: the thread-local last-error slot, the exception-to-status mapping
 // used by the barrier (ct::guard), and ct_free.
 #include "messages.h"
+#include "checks.h"
+#include "internal.h"
 
 #include <c10/util/Backtrace.h>
 #include <c10/util/Logging.h>
@@ -8,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <new>
 
 namespace {
@@ -83,9 +86,38 @@ struct BacktraceInit {
   }
 } backtrace_init;
 
+// ---- Warnings: kept per thread instead of printed --------------------------
+constexpr size_t kMaxWarnings = 1000;
+// A deque: appending keeps the other strings (and their c_str()) in place.
+thread_local std::deque<std::string> tls_warnings;
+thread_local bool tls_capturing = false;
+
+struct KeepWarnings final : c10::WarningHandler {
+  void process(const c10::SourceLocation &, const std::string &msg, bool) override {
+    try {
+      if (tls_warnings.size() >= kMaxWarnings) tls_warnings.pop_front();
+      tls_warnings.push_back(msg);
+    } catch (...) {
+    }
+  }
+};
+// Never destroyed: LibTorch threads may warn during exit.
+KeepWarnings &keep_warnings() {
+  static auto *h = new KeepWarnings();
+  return *h;
+}
+
 }  // namespace
 
 namespace ct {
+
+void capture_warnings() noexcept {
+  if (__builtin_expect(tls_capturing, 1)) return;
+  tls_capturing = true;
+  // Once per thread, so a handler that the host installs later on this
+  // thread (e.g. PyTorch's own, during its calls) is left alone.
+  c10::Warning::set_warning_handler(&keep_warnings());
+}
 
 ct_status set_error(ct_status code, const char *fmt, ...) {
   va_list ap;
@@ -174,6 +206,17 @@ void ct_clear_error(void) {
 }
 
 void ct_free(void *p) { std::free(p); }
+
+size_t ct_warnings_count(void) { return tls_warnings.size(); }
+
+const char *ct_warnings_get(size_t i) {
+  return i < tls_warnings.size() ? tls_warnings[i].c_str() : nullptr;
+}
+
+void ct_warnings_clear(void) {
+  ct::capture_warnings();
+  tls_warnings.clear();
+}
 
 void ct_set_cpp_backtraces(int32_t enabled) {
   try {

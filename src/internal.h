@@ -49,8 +49,10 @@ struct Error : std::exception {
 // would be "operator()"); CT_CHECK_NOT_NULL uses it. Validation failures
 // return set_error(...) directly (no throw: cheap); anything thrown below is
 // caught here and turned into a status and a message.
+void capture_warnings() noexcept;  // error.cpp: LibTorch warnings -> ct_warnings_*
 template <class F>
 inline ct_status guard(const char *func, F &&body) noexcept {
+  capture_warnings();
   try {
     return body();
   } catch (...) {

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include <torch/version.h>
@@ -48,6 +49,13 @@ struct CpuFuserInit {
     }
   }
 } cpu_fuser_init;
+
+// Upper bound for thread counts: 4 per hardware thread, at least 8. Far more
+// threads than cores only slows torch down, and huge counts hang it.
+int32_t max_threads() noexcept {
+  unsigned hw = std::thread::hardware_concurrency();
+  return static_cast<int32_t>(std::max(8u, 4u * std::min(hw, 65536u)));
+}
 }  // namespace
 
 extern "C" {
@@ -63,7 +71,9 @@ int32_t ct_get_num_threads(void) {
 ct_status ct_set_num_threads(int32_t n) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
-    CT_CHECK_ARG(n >= 1, "%s: n must be >= 1, got %d", ct_fn_, n);
+    CT_CHECK_ARG(n >= 1 && n <= max_threads(),
+                 "%s: n must be between 1 and %d (4 per hardware thread), got %d", ct_fn_,
+                 max_threads(), n);
     at::set_num_threads(n);
     return CT_OK;
   });
@@ -77,7 +87,9 @@ int32_t ct_get_num_interop_threads(void) {
 ct_status ct_set_num_interop_threads(int32_t n) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
-    CT_CHECK_ARG(n >= 1, "%s: n must be >= 1, got %d", ct_fn_, n);
+    CT_CHECK_ARG(n >= 1 && n <= max_threads(),
+                 "%s: n must be between 1 and %d (4 per hardware thread), got %d", ct_fn_,
+                 max_threads(), n);
     at::set_num_interop_threads(n);
     return CT_OK;
   });

@@ -1,5 +1,6 @@
 // Tensors: dtype/device codes, factories, from_blob (with deleter or release
 // queue), handles and conversions, metadata accessors, printing, comparison.
+#include "checks.h"
 #include "internal.h"
 #include "torch_version.h"
 
@@ -156,6 +157,10 @@ ct_status to_device(const char *func, int32_t device_type, int32_t device_index,
     return set_error(CT_ERR_INVALID_ARGUMENT, "%s: invalid device index %d", func, device_index);
   switch (device_type) {
     case CT_DEVICE_CPU:
+      if (device_index != -1 && device_index != 0)
+        return set_error(CT_ERR_INVALID_ARGUMENT,
+                         "%s: invalid CPU device index %d (the CPU device index is -1 or 0)",
+                         func, device_index);
       *out = c10::Device(c10::DeviceType::CPU);
       return CT_OK;
     case CT_DEVICE_CUDA:
@@ -199,6 +204,67 @@ ct_status check_sizes(const char *func, const int64_t *sizes, size_t ndim) noexc
     if (__builtin_mul_overflow(numel, sizes[i], &numel))
       return set_error(CT_ERR_INVALID_ARGUMENT, "%s: the number of elements overflows int64",
                        func);
+  }
+  return CT_OK;
+}
+
+ct_status check_extent(const char *func, const void *data, uint64_t byte_offset,
+                       const int64_t *sizes, const int64_t *strides, size_t ndim,
+                       size_t element_size, bool check_alignment) noexcept {
+  int64_t numel = 1;
+  for (size_t i = 0; i < ndim; ++i)
+    if (__builtin_mul_overflow(numel, sizes[i], &numel))
+      return set_error(CT_ERR_INVALID_ARGUMENT, "%s: the number of elements overflows int64",
+                       func);
+  if (strides)
+    for (size_t i = 0; i < ndim; ++i)
+      if (strides[i] < 0)
+        return set_error(CT_ERR_INVALID_ARGUMENT,
+                         "%s: negative stride %lld in dimension %zu: torch tensors cannot have "
+                         "negative strides; pass a contiguous copy (e.g. numpy.ascontiguousarray)",
+                         func, static_cast<long long>(strides[i]), i);
+  int64_t nbytes = 0;
+  if (__builtin_mul_overflow(numel, static_cast<int64_t>(element_size), &nbytes))
+    return set_error(CT_ERR_INVALID_ARGUMENT,
+                     "%s: the byte size (%lld elements of %zu bytes) overflows int64", func,
+                     static_cast<long long>(numel), element_size);
+  if (byte_offset >= kMaxAddress)
+    return set_error(CT_ERR_INVALID_ARGUMENT, "%s: byte_offset %llu is beyond any address",
+                     func, static_cast<unsigned long long>(byte_offset));
+  if (numel == 0) return CT_OK;
+  // Highest element index reached: sum of (size - 1) * stride.
+  int64_t last = 0;
+  if (strides) {
+    for (size_t i = 0; i < ndim; ++i) {
+      int64_t step;
+      if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &step) ||
+          __builtin_add_overflow(last, step, &last))
+        return set_error(CT_ERR_INVALID_ARGUMENT,
+                         "%s: the strides reach beyond int64 elements (dimension %zu)", func, i);
+    }
+  } else {
+    last = numel - 1;
+  }
+  int64_t extent;
+  if (__builtin_add_overflow(last, int64_t(1), &extent) ||
+      __builtin_mul_overflow(extent, static_cast<int64_t>(element_size), &extent))
+    return set_error(CT_ERR_INVALID_ARGUMENT,
+                     "%s: the memory extent of the strides overflows int64 bytes", func);
+  uint64_t start = reinterpret_cast<uintptr_t>(data) + byte_offset;
+  if (start < byte_offset || start >= kMaxAddress ||
+      static_cast<uint64_t>(extent) > kMaxAddress - start)
+    return set_error(CT_ERR_INVALID_ARGUMENT,
+                     "%s: the tensor's %lld bytes at address 0x%llx reach beyond any address",
+                     func, static_cast<long long>(extent), static_cast<unsigned long long>(start));
+  if (check_alignment && element_size > 1) {
+    // Complex types need only their component's alignment.
+    uint64_t align = element_size > 8 ? element_size / 2 : element_size;
+    if (start % align != 0)
+      return set_error(CT_ERR_INVALID_ARGUMENT,
+                       "%s: data + byte_offset (0x%llx) is not aligned to the element type "
+                       "(%llu bytes)",
+                       func, static_cast<unsigned long long>(start),
+                       static_cast<unsigned long long>(align));
   }
   return CT_OK;
 }
@@ -265,22 +331,11 @@ void push_release(void *ctx) {
   release_queue().push_back(ctx);
 }
 
-ct_status check_strides(const char *func, const int64_t *strides, size_t ndim) {
-  if (!strides) return CT_OK;
-  for (size_t i = 0; i < ndim; ++i)
-    if (strides[i] < 0)
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: negative stride %lld in dimension %zu (not supported by torch)",
-                           func, static_cast<long long>(strides[i]), i);
-  return CT_OK;
-}
-
 ct_status wrap_blob(const char *func, ct_tensor **out, void *data, const int64_t *sizes,
                     size_t ndim, const int64_t *strides, int32_t dtype, int32_t device_type,
                     int32_t device_index, std::function<void(void *)> deleter) {
   if (!out) return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument 'out' is NULL", func);
   if (ct_status s = ct::check_sizes(func, sizes, ndim)) return s;
-  if (ct_status s = check_strides(func, strides, ndim)) return s;
   c10::ScalarType st;
   c10::Device dev(c10::DeviceType::CPU);
   if (ct_status s = ct::check_dtype(func, dtype, &st)) return s;
@@ -289,6 +344,9 @@ ct_status wrap_blob(const char *func, ct_tensor **out, void *data, const int64_t
   for (size_t i = 0; i < ndim; ++i) numel *= sizes[i];
   if (!data && numel > 0)
     return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument 'data' is NULL", func);
+  if (ct_status s = ct::check_extent(func, data, 0, sizes, strides, ndim, c10::elementSize(st),
+                                     false))
+    return s;
   auto opts = at::TensorOptions().dtype(st).device(dev);
   at::IntArrayRef shape(sizes, ndim);
   at::Tensor t;
@@ -511,22 +569,31 @@ size_t ct_release_queue_length(void) {
 
 void ct_tensor_free(ct_tensor *t) { delete t; }
 
-#define CT_UNARY_TENSOR_OP(fname, expr)                        \
+// An undefined tensor is refused by name rather than by LibTorch's message.
+#define CT_CHECK_DEFINED(h)                                                              \
+  do {                                                                                   \
+    if (!(h)->t.defined())                                                               \
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is an undefined " \
+                           "tensor", ct_fn_, #h);                                        \
+  } while (0)
+
+#define CT_UNARY_TENSOR_OP(fname, needs_defined, expr)         \
   ct_status fname(ct_tensor **out, const ct_tensor *t) {       \
     const char *const ct_fn_ = __func__;                       \
     return ct::guard(ct_fn_, [&] {                             \
       CT_CHECK_NOT_NULL(out);                                  \
       CT_CHECK_NOT_NULL(t);                                    \
+      if (needs_defined) CT_CHECK_DEFINED(t);                  \
       const at::Tensor &x = t->t;                              \
       *out = ct::new_tensor(expr);                             \
       return CT_OK;                                            \
     });                                                        \
   }
 
-CT_UNARY_TENSOR_OP(ct_tensor_ref, x)
-CT_UNARY_TENSOR_OP(ct_tensor_clone, x.clone())
-CT_UNARY_TENSOR_OP(ct_tensor_detach, x.detach())
-CT_UNARY_TENSOR_OP(ct_tensor_contiguous, x.contiguous())
+CT_UNARY_TENSOR_OP(ct_tensor_ref, false, x)
+CT_UNARY_TENSOR_OP(ct_tensor_clone, true, x.clone())
+CT_UNARY_TENSOR_OP(ct_tensor_detach, true, x.detach())
+CT_UNARY_TENSOR_OP(ct_tensor_contiguous, true, x.contiguous())
 
 ct_status ct_tensor_to(ct_tensor **out, const ct_tensor *t, int32_t device_type,
                        int32_t device_index, int32_t dtype, int32_t non_blocking, int32_t copy) {
@@ -534,6 +601,7 @@ ct_status ct_tensor_to(ct_tensor **out, const ct_tensor *t, int32_t device_type,
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(t);
+    CT_CHECK_DEFINED(t);
     c10::ScalarType st = t->t.scalar_type();
     c10::Device dev = t->t.device();
     if (dtype != CT_DTYPE_KEEP)
@@ -550,6 +618,8 @@ ct_status ct_tensor_copy_(ct_tensor *dst, const ct_tensor *src, int32_t non_bloc
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(dst);
     CT_CHECK_NOT_NULL(src);
+    CT_CHECK_DEFINED(dst);
+    CT_CHECK_DEFINED(src);
     dst->t.copy_(src->t, non_blocking != 0);
     return CT_OK;
   });
@@ -559,6 +629,7 @@ ct_status ct_tensor_fill_(ct_tensor *t, double value) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(t);
+    CT_CHECK_DEFINED(t);
     t->t.fill_(value);
     return CT_OK;
   });
@@ -566,10 +637,18 @@ ct_status ct_tensor_fill_(ct_tensor *t, double value) {
 
 // ---- Metadata -----------------------------------------------------------------
 
-int64_t ct_tensor_ndim(const ct_tensor *t) { return t ? t->t.dim() : -1; }
-const int64_t *ct_tensor_sizes(const ct_tensor *t) { return t ? t->t.sizes().data() : nullptr; }
+// An undefined tensor (a null at::Tensor, e.g. an unused gradient) answers
+// like NULL in every accessor: LibTorch's own accessors throw or lie for it.
+static inline bool defined(const ct_tensor *t) { return t && t->t.defined(); }
+
+int64_t ct_tensor_ndim(const ct_tensor *t) { return defined(t) ? t->t.dim() : -1; }
+const int64_t *ct_tensor_sizes(const ct_tensor *t) {
+  return defined(t) ? t->t.sizes().data() : nullptr;
+}
 const int64_t *ct_tensor_strides(const ct_tensor *t) {
-  return t ? t->t.strides().data() : nullptr;
+  // Sparse and other strideless layouts throw on strides().
+  if (!defined(t) || t->t.layout() != c10::kStrided) return nullptr;
+  return t->t.strides().data();
 }
 
 // Size or stride of one dimension (negative dims count from the end).
@@ -578,6 +657,11 @@ static ct_status dim_query(const char *ct_fn_, int64_t *out, const ct_tensor *t,
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(t);
+    if (!t->t.defined())
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: the tensor is undefined", ct_fn_);
+    if (stride && t->t.layout() != c10::kStrided)
+      return ct::set_error(CT_ERR_NOT_SUPPORTED, "%s: a tensor with layout %s has no strides",
+                           ct_fn_, ct::layout_name(t->t.layout()));
     int64_t nd = t->t.dim();
     int64_t d = dim < 0 ? dim + nd : dim;
     if (d < 0 || d >= nd)
@@ -596,9 +680,9 @@ ct_status ct_tensor_stride(int64_t *out, const ct_tensor *t, int64_t dim) {
   return dim_query(__func__, out, t, dim, true);
 }
 
-int64_t ct_tensor_numel(const ct_tensor *t) { return t ? t->t.numel() : -1; }
+int64_t ct_tensor_numel(const ct_tensor *t) { return defined(t) ? t->t.numel() : -1; }
 int64_t ct_tensor_storage_offset(const ct_tensor *t) {
-  return t && t->t.defined() ? t->t.storage_offset() : -1;
+  return defined(t) && t->t.layout() == c10::kStrided ? t->t.storage_offset() : -1;
 }
 size_t ct_tensor_element_size(const ct_tensor *t) {
   return t && t->t.defined() ? t->t.element_size() : 0;
@@ -627,12 +711,13 @@ void *ct_tensor_data_ptr(const ct_tensor *t) {
          impl->storage_offset() * static_cast<int64_t>(impl->itemsize());
 }
 int32_t ct_tensor_is_contiguous(const ct_tensor *t) {
-  return t && t->t.defined() && t->t.is_contiguous() ? 1 : 0;
+  return defined(t) && t->t.layout() == c10::kStrided && t->t.is_contiguous() ? 1 : 0;
 }
 int32_t ct_tensor_requires_grad(const ct_tensor *t) {
   return t && t->t.defined() && t->t.requires_grad() ? 1 : 0;
 }
-int32_t ct_tensor_is_defined(const ct_tensor *t) { return t && t->t.defined() ? 1 : 0; }
+int32_t ct_tensor_is_defined(const ct_tensor *t) { return defined(t) ? 1 : 0; }
+int32_t ct_tensor_defined(const ct_tensor *t) { return defined(t) ? 1 : 0; }
 
 ct_status ct_tensor_to_string(char **out, const ct_tensor *t) {
   const char *const ct_fn_ = __func__;
@@ -653,6 +738,8 @@ ct_status ct_tensor_equal(int32_t *out, const ct_tensor *a, const ct_tensor *b) 
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(a);
     CT_CHECK_NOT_NULL(b);
+    CT_CHECK_DEFINED(a);
+    CT_CHECK_DEFINED(b);
     *out = a->t.equal(b->t) ? 1 : 0;
     return CT_OK;
   });
@@ -665,6 +752,8 @@ ct_status ct_tensor_allclose(int32_t *out, const ct_tensor *a, const ct_tensor *
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(a);
     CT_CHECK_NOT_NULL(b);
+    CT_CHECK_DEFINED(a);
+    CT_CHECK_DEFINED(b);
     CT_CHECK_ARG(rtol >= 0 && atol >= 0, "%s: rtol and atol must be >= 0", ct_fn_);
     *out = a->t.allclose(b->t, rtol, atol, equal_nan != 0) ? 1 : 0;
     return CT_OK;

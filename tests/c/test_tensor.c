@@ -21,9 +21,9 @@ static void test_threads_and_seed(void **state) {
   CT_OK_OR_FAIL(ct_set_num_threads(1));
   assert_int_equal(ct_get_num_threads(), 1);
   CT_OK_OR_FAIL(ct_set_num_threads(n));
-  CT_EXPECT_ERROR(ct_set_num_threads(0), CT_ERR_INVALID_ARGUMENT, "n must be >= 1");
+  CT_EXPECT_ERROR(ct_set_num_threads(0), CT_ERR_INVALID_ARGUMENT, "n must be between 1 and");
   assert_true(ct_get_num_interop_threads() >= 1);
-  CT_EXPECT_ERROR(ct_set_num_interop_threads(-3), CT_ERR_INVALID_ARGUMENT, "n must be >= 1");
+  CT_EXPECT_ERROR(ct_set_num_interop_threads(-3), CT_ERR_INVALID_ARGUMENT, "n must be between 1 and");
   /* Same seed, same numbers. */
   ct_tensor *a = NULL, *b = NULL;
   int32_t eq = 0;

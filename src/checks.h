@@ -1,0 +1,38 @@
+// Overflow-checked validation of foreign memory described by sizes/strides
+// (from_blob, DLPack import). Not installed.
+#pragma once
+
+#include "internal.h"
+
+namespace ct {
+
+// Highest address a tensor's bytes may reach: user-space addresses on x86-64
+// (5-level paging) and aarch64 stay below 2^57.
+constexpr uint64_t kMaxAddress = uint64_t(1) << 57;
+
+// Checks that `ndim` sizes/strides (strides NULL = contiguous) describe memory
+// starting at data + byte_offset whose extent, byte size and end address fit:
+// no negative stride, no int64 overflow of the element count, the extent or
+// the byte size, no address past kMaxAddress, and data + byte_offset aligned
+// to the element type when `check_alignment`. Sizes must already have passed
+// check_sizes. Sets the error (CT_ERR_INVALID_ARGUMENT, starting with `func`)
+// and returns non-OK on failure.
+ct_status check_extent(const char *func, const void *data, uint64_t byte_offset,
+                       const int64_t *sizes, const int64_t *strides, size_t ndim,
+                       size_t element_size, bool check_alignment) noexcept;
+
+// Name of a layout for messages ("sparse COO").
+inline const char *layout_name(c10::Layout l) noexcept {
+  switch (l) {
+    case c10::kStrided: return "strided";
+    case c10::kSparse: return "sparse COO";
+    case c10::kSparseCsr: return "sparse CSR";
+    case c10::kSparseCsc: return "sparse CSC";
+    case c10::kSparseBsr: return "sparse BSR";
+    case c10::kSparseBsc: return "sparse BSC";
+    case c10::kMkldnn: return "mkldnn";
+    default: return "non-strided";
+  }
+}
+
+}  // namespace ct

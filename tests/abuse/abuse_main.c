@@ -1,0 +1,146 @@
+/* Runs every generated abuse case (abuse_cases.c) in its own forked child.
+ * A case passes when the child exits normally within the time limit and a
+ * failing ct_status call left a clean error: ct_last_error_code() equal to
+ * the status, a message naming the function, and its out-parameters
+ * untouched. Prints one line per failing case and a summary.
+ * usage: abuse_test [function-name-substring] */
+#include "abuse_support.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+ct_tensor *g_tensor;
+ct_value *g_value;
+ct_module *g_module;
+ct_script *g_script;
+ct_op *g_op;
+ct_tensor *g_tensor_array[4];
+ct_value *g_value_array[4];
+const char *g_names[4] = {"x", "y", "z", "w"};
+int64_t g_int64_items[8] = {2, 1, 1, 1, 1, 1, 1, 1};
+int32_t g_int32_items[8] = {1, 0, 1, 0, 1, 0, 1, 0};
+double g_double_items[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+char abuse_buffer[4096];
+void *abuse_out_slots[64];
+const char *abuse_label = "";
+
+void abuse_noop_fn(void) {}
+
+int abuse_dummy_fn(void) { return ct_set_error(CT_ERR_CALLBACK, "abuse dummy callback"); }
+
+DLManagedTensor *abuse_fresh_DLManagedTensor(void) {
+  DLManagedTensor *m = NULL;
+  if (ct_tensor_to_dlpack(&m, g_tensor, 0, -1) != CT_OK) _exit(97);
+  return m;
+}
+
+DLManagedTensorVersioned *abuse_fresh_DLManagedTensorVersioned(void) {
+  DLManagedTensorVersioned *m = NULL;
+  if (ct_tensor_to_dlpack_versioned(&m, g_tensor, 0, -1) != CT_OK) _exit(97);
+  return m;
+}
+
+static int out_slots_touched(void) {
+  for (size_t i = 0; i < sizeof abuse_out_slots / sizeof abuse_out_slots[0]; ++i)
+    if (abuse_out_slots[i] != NULL) return 1;
+  return 0;
+}
+
+void abuse_check_status(const char *fname, ct_status st) {
+  if (st == CT_OK) return;
+  if (strcmp(fname, "ct_set_error") == 0) return; /* returns its argument */
+  /* A callback's failure reaches the caller with the callback's own message. */
+  int callback = st == CT_ERR_CALLBACK && strstr(ct_last_error(), "abuse dummy callback");
+  const char *msg = ct_last_error();
+  const char *why = NULL;
+  if (ct_last_error_code() != st) why = "ct_last_error_code differs from the status";
+  else if (!msg || !*msg) why = "empty message";
+  else if (!callback && !strstr(msg, fname)) why = "message does not name the function";
+  else if (out_slots_touched()) why = "out-parameter written on failure";
+  if (why) {
+    printf("  %s [%s]: status %d: %s: '%.200s'\n", fname, abuse_label, (int)st, why,
+           msg ? msg : "(null)");
+    fflush(stdout);
+    _exit(ABUSE_BAD_STATUS);
+  }
+}
+
+/* Failures known and not yet fixed: reported, not counted. Keep empty. */
+static const char *const known_failures[] = {
+    "ct_module_eval", /* issue 13 #14: reports itself as ct_module_train (module.cpp) */
+    NULL};
+
+static int is_known(const char *fname) {
+  for (const char *const *k = known_failures; *k; ++k)
+    if (strcmp(*k, fname) == 0) return 1;
+  return 0;
+}
+
+static void die(const char *what) {
+  fprintf(stderr, "abuse: setup failed: %s: %s\n", what, ct_last_error());
+  exit(1);
+}
+
+static void setup(void) {
+  const int64_t sz[2] = {2, 2};
+  if (ct_tensor_ones(&g_tensor, sz, 2, CT_FLOAT32, CT_DEVICE_CPU, -1, 0)) die("tensor");
+  if (ct_value_from_tensor(&g_value, g_tensor)) die("value");
+  for (int i = 0; i < 4; ++i) {
+    g_tensor_array[i] = g_tensor;
+    g_value_array[i] = g_value;
+  }
+  if (ct_module_new(&g_module, "AbuseModule")) die("module");
+  if (ct_module_register_parameter(g_module, "p", g_tensor, 1)) die("parameter");
+  if (ct_module_define(g_module, "def forward(self, x):\n    return x\n")) die("define");
+  if (ct_script_compile(&g_script, "def f(x: Tensor) -> Tensor:\n    return x\n"))
+    die("script");
+  if (ct_op_find(&g_op, "aten::neg", "")) die("op");
+}
+
+int main(int argc, char **argv) {
+  const char *only = argc > 1 ? argv[1] : NULL;
+  setup();
+  int failures = 0, calls = 0, functions = 0;
+  for (size_t f = 0; f < abuse_table_len; ++f) {
+    const abuse_fn *fn = &abuse_table[f];
+    if (only && !strstr(fn->name, only)) continue;
+    functions++;
+    for (int k = 0; k < fn->ncases; ++k) {
+      fflush(stdout);
+      pid_t pid = fork();
+      if (pid < 0) {
+        perror("fork");
+        return 1;
+      }
+      if (pid == 0) {
+        alarm(60);
+        memset(abuse_out_slots, 0, sizeof abuse_out_slots);
+        ct_clear_error();
+        fn->run(k);
+        _exit(0);
+      }
+      int status = 0;
+      waitpid(pid, &status, 0);
+      calls++;
+      if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        printf("  %s case %d: killed by signal %d (%s)\n", fn->name, k, sig,
+               sig == SIGALRM ? "timeout" : strsignal(sig));
+        failures++;
+      } else if (WEXITSTATUS(status) == ABUSE_BAD_STATUS) {
+        if (is_known(fn->name)) printf("    (known, not counted)\n");
+        else failures++;
+      } else if (WEXITSTATUS(status) != 0) {
+        printf("  %s case %d: exit status %d\n", fn->name, k, WEXITSTATUS(status));
+        failures++;
+      }
+    }
+  }
+  printf("abuse: %d functions, %d calls in forked children, %d failures (%zu generated cases)\n",
+         functions, calls, failures, abuse_cases_total);
+  for (const char *const *s = abuse_skipped; *s; ++s) printf("abuse: skipped %s\n", *s);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,478 @@
+/* Regression tests for issue 13: inputs that used to crash, corrupt memory,
+ * hang or be silently accepted. Each checks the status code and the message. */
+#include "test_util.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+/* ---- A DLPack producer with a counted deleter ------------------------------ */
+static int deletes = 0;
+
+typedef struct {
+  DLManagedTensorVersioned m;
+  int64_t shape[4];
+  int64_t strides[4];
+} producer;
+
+static void producer_deleter(DLManagedTensorVersioned *self) {
+  deletes++;
+  free(self->manager_ctx);
+}
+
+typedef struct {
+  DLManagedTensor m;
+  int64_t shape[4];
+  int64_t strides[4];
+} legacy_producer;
+
+static void legacy_deleter(DLManagedTensor *self) {
+  deletes++;
+  free(self->manager_ctx);
+}
+
+static DLManagedTensorVersioned *make_dl(void *data, int ndim, const int64_t *shape,
+                                         const int64_t *strides, uint64_t byte_offset) {
+  producer *p = calloc(1, sizeof *p);
+  p->m.version.major = 1;
+  p->m.manager_ctx = p;
+  p->m.deleter = producer_deleter;
+  p->m.dl_tensor.data = data;
+  p->m.dl_tensor.device.device_type = kDLCPU;
+  p->m.dl_tensor.ndim = ndim;
+  p->m.dl_tensor.dtype.code = kDLFloat;
+  p->m.dl_tensor.dtype.bits = 32;
+  p->m.dl_tensor.dtype.lanes = 1;
+  for (int i = 0; i < ndim; ++i) {
+    p->shape[i] = shape[i];
+    if (strides) p->strides[i] = strides[i];
+  }
+  p->m.dl_tensor.shape = p->shape;
+  p->m.dl_tensor.strides = strides ? p->strides : NULL;
+  p->m.dl_tensor.byte_offset = byte_offset;
+  return &p->m;
+}
+
+static DLManagedTensor *make_legacy_dl(void *data, int ndim, const int64_t *shape,
+                                       const int64_t *strides) {
+  legacy_producer *p = calloc(1, sizeof *p);
+  p->m.manager_ctx = p;
+  p->m.deleter = legacy_deleter;
+  p->m.dl_tensor.data = data;
+  p->m.dl_tensor.device.device_type = kDLCPU;
+  p->m.dl_tensor.ndim = ndim;
+  p->m.dl_tensor.dtype.code = kDLFloat;
+  p->m.dl_tensor.dtype.bits = 32;
+  p->m.dl_tensor.dtype.lanes = 1;
+  for (int i = 0; i < ndim; ++i) {
+    p->shape[i] = shape[i];
+    if (strides) p->strides[i] = strides[i];
+  }
+  p->m.dl_tensor.shape = p->shape;
+  p->m.dl_tensor.strides = strides ? p->strides : NULL;
+  return &p->m;
+}
+
+/* #1: an element count that overflows int64 used to run the deleter twice. */
+static void test_dlpack_overflow_deletes_once(void **state) {
+  (void)state;
+  float data[4] = {0};
+  const int64_t big[2] = {(int64_t)1 << 32, (int64_t)1 << 32};
+  ct_tensor *t = NULL;
+  deletes = 0;
+  CT_EXPECT_ERROR(ct_tensor_from_dlpack_versioned(&t, make_dl(data, 2, big, NULL, 0)),
+                  CT_ERR_INVALID_ARGUMENT, "the number of elements overflows int64");
+  assert_int_equal(deletes, 1);
+  CT_EXPECT_ERROR(ct_tensor_from_dlpack(&t, make_legacy_dl(data, 2, big, NULL)),
+                  CT_ERR_INVALID_ARGUMENT, "ct_tensor_from_dlpack: the number of elements");
+  assert_int_equal(deletes, 2);
+  /* Fits in int64 as a count, not as bytes. */
+  const int64_t huge[1] = {(int64_t)1 << 62};
+  CT_EXPECT_ERROR(ct_tensor_from_dlpack_versioned(&t, make_dl(data, 1, huge, NULL, 0)),
+                  CT_ERR_INVALID_ARGUMENT, "byte size");
+  assert_int_equal(deletes, 3);
+  /* Strides reaching past int64. */
+  const int64_t two[2] = {2, 2};
+  const int64_t wide[2] = {INT64_MAX, 1};
+  CT_EXPECT_ERROR(ct_tensor_from_dlpack_versioned(&t, make_dl(data, 2, two, wide, 0)),
+                  CT_ERR_INVALID_ARGUMENT, "beyond");
+  assert_int_equal(deletes, 4);
+  assert_null(t);
+  /* A good import still deletes exactly once, at the last free. */
+  const int64_t four[1] = {4};
+  CT_OK_OR_FAIL(ct_tensor_from_dlpack_versioned(&t, make_dl(data, 1, four, NULL, 0)));
+  assert_ptr_equal(ct_tensor_data_ptr(t), data);
+  assert_int_equal(deletes, 4);
+  ct_tensor_free(t);
+  assert_int_equal(deletes, 5);
+}
+
+/* #4: numpy's a[::-1] exports a negative stride; it used to abort. */
+static void test_dlpack_negative_stride(void **state) {
+  (void)state;
+  float data[6] = {0, 1, 2, 3, 4, 5};
+  const int64_t six[1] = {6};
+  const int64_t rev[1] = {-1};
+  ct_tensor *t = NULL;
+  deletes = 0;
+  CT_EXPECT_ERROR(ct_tensor_from_dlpack_versioned(&t, make_dl(data + 5, 1, six, rev, 0)),
+                  CT_ERR_INVALID_ARGUMENT, "negative stride -1 in dimension 0");
+  assert_int_equal(deletes, 1);
+  CT_EXPECT_ERROR(ct_tensor_from_dlpack(&t, make_legacy_dl(data + 5, 1, six, rev)),
+                  CT_ERR_INVALID_ARGUMENT, "contiguous copy");
+  assert_int_equal(deletes, 2);
+  /* Read-only (copying) imports refuse it too. */
+  DLManagedTensorVersioned *m = make_dl(data + 5, 1, six, rev, 0);
+  m->flags = DLPACK_FLAG_BITMASK_READ_ONLY;
+  CT_EXPECT_ERROR(ct_tensor_from_dlpack_versioned(&t, m), CT_ERR_INVALID_ARGUMENT,
+                  "negative stride");
+  assert_int_equal(deletes, 3);
+  assert_null(t);
+}
+
+/* #12: byte_offset beyond any address, or misaligning the element type. */
+static void test_dlpack_byte_offset(void **state) {
+  (void)state;
+  float data[8] = {0};
+  const int64_t two[1] = {2};
+  ct_tensor *t = NULL;
+  deletes = 0;
+  CT_EXPECT_ERROR(
+      ct_tensor_from_dlpack_versioned(&t, make_dl(data, 1, two, NULL, (uint64_t)1 << 62)),
+      CT_ERR_INVALID_ARGUMENT, "byte_offset 4611686018427387904 is beyond any address");
+  assert_int_equal(deletes, 1);
+  CT_EXPECT_ERROR(ct_tensor_from_dlpack_versioned(&t, make_dl(data, 1, two, NULL, 2)),
+                  CT_ERR_INVALID_ARGUMENT, "not aligned to the element type (4 bytes)");
+  assert_int_equal(deletes, 2);
+  /* An aligned offset is honoured. */
+  CT_OK_OR_FAIL(ct_tensor_from_dlpack_versioned(&t, make_dl(data, 1, two, NULL, 8)));
+  assert_ptr_equal(ct_tensor_data_ptr(t), data + 2);
+  ct_tensor_free(t);
+  assert_int_equal(deletes, 3);
+}
+
+/* #5, #12: from_blob extents and byte sizes that overflow. */
+static int blob_deletes = 0;
+static void blob_deleter(void *data, void *ctx) {
+  (void)data;
+  (void)ctx;
+  blob_deletes++;
+}
+
+static void test_from_blob_overflow(void **state) {
+  (void)state;
+  float data[4] = {0};
+  ct_tensor *t = NULL;
+  const int64_t two[2] = {2, 2};
+  const int64_t s_max[2] = {INT64_MAX, 1};
+  const int64_t s_62[2] = {(int64_t)1 << 62, 1};
+  blob_deletes = 0;
+  CT_EXPECT_ERROR(ct_tensor_from_blob(&t, data, two, 2, s_max, CT_FLOAT32, CT_DEVICE_CPU, -1,
+                                      blob_deleter, NULL),
+                  CT_ERR_INVALID_ARGUMENT, "ct_tensor_from_blob: the strides reach beyond");
+  CT_EXPECT_ERROR(ct_tensor_from_blob(&t, data, two, 2, s_62, CT_FLOAT32, CT_DEVICE_CPU, -1,
+                                      blob_deleter, NULL),
+                  CT_ERR_INVALID_ARGUMENT, "overflows int64 bytes");
+  CT_EXPECT_ERROR(ct_tensor_from_blob_queued(&t, data, two, 2, s_max, CT_FLOAT32, CT_DEVICE_CPU,
+                                             -1, NULL),
+                  CT_ERR_INVALID_ARGUMENT, "ct_tensor_from_blob_queued: the strides reach");
+  /* {2^62} float32: the count fits, the byte count does not. */
+  const int64_t huge[1] = {(int64_t)1 << 62};
+  CT_EXPECT_ERROR(ct_tensor_from_blob(&t, data, huge, 1, NULL, CT_FLOAT32, CT_DEVICE_CPU, -1,
+                                      blob_deleter, NULL),
+                  CT_ERR_INVALID_ARGUMENT, "byte size (4611686018427387904 elements of 4 bytes)");
+  /* 2^55 float32 elements fit in int64 bytes but not in the address space. */
+  const int64_t big[1] = {(int64_t)1 << 55};
+  CT_EXPECT_ERROR(ct_tensor_from_blob(&t, data, big, 1, NULL, CT_FLOAT32, CT_DEVICE_CPU, -1,
+                                      blob_deleter, NULL),
+                  CT_ERR_INVALID_ARGUMENT, "reach beyond any address");
+  assert_int_equal(blob_deletes, 0); /* failures never call the deleter */
+  assert_null(t);
+  assert_int_equal(ct_release_queue_length(), 0);
+}
+
+/* #12: a CPU device index other than -1/0 used to be dropped silently. */
+static void test_cpu_device_index(void **state) {
+  (void)state;
+  const int64_t two[1] = {2};
+  ct_tensor *t = NULL;
+  CT_EXPECT_ERROR(ct_tensor_zeros(&t, two, 1, CT_FLOAT32, CT_DEVICE_CPU, 3, 0),
+                  CT_ERR_INVALID_ARGUMENT, "invalid CPU device index 3 (the CPU device index is -1 or 0)");
+  float data[2] = {0};
+  CT_EXPECT_ERROR(ct_tensor_from_blob(&t, data, two, 1, NULL, CT_FLOAT32, CT_DEVICE_CPU, 1, NULL,
+                                      NULL),
+                  CT_ERR_INVALID_ARGUMENT, "invalid CPU device index 1");
+  assert_null(t);
+  CT_OK_OR_FAIL(ct_tensor_zeros(&t, two, 1, CT_FLOAT32, CT_DEVICE_CPU, 0, 0));
+  assert_int_equal(ct_tensor_device_index(t), -1);
+  ct_tensor *u = NULL;
+  CT_EXPECT_ERROR(ct_tensor_to(&u, t, CT_DEVICE_CPU, 7, CT_DTYPE_KEEP, 0, 0),
+                  CT_ERR_INVALID_ARGUMENT, "ct_tensor_to: invalid CPU device index 7");
+  assert_null(u);
+  ct_tensor_free(t);
+}
+
+/* #9: absurd thread counts are refused. */
+static void test_thread_count_bound(void **state) {
+  (void)state;
+  int32_t before = ct_get_num_threads();
+  CT_EXPECT_ERROR(ct_set_num_threads(100000), CT_ERR_INVALID_ARGUMENT,
+                  "ct_set_num_threads: n must be between 1 and");
+  CT_EXPECT_ERROR(ct_set_num_threads(INT32_MAX), CT_ERR_INVALID_ARGUMENT, "got 2147483647");
+  CT_EXPECT_ERROR(ct_set_num_interop_threads(100000), CT_ERR_INVALID_ARGUMENT,
+                  "ct_set_num_interop_threads: n must be between 1 and");
+  assert_int_equal(ct_get_num_threads(), before);
+  long hw = sysconf(_SC_NPROCESSORS_ONLN);
+  CT_OK_OR_FAIL(ct_set_num_threads((int32_t)(hw > 0 ? hw : 1)));
+  CT_OK_OR_FAIL(ct_set_num_threads(before));
+}
+
+/* #2: undefined tensors, as aten::convolution_backward returns them. */
+static ct_value *int_list(int64_t a, int64_t b) {
+  int64_t items[2] = {a, b};
+  ct_value *v = NULL;
+  CT_OK_OR_FAIL(ct_value_int_list(&v, items, 2));
+  return v;
+}
+
+static void test_undefined_tensor_accessors(void **state) {
+  (void)state;
+  const int64_t s4[4] = {1, 1, 3, 3};
+  ct_tensor *x = NULL, *w = NULL, *g = NULL;
+  CT_OK_OR_FAIL(ct_tensor_ones(&x, s4, 4, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  CT_OK_OR_FAIL(ct_tensor_ones(&w, s4, 4, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  const int64_t s1[4] = {1, 1, 1, 1};
+  CT_OK_OR_FAIL(ct_tensor_ones(&g, s1, 4, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  ct_value *args[11] = {0};
+  CT_OK_OR_FAIL(ct_value_from_tensor(&args[0], g));
+  CT_OK_OR_FAIL(ct_value_from_tensor(&args[1], x));
+  CT_OK_OR_FAIL(ct_value_from_tensor(&args[2], w));
+  CT_OK_OR_FAIL(ct_value_none(&args[3]));
+  args[4] = int_list(1, 1);
+  args[5] = int_list(0, 0);
+  args[6] = int_list(1, 1);
+  CT_OK_OR_FAIL(ct_value_from_bool(&args[7], 0));
+  args[8] = int_list(0, 0);
+  CT_OK_OR_FAIL(ct_value_from_int(&args[9], 1));
+  int32_t mask[3] = {0, 0, 0};
+  CT_OK_OR_FAIL(ct_value_bool_list(&args[10], mask, 3));
+  ct_value *out = NULL;
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::convolution_backward",
+                                (const ct_value *const *)args, 11, NULL, NULL, 0));
+  ct_value *item = NULL;
+  ct_tensor *u = NULL;
+  CT_OK_OR_FAIL(ct_value_get(&item, out, 0));
+  CT_OK_OR_FAIL(ct_value_to_tensor(&u, item));
+  assert_int_equal(ct_tensor_defined(u), 0);
+  assert_int_equal(ct_tensor_is_defined(u), 0);
+  assert_int_equal(ct_tensor_ndim(u), -1);
+  assert_null(ct_tensor_sizes(u));
+  assert_null(ct_tensor_strides(u)); /* used to throw out of a no-fail function */
+  assert_int_equal(ct_tensor_numel(u), -1);
+  assert_int_equal(ct_tensor_storage_offset(u), -1);
+  assert_int_equal(ct_tensor_nbytes(u), 0);
+  assert_int_equal(ct_tensor_element_size(u), 0);
+  assert_int_equal(ct_tensor_dtype(u), 0);
+  assert_int_equal(ct_tensor_device_type(u), 0);
+  assert_int_equal(ct_tensor_device_index(u), -1);
+  assert_null(ct_tensor_data_ptr(u));
+  assert_int_equal(ct_tensor_is_contiguous(u), 0);
+  assert_int_equal(ct_tensor_requires_grad(u), 0);
+  int64_t n = 42;
+  CT_EXPECT_ERROR(ct_tensor_size(&n, u, 0), CT_ERR_INVALID_ARGUMENT,
+                  "ct_tensor_size: the tensor is undefined");
+  CT_EXPECT_ERROR(ct_tensor_stride(&n, u, 0), CT_ERR_INVALID_ARGUMENT,
+                  "ct_tensor_stride: the tensor is undefined");
+  assert_int_equal(n, 42);
+  ct_tensor *c = NULL;
+  CT_EXPECT_ERROR(ct_tensor_clone(&c, u), CT_ERR_INVALID_ARGUMENT,
+                  "ct_tensor_clone: argument 't' is an undefined tensor");
+  CT_EXPECT_ERROR(ct_tensor_to(&c, u, CT_DEVICE_KEEP, -1, CT_FLOAT64, 0, 0),
+                  CT_ERR_INVALID_ARGUMENT, "undefined tensor");
+  CT_EXPECT_ERROR(ct_tensor_fill_(u, 1.0), CT_ERR_INVALID_ARGUMENT, "undefined tensor");
+  int32_t eq = 7;
+  CT_EXPECT_ERROR(ct_tensor_equal(&eq, u, x), CT_ERR_INVALID_ARGUMENT,
+                  "argument 'a' is an undefined tensor");
+  DLManagedTensor *dl = NULL;
+  CT_EXPECT_ERROR(ct_tensor_to_dlpack(&dl, u, 0, -1), CT_ERR_INVALID_ARGUMENT, "undefined");
+  assert_null(c);
+  assert_null(dl);
+  CT_OK_OR_FAIL(ct_tensor_ref(&c, u));
+  assert_int_equal(ct_tensor_defined(c), 0);
+  char *s = NULL;
+  CT_OK_OR_FAIL(ct_tensor_to_string(&s, u));
+  assert_non_null(strstr(s, "undefined"));
+  ct_free(s);
+  ct_tensor_free(c);
+  ct_tensor_free(u);
+  ct_value_free(item);
+  ct_value_free(out);
+  for (int i = 0; i < 11; ++i) ct_value_free(args[i]);
+  ct_tensor_free(x);
+  ct_tensor_free(w);
+  ct_tensor_free(g);
+}
+
+/* #13: exporting a sparse tensor is refused before anything is allocated and
+ * keeps nothing alive (the values' deleter runs once everything is freed). */
+static void test_sparse_to_dlpack(void **state) {
+  (void)state;
+  int64_t idx[2] = {0, 2};
+  float vals[2] = {1.0f, 2.0f};
+  const int64_t is[2] = {1, 2}, vs[1] = {2};
+  ct_tensor *indices = NULL, *values = NULL, *sp = NULL;
+  CT_OK_OR_FAIL(ct_tensor_from_data(&indices, idx, is, 2, CT_INT64, CT_DEVICE_CPU, -1));
+  blob_deletes = 0;
+  CT_OK_OR_FAIL(ct_tensor_from_blob(&values, vals, vs, 1, NULL, CT_FLOAT32, CT_DEVICE_CPU, -1,
+                                    blob_deleter, NULL));
+  ct_value *args[3] = {0}, *out = NULL;
+  CT_OK_OR_FAIL(ct_value_from_tensor(&args[0], indices));
+  CT_OK_OR_FAIL(ct_value_from_tensor(&args[1], values));
+  int64_t size[1] = {4};
+  CT_OK_OR_FAIL(ct_value_int_list(&args[2], size, 1));
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::_sparse_coo_tensor_unsafe",
+                                (const ct_value *const *)args, 3, NULL, NULL, 0));
+  CT_OK_OR_FAIL(ct_value_to_tensor(&sp, out));
+  for (int i = 0; i < 3; ++i) ct_value_free(args[i]);
+  ct_value_free(out);
+  ct_tensor_free(values);
+  assert_int_equal(blob_deletes, 0); /* the sparse tensor holds the values */
+  DLManagedTensor *dl = NULL;
+  DLManagedTensorVersioned *dlv = NULL;
+  CT_EXPECT_ERROR(ct_tensor_to_dlpack(&dl, sp, 0, -1), CT_ERR_NOT_SUPPORTED,
+                  "a tensor with layout sparse COO cannot be exported as DLPack");
+  CT_EXPECT_ERROR(ct_tensor_to_dlpack_versioned(&dlv, sp, 1, -1), CT_ERR_NOT_SUPPORTED,
+                  "to_dense");
+  assert_null(dl);
+  assert_null(dlv);
+  /* Sparse metadata accessors answer instead of throwing. */
+  assert_null(ct_tensor_strides(sp));
+  assert_int_equal(ct_tensor_is_contiguous(sp), 0);
+  int64_t st = 0;
+  CT_EXPECT_ERROR(ct_tensor_stride(&st, sp, 0), CT_ERR_NOT_SUPPORTED, "a tensor with layout sparse COO has no strides");
+  ct_tensor_free(sp);
+  ct_tensor_free(indices);
+  assert_int_equal(blob_deletes, 1); /* nothing kept it alive */
+}
+
+/* #14: LibTorch warnings are kept per thread, never printed. */
+static void call_add_out_resized(void) {
+  const int64_t three[1] = {3}, five[1] = {5};
+  ct_tensor *a = NULL, *o = NULL;
+  CT_OK_OR_FAIL(ct_tensor_ones(&a, three, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  CT_OK_OR_FAIL(ct_tensor_zeros(&o, five, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  ct_value *args[3] = {0}, *out = NULL;
+  CT_OK_OR_FAIL(ct_value_from_tensor(&args[0], a));
+  CT_OK_OR_FAIL(ct_value_from_tensor(&args[1], a));
+  CT_OK_OR_FAIL(ct_value_from_tensor(&args[2], o));
+  const char *kw[1] = {"out"};
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::add.out", (const ct_value *const *)args, 2, kw,
+                                (const ct_value *const *)&args[2], 1));
+  assert_int_equal(ct_tensor_numel(o), 3); /* resized, with a warning */
+  ct_value_free(out);
+  for (int i = 0; i < 3; ++i) ct_value_free(args[i]);
+  ct_tensor_free(a);
+  ct_tensor_free(o);
+}
+
+static void *warn_in_thread(void *arg) {
+  (void)arg;
+  ct_warnings_clear();
+  call_add_out_resized();
+  size_t *n = malloc(sizeof *n);
+  *n = ct_warnings_count();
+  ct_warnings_clear();
+  return n;
+}
+
+static void test_warnings_kept_per_thread(void **state) {
+  (void)state;
+  ct_warnings_clear();
+  assert_int_equal(ct_warnings_count(), 0);
+  assert_null(ct_warnings_get(0));
+  /* stderr goes to a file during the call: it must stay empty. */
+  fflush(stderr);
+  int saved = dup(2);
+  FILE *f = tmpfile();
+  dup2(fileno(f), 2);
+  call_add_out_resized();
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  fseek(f, 0, SEEK_END);
+  long printed = ftell(f);
+  fclose(f);
+  assert_int_equal(printed, 0);
+  assert_true(ct_warnings_count() >= 1);
+  const char *w = ct_warnings_get(0);
+  assert_non_null(w);
+  if (!strstr(w, "resized")) fail_msg("unexpected warning '%s'", w);
+  assert_null(ct_warnings_get(ct_warnings_count()));
+  size_t mine = ct_warnings_count();
+  /* Another thread's warnings are its own. */
+  pthread_t th;
+  void *res = NULL;
+  assert_int_equal(pthread_create(&th, NULL, warn_in_thread, NULL), 0);
+  pthread_join(th, &res);
+  assert_true(*(size_t *)res >= 1);
+  free(res);
+  assert_int_equal(ct_warnings_count(), mine);
+  ct_warnings_clear();
+  assert_int_equal(ct_warnings_count(), 0);
+}
+
+/* Untrusted files are loaded in a forked child first. */
+static void test_verify_files(void **state) {
+  (void)state;
+  char dir[] = "/tmp/ctorch-verify-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char good[256], bad[256], pkl[256];
+  snprintf(good, sizeof good, "%s/good.pt", dir);
+  snprintf(bad, sizeof bad, "%s/bad.pt", dir);
+  snprintf(pkl, sizeof pkl, "%s/t.pt", dir);
+  ct_module *m = NULL;
+  CT_OK_OR_FAIL(ct_module_new(&m, "V"));
+  CT_OK_OR_FAIL(ct_module_define(m, "def forward(self, x):\n    return x + 1\n"));
+  CT_OK_OR_FAIL(ct_module_save(m, good, NULL));
+  ct_module_free(m);
+  FILE *f = fopen(bad, "wb");
+  fputs("PK\003\004 not really a zip archive", f);
+  fclose(f);
+  const int64_t two[1] = {2};
+  ct_tensor *t = NULL;
+  ct_value *v = NULL;
+  CT_OK_OR_FAIL(ct_tensor_ones(&t, two, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  CT_OK_OR_FAIL(ct_value_from_tensor(&v, t));
+  CT_OK_OR_FAIL(ct_pickle_save(v, pkl));
+  ct_value_free(v);
+  ct_tensor_free(t);
+  CT_OK_OR_FAIL(ct_module_verify(good));
+  CT_OK_OR_FAIL(ct_pickle_verify(pkl));
+  CT_EXPECT_ERROR(ct_module_verify(bad), CT_ERR_IO, "ct_module_verify: ct_module_load");
+  CT_EXPECT_ERROR(ct_pickle_verify(bad), CT_ERR_IO, "ct_pickle_verify: ");
+  CT_EXPECT_ERROR(ct_module_verify("/nonexistent/x.pt"), CT_ERR_NOT_FOUND,
+                  "ct_module_verify: cannot read '/nonexistent/x.pt'");
+  CT_EXPECT_ERROR(ct_pickle_verify(NULL), CT_ERR_INVALID_ARGUMENT, "argument 'path' is NULL");
+  /* The file is not kept: a normal load still works afterwards. */
+  CT_OK_OR_FAIL(ct_module_load(&m, good, CT_DEVICE_CPU, -1));
+  ct_module_free(m);
+  remove(good);
+  remove(bad);
+  remove(pkl);
+  rmdir(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_dlpack_overflow_deletes_once),
+      cmocka_unit_test(test_dlpack_negative_stride),
+      cmocka_unit_test(test_dlpack_byte_offset),
+      cmocka_unit_test(test_from_blob_overflow),
+      cmocka_unit_test(test_cpu_device_index),
+      cmocka_unit_test(test_thread_count_bound),
+      cmocka_unit_test(test_undefined_tensor_accessors),
+      cmocka_unit_test(test_sparse_to_dlpack),
+      cmocka_unit_test(test_warnings_kept_per_thread),
+      cmocka_unit_test(test_verify_files),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
