@@ -27,4 +27,24 @@ fi
 if [ "${CTORCH_LT2:-0}" = "1" ]; then
   ./scripts/ci-libtorch2.sh
 fi
+# ---- Issue 13: sanitizer and fuzz builds (opt-in until timed on CI) -----------
+# The generated abuse test (abuse.generated) and the concurrency test
+# (c.test_concurrency) already ran with ctest above.
+# CTORCH_RUN_TSAN=1: libctorch + tests/c/test_concurrency.c built with
+# -fsanitize=thread (clang-14); a report with a ctorch frame fails.
+if [ "${CTORCH_RUN_TSAN:-0}" = "1" ]; then
+  CC=clang-14 CXX=clang++-14 cmake -S . -B build-tsan -G Ninja -DCTORCH_TSAN=ON \
+    -DCTORCH_BUILD_BENCH=OFF -DCTORCH_BUILD_EXAMPLES=OFF >/dev/null
+  ninja -C build-tsan test_concurrency
+  (cd build-tsan && ctest --output-on-failure -R '^tsan\.')
+fi
+# CTORCH_RUN_FUZZ=1: the libFuzzer targets (tests/fuzz, ASan + coverage on
+# libctorch), each for CTORCH_FUZZ_SECONDS (default 25); a crash in a ctorch
+# frame fails, LibTorch-only crashes are reported (tests/fuzz/KNOWN_CRASHES.md).
+if [ "${CTORCH_RUN_FUZZ:-0}" = "1" ]; then
+  CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DCTORCH_FUZZ=ON \
+    -DCTORCH_BUILD_BENCH=OFF -DCTORCH_BUILD_EXAMPLES=OFF >/dev/null
+  ninja -C build-fuzz fuzz_targets
+  /usr/bin/python3 tests/fuzz/run_fuzz.py build-fuzz --models build/models --pickles build/pickles
+fi
 echo "all tests passed"

@@ -4,6 +4,8 @@
 
 #include "internal.h"
 
+#include <shared_mutex>
+
 namespace ct {
 
 // Highest address a tensor's bytes may reach: user-space addresses on x86-64
@@ -20,6 +22,27 @@ constexpr uint64_t kMaxAddress = uint64_t(1) << 57;
 ct_status check_extent(const char *func, const void *data, uint64_t byte_offset,
                        const int64_t *sizes, const int64_t *strides, size_t ndim,
                        size_t element_size, bool check_alignment) noexcept;
+
+// LibTorch's operator list is not safe to read while a registration grows
+// it: ct_op_register holds this exclusively, lookups and compiles (which
+// resolve ops) hold it shared. RegistryRead is re-entrant per thread.
+inline std::shared_mutex &op_registry_mutex() {
+  static auto *m = new std::shared_mutex();  // never destroyed
+  return *m;
+}
+struct RegistryRead {
+  inline static thread_local int depth = 0;
+  bool locked;
+  RegistryRead() : locked(depth++ == 0) {
+    if (locked) op_registry_mutex().lock_shared();
+  }
+  ~RegistryRead() {
+    --depth;
+    if (locked) op_registry_mutex().unlock_shared();
+  }
+  RegistryRead(const RegistryRead &) = delete;
+  RegistryRead &operator=(const RegistryRead &) = delete;
+};
 
 // Name of a layout for messages ("sparse COO").
 inline const char *layout_name(c10::Layout l) noexcept {

@@ -1,11 +1,13 @@
 // Foreign ops: ct_op_register adds an operator, implemented by a C callback,
 // to the JIT operator registry, where ops, scripts and modules find it.
+#include "checks.h"
 #include "op_internal.h"
 #include "schema.h"
 
 #include <torch/csrc/jit/frontend/function_schema_parser.h>
 #include <torch/csrc/jit/runtime/custom_operator.h>
 
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -88,6 +90,16 @@ ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(schema);
     CT_CHECK_NOT_NULL(fn);
+    // Bound what a schema may be: LibTorch parses and prints list types
+    // recursively (int[][]... 200,000 deep crashed the next ct_op_list).
+    size_t len = std::strlen(schema), lists = 0;
+    for (const char *p = schema; *p; ++p)
+      lists += *p == '[';
+    if (len > 4096 || lists > 64)
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                           "%s: schema too large (%zu characters, %zu list brackets; limits 4096 "
+                           "and 64)",
+                           ct_fn_, len, lists);
     c10::FunctionSchema parsed = [&] {
       try {
         return torch::jit::parseSchema(schema);
@@ -108,6 +120,7 @@ ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
       return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: variadic schemas are not supported: '%s'",
                            ct_fn_, schema);
     std::lock_guard<std::mutex> lk(g_register_mu);
+    std::unique_lock<std::shared_mutex> registry_write(ct::op_registry_mutex());
     for (const auto &op : torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(qname))) {
       if (op->schema().overload_name() == parsed.overload_name())
         return ct::set_error(CT_ERR_INVALID_ARGUMENT,

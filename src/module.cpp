@@ -3,8 +3,11 @@
 // introspection, attributes, state (device, dtype, train/eval, clone,
 // freeze), and building modules. TorchScript source compiled into modules
 // goes through the resolver in script.cpp.
+#include "checks.h"
 #include "schema.h"
 #include "file_io.h"
+
+#include <unordered_set>
 #include "script.h"
 
 #include <caffe2/serialize/file_adapter.h>
@@ -19,6 +22,11 @@
 #include <memory>
 #include <sstream>
 #include <vector>
+
+namespace ct {
+// verify.cpp: refuses sources nested deeper than the parser's stack allows.
+ct_status check_source_nesting(const char *func, const char *src) noexcept;
+}  // namespace ct
 
 namespace {
 
@@ -141,6 +149,7 @@ load_impl(const char *func, ct_module **out,
     return st;
   std::string prefix = "cannot load " + what + ": ";
   return with_code(func, CT_ERR_IO, prefix.c_str(), [&] {
+    ct::RegistryRead registry_read;
     torch::jit::Module m = torch::jit::load(rai, device, extra);
     std::unique_ptr<ct_module> h(new ct_module{std::move(m), {}});
     for (auto &kv : extra)
@@ -541,7 +550,11 @@ ct_status ct_module_train(ct_module *m, int32_t on) {
   });
 }
 
-ct_status ct_module_eval(ct_module *m) { return ct_module_train(m, 0); }
+ct_status ct_module_eval(ct_module *m) {
+  if (!m)
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "ct_module_eval: argument 'm' is NULL");
+  return ct_module_train(m, 0);
+}
 
 int32_t ct_module_is_training(const ct_module *m) {
   if (!m)
@@ -701,9 +714,18 @@ ct_status ct_module_register_module(ct_module *m, const char *name,
     ct_status st = check_new_name(ct_fn_, m->m, name);
     if (st != CT_OK)
       return st;
+    // A cycle would make every recursive walk (parameters, train, clone,
+    // save) loop or overflow the stack: refuse it when it is made.
     if (child->m._ivalue().get() == m->m._ivalue().get())
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: a module cannot contain itself", ct_fn_);
+                           "%s: a module cannot contain itself (that would make a cycle)",
+                           ct_fn_);
+    for (const torch::jit::Module &sub : child->m.modules())
+      if (sub._ivalue().get() == m->m._ivalue().get())
+        return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                             "%s: registering '%s' would make a cycle: the child module "
+                             "already contains this module",
+                             ct_fn_, name);
     m->m.register_module(name, child->m);
     return CT_OK;
   });
@@ -716,6 +738,31 @@ ct_status ct_module_define(ct_module *m, const char *source) {
     CT_CHECK_NOT_NULL(source);
     m->m.define(source, ct::op_resolver());
     return CT_OK;
+    if (ct_status s = ct::check_source_nesting(ct_fn_, source))
+      return s;
+    return with_code(ct_fn_, CT_ERR_TORCH, "", [&] {
+      // All or nothing: a failed define leaves no half-built method behind.
+      auto type = m->m.type();
+      std::unordered_set<std::string> before;
+      for (torch::jit::Function *fn : type->methods())
+        before.insert(fn->name());
+      ct::RegistryRead registry_read;
+      try {
+        m->m.define(source, ct::op_resolver());
+      } catch (...) {
+        std::vector<std::string> added;
+        for (torch::jit::Function *fn : type->methods())
+          if (!before.count(fn->name()))
+            added.push_back(fn->name());
+        for (const std::string &n : added) {
+          c10::QualifiedName q = type->getMethod(n).qualname();
+          type->unsafeRemoveMethod(n);
+          m->m._ivalue()->compilation_unit()->unsafeRemoveMethod(q);
+        }
+        throw;
+      }
+      return CT_OK;
+    });
   });
 }
 

@@ -3,6 +3,7 @@
 // schemas (ct_op_find, ct_op_schema, ct_op_argument, ..., ct_op_list).
 // Calls are in op_call.cpp, registration of foreign ops in foreign_op.cpp,
 // argument binding in schema.cpp.
+#include "checks.h"
 #include "op_internal.h"
 #include "schema.h"
 
@@ -79,6 +80,7 @@ ct_status find_op(const char *func, std::shared_ptr<ct_op> *out, const std::stri
                          func, name.c_str());
   }
   c10::Symbol sym = c10::Symbol::fromQualString(name);
+  ct::RegistryRead registry_read;
   const auto &ops = torch::jit::getAllOperatorsFor(sym);
   if (ops.empty()) {
     return ct::set_error(CT_ERR_NOT_FOUND, "%s: unknown operator '%s'", func, name.c_str());
@@ -221,6 +223,7 @@ ct_status ct_op_list(ct_value **out) {
     CT_CHECK_NOT_NULL(out);
     std::vector<std::string> names;
     std::unordered_set<std::string> seen;
+    ct::RegistryRead registry_read;
     for (const auto &op : torch::jit::getAllOperators()) {
       const auto &s = op->schema();
       std::string nm = op_display_name(s);

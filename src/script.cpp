@@ -3,6 +3,7 @@
 // lets source use `torch`, `ops` and registered operator namespaces (also
 // ct_module_define), and the summary line of interpreter errors.
 #include "schema.h"
+#include "checks.h"
 #include "script.h"
 
 #include <torch/csrc/jit/frontend/error_report.h>
@@ -56,6 +57,11 @@ ct_status invoke(const char *func, torch::jit::Function &fn, const IValue *self,
 
 }  // namespace ct
 
+namespace ct {
+// verify.cpp: refuses sources nested deeper than the parser's stack allows.
+ct_status check_source_nesting(const char *func, const char *src) noexcept;
+}  // namespace ct
+
 namespace {
 
 using c10::TypePtr;
@@ -65,6 +71,7 @@ using c10::TypePtr;
 // lives in namespace `ns` ("myns::...").
 bool is_op_namespace(const std::string &ns) {
   std::string prefix = ns + "::";
+  ct::RegistryRead registry_read;
   for (const auto &op : torch::jit::getAllOperators())
     if (op->schema().name().compare(0, prefix.size(), prefix) == 0)
       return true;
@@ -137,8 +144,13 @@ ct_status ct_script_compile(ct_script **out, const char *source) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(source);
+    if (ct_status s = ct::check_source_nesting(ct_fn_, source))
+      return s;
     auto cu = std::make_shared<torch::jit::CompilationUnit>();
-    cu->define(c10::nullopt, source, ct::op_resolver(), nullptr);
+    {
+      ct::RegistryRead registry_read;
+      cu->define(c10::nullopt, source, ct::op_resolver(), nullptr);
+    }
     *out = new ct_script{std::move(cu)};
     return CT_OK;
   });

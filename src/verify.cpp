@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -140,6 +141,64 @@ ct_status verify(const char *func, int what, const char *path) {
 }
 
 }  // namespace
+
+namespace ct {
+
+// LibTorch's TorchScript parser recurses once per bracket level and per
+// operator of an expression and overflows the stack on deep sources (10,000
+// nested parentheses, 1+1+... with 10,000 terms). Bounded here before parsing:
+// these limits keep the parser's depth to a few hundred KB of stack.
+constexpr int kMaxSourceNesting = 64;
+constexpr int kMaxStatementOperators = 512;
+
+ct_status check_source_nesting(const char *func, const char *src) noexcept {
+  int depth = 0, ops = 0, line = 1, stmt_line = 1;
+  char quote = 0;
+  for (const char *p = src; *p; ++p) {
+    char c = *p;
+    if (c == '\n') ++line;
+    if (quote) {
+      if (c == '\\' && p[1]) ++p;
+      else if (c == quote) quote = 0;
+      continue;
+    }
+    switch (c) {
+      case '"': case '\'': quote = c; break;
+      case '#': while (p[1] && p[1] != '\n') ++p; break;
+      case '(': case '[': case '{':
+        if (++depth > kMaxSourceNesting)
+          return set_error(CT_ERR_INVALID_ARGUMENT,
+                           "%s: brackets nest more than %d deep (line %d)", func,
+                           kMaxSourceNesting, line);
+        break;
+      case ')': case ']': case '}': if (depth > 0) --depth; break;
+      case '\n': if (depth == 0) { ops = 0; stmt_line = line; } break;
+      case ';': if (depth == 0) { ops = 0; stmt_line = line; } break;
+      case '+': case '-': case '*': case '/': case '%': case '&': case '|': case '^':
+      case '~': case '<': case '>': case '=': case '!': case '@':
+        if (++ops > kMaxStatementOperators)
+          return set_error(CT_ERR_INVALID_ARGUMENT,
+                           "%s: the statement starting on line %d has more than %d operators; "
+                           "split it",
+                           func, stmt_line, kMaxStatementOperators);
+        break;
+      default:
+        // Keywords that nest expressions: and, or, not.
+        if ((c == 'a' || c == 'o' || c == 'n') && (p == src || !isalnum((unsigned char)p[-1]))) {
+          size_t k = std::strncmp(p, "and", 3) == 0 ? 3 : std::strncmp(p, "or", 2) == 0 ? 2
+                   : std::strncmp(p, "not", 3) == 0 ? 3 : 0;
+          if (k && !isalnum((unsigned char)p[k]) && p[k] != '_' && ++ops > kMaxStatementOperators)
+            return set_error(CT_ERR_INVALID_ARGUMENT,
+                             "%s: the statement starting on line %d has more than %d "
+                             "operators; split it",
+                             func, stmt_line, kMaxStatementOperators);
+        }
+    }
+  }
+  return CT_OK;
+}
+
+}  // namespace ct
 
 extern "C" {
 

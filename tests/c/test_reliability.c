@@ -461,6 +461,133 @@ static void test_verify_files(void **state) {
   rmdir(dir);
 }
 
+/* #6: module cycles are refused when made. */
+static void test_module_cycle(void **state) {
+  (void)state;
+  ct_module *a = NULL, *b = NULL, *c = NULL;
+  CT_OK_OR_FAIL(ct_module_new(&a, "A"));
+  CT_OK_OR_FAIL(ct_module_new(&b, "B"));
+  CT_OK_OR_FAIL(ct_module_new(&c, "C"));
+  CT_OK_OR_FAIL(ct_module_register_module(a, "b", b));
+  CT_OK_OR_FAIL(ct_module_register_module(b, "c", c));
+  CT_EXPECT_ERROR(ct_module_register_module(b, "a", a), CT_ERR_INVALID_ARGUMENT,
+                  "ct_module_register_module: registering 'a' would make a cycle");
+  CT_EXPECT_ERROR(ct_module_register_module(c, "a", a), CT_ERR_INVALID_ARGUMENT, "cycle");
+  CT_EXPECT_ERROR(ct_module_register_module(a, "self", a), CT_ERR_INVALID_ARGUMENT, "cycle");
+  /* The recursive walks still finish. */
+  ct_value *v = NULL;
+  CT_OK_OR_FAIL(ct_module_named_children(&v, a, 1));
+  size_t n = 0;
+  CT_OK_OR_FAIL(ct_value_len(&n, v));
+  assert_int_equal(n, 2);
+  ct_value_free(v);
+  CT_OK_OR_FAIL(ct_module_train(a, 0));
+  void *buf = NULL;
+  size_t len = 0;
+  CT_OK_OR_FAIL(ct_module_save_buffer(&buf, &len, a, NULL));
+  ct_free(buf);
+  ct_module_free(c);
+  ct_module_free(b);
+  ct_module_free(a);
+}
+
+/* #11: a failed define leaves nothing behind; a correct one then works. */
+static void test_define_all_or_nothing(void **state) {
+  (void)state;
+  ct_module *m = NULL;
+  CT_OK_OR_FAIL(ct_module_new(&m, "D"));
+  CT_EXPECT_ERROR(ct_module_define(m, "def forward(self, x):\n    return x * self.nope\n"),
+                  CT_ERR_TORCH, "nope");
+  ct_value *methods = NULL;
+  size_t n = 99;
+  CT_OK_OR_FAIL(ct_module_methods(&methods, m));
+  CT_OK_OR_FAIL(ct_value_len(&n, methods));
+  assert_int_equal(n, 0);
+  ct_value_free(methods);
+  CT_OK_OR_FAIL(ct_module_define(m, "def forward(self, x):\n    return x + 1\n"));
+  const int64_t one[1] = {1};
+  ct_tensor *t = NULL;
+  ct_value *in = NULL, *out = NULL;
+  CT_OK_OR_FAIL(ct_tensor_zeros(&t, one, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  CT_OK_OR_FAIL(ct_value_from_tensor(&in, t));
+  CT_OK_OR_FAIL(ct_module_forward(&out, m, (const ct_value *const *)&in, 1));
+  ct_value_free(out);
+  ct_value_free(in);
+  ct_tensor_free(t);
+  ct_module_free(m);
+}
+
+/* #14: ct_module_eval names itself. */
+static void test_eval_message(void **state) {
+  (void)state;
+  CT_EXPECT_ERROR(ct_module_eval(NULL), CT_ERR_INVALID_ARGUMENT,
+                  "ct_module_eval: argument 'm' is NULL");
+}
+
+/* #7: deeply nested sources used to overflow the parser's stack. */
+static void test_deep_source(void **state) {
+  (void)state;
+  size_t n = 10000;
+  char *paren = malloc(64 + 2 * n), *sum = malloc(64 + 2 * n);
+  char *p = paren + sprintf(paren, "def f(x: int) -> int:\n    return ");
+  for (size_t i = 0; i < n; ++i) *p++ = '(';
+  *p++ = 'x';
+  for (size_t i = 0; i < n; ++i) *p++ = ')';
+  strcpy(p, "\n");
+  p = sum + sprintf(sum, "def forward(self, x: int) -> int:\n    return 1");
+  for (size_t i = 1; i < n; ++i) {
+    *p++ = '+';
+    *p++ = '1';
+  }
+  strcpy(p, "\n");
+  ct_script *s = NULL;
+  CT_EXPECT_ERROR(ct_script_compile(&s, paren), CT_ERR_INVALID_ARGUMENT,
+                  "ct_script_compile: brackets nest more than 64 deep (line 2)");
+  CT_EXPECT_ERROR(ct_script_compile(&s, sum + 0), CT_ERR_INVALID_ARGUMENT,
+                  "the statement starting on line 2 has more than 512 operators");
+  assert_null(s);
+  ct_module *m = NULL;
+  CT_OK_OR_FAIL(ct_module_new(&m, "Deep"));
+  CT_EXPECT_ERROR(ct_module_define(m, sum), CT_ERR_INVALID_ARGUMENT,
+                  "ct_module_define: the statement starting on line 2 has more than 512");
+  CT_EXPECT_ERROR(ct_module_define(m, paren), CT_ERR_INVALID_ARGUMENT, "brackets nest");
+  /* Ordinary sources with strings and comments that look deep still compile. */
+  CT_OK_OR_FAIL(ct_script_compile(&s, "def g(x: int) -> str:\n"
+                                      "    # ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((\n"
+                                      "    return \"))))+++((((\" if ((x + 1) * 2) > 3 else 'a'\n"));
+  ct_script_free(s);
+  ct_module_free(m);
+  free(paren);
+  free(sum);
+}
+
+/* #8: pathological schemas are bounded; ct_op_list keeps working. */
+static ct_status noop_op(void *ctx, const ct_value *const *args, size_t n, ct_value **out) {
+  (void)ctx;
+  (void)args;
+  (void)n;
+  return ct_value_none(out);
+}
+
+static void test_schema_bounds(void **state) {
+  (void)state;
+  size_t deep = 200000;
+  char *schema = malloc(64 + 2 * deep);
+  char *p = schema + sprintf(schema, "rel::deep(int");
+  for (size_t i = 0; i < deep; ++i) {
+    *p++ = '[';
+    *p++ = ']';
+  }
+  strcpy(p, " x) -> ()");
+  CT_EXPECT_ERROR(ct_op_register(schema, noop_op, NULL), CT_ERR_INVALID_ARGUMENT,
+                  "ct_op_register: schema too large");
+  free(schema);
+  CT_OK_OR_FAIL(ct_op_register("rel::fine(int[][] x, int[2] k=[1, 2]) -> ()", noop_op, NULL));
+  ct_value *all = NULL;
+  CT_OK_OR_FAIL(ct_op_list(&all));
+  ct_value_free(all);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dlpack_overflow_deletes_once),
@@ -473,6 +600,11 @@ int main(void) {
       cmocka_unit_test(test_sparse_to_dlpack),
       cmocka_unit_test(test_warnings_kept_per_thread),
       cmocka_unit_test(test_verify_files),
+      cmocka_unit_test(test_module_cycle),
+      cmocka_unit_test(test_define_all_or_nothing),
+      cmocka_unit_test(test_eval_message),
+      cmocka_unit_test(test_deep_source),
+      cmocka_unit_test(test_schema_bounds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
