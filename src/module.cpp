@@ -736,8 +736,6 @@ ct_status ct_module_define(ct_module *m, const char *source) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
     CT_CHECK_NOT_NULL(source);
-    m->m.define(source, ct::op_resolver());
-    return CT_OK;
     if (ct_status s = ct::check_source_nesting(ct_fn_, source))
       return s;
     return with_code(ct_fn_, CT_ERR_TORCH, "", [&] {

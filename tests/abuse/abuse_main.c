@@ -17,6 +17,7 @@ ct_value *g_value;
 ct_module *g_module;
 ct_script *g_script;
 ct_op *g_op;
+ct_tensor_info g_info = {sizeof(ct_tensor_info)};
 ct_tensor *g_tensor_array[4];
 ct_value *g_value_array[4];
 const char *g_names[4] = {"x", "y", "z", "w"};
