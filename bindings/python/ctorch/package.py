@@ -9,6 +9,7 @@ NotSupportedError naming the version needed).
     >>> pkg.update_constants({"fc1.bias": ctorch.zeros(16)})
 """
 import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from ctypes import byref, c_char_p, c_int32, c_size_t, c_void_p
 
 from ._factories import as_tensor
@@ -22,7 +23,7 @@ __all__ = ["Package", "load_package"]
 _MAX_OUTPUTS = 64
 
 
-def _handles(tensors):
+def _handles(tensors: Sequence[Any]) -> Tuple[List[Tensor], Any]:
     """Keeps the Tensor objects alive while their handles are in use."""
     ts = [t if isinstance(t, Tensor) else as_tensor(t) for t in tensors]
     arr = (c_void_p * len(ts))(*[t._ptr() for t in ts])
@@ -35,8 +36,9 @@ class Package:
     one Tensor for a single output, else a tuple of Tensors."""
 
     __slots__ = ("_p", "__weakref__")
+    _p: Optional[int]
 
-    def __init__(self, path, model_name=None):
+    def __init__(self, path: Any, model_name: Optional[str] = None) -> None:
         out = c_void_p()
         name = model_name.encode() if model_name is not None else None
         if isinstance(path, (bytes, bytearray, memoryview)) and not isinstance(path, bytes):
@@ -50,12 +52,12 @@ class Package:
             check(C.package_load(byref(out), os.fsencode(path), name))
         self._p = out.value
 
-    def _ptr(self):
+    def _ptr(self) -> int:
         if not self._p:
             raise ValueError("use of a freed package")
         return self._p
 
-    def __call__(self, *inputs):
+    def __call__(self, *inputs: Any) -> Union[Tensor, Tuple[Tensor, ...]]:
         keep, arr = _handles(inputs)
         outs = (c_void_p * _MAX_OUTPUTS)()
         n = c_size_t()
@@ -66,27 +68,27 @@ class Package:
     run = __call__
 
     @property
-    def metadata(self):
+    def metadata(self) -> Any:
         """dict[str, str]: AOTI_DEVICE_KEY and what the exporter stored."""
         out = c_void_p()
         check(C.package_metadata(byref(out), self._ptr()))
         return from_value(out.value)
 
     @property
-    def call_spec(self):
+    def call_spec(self) -> Any:
         """[in_spec, out_spec]: torch.export's serialized pytree specs (JSON)."""
         out = c_void_p()
         check(C.package_call_spec(byref(out), self._ptr()))
         return from_value(out.value)
 
     @property
-    def constant_names(self):
+    def constant_names(self) -> Any:
         """Sorted dotted names of the constants (weights, buffers)."""
         out = c_void_p()
         check(C.package_constant_names(byref(out), self._ptr()))
         return from_value(out.value)
 
-    def update_constants(self, constants):
+    def update_constants(self, constants: Dict[str, Any]) -> None:
         """Replaces constants ({name: tensor}, a subset is fine) without
         recompiling. The package keeps references to the tensors (no copy)."""
         names = list(constants)
@@ -96,28 +98,28 @@ class Package:
         check(C.package_update_constants(self._ptr(), cnames, arr, len(names)))
 
     @property
-    def device(self):
+    def device(self) -> Any:
         """The ctorch.device the package runs on."""
         t, i = c_int32(), c_int32()
         check(C.package_device(byref(t), byref(i), self._ptr()))
         return device._from_codes(t.value, i.value)
 
-    def free(self):
+    def free(self) -> None:
         if self._p:
             p, self._p = self._p, None
             C.package_free(p)
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.free()
         except Exception:  # interpreter shutdown
             pass
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<ctorch.Package on %s>" % (self.device if self._p else "freed")
 
 
-def load_package(path, model_name=None):
+def load_package(path: Any, model_name: Optional[str] = None) -> Package:
     """Loads an AOTInductor package (.pt2) from a path, bytes or a binary file
     object; model_name picks a model inside it (default "model")."""
     return Package(path, model_name)

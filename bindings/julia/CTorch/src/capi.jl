@@ -71,6 +71,8 @@ _bound(::Val) = false
 @cfunc ct_set_num_threads Int32 (Int32,)
 @cfunc ct_get_num_interop_threads Int32 ()
 @cfunc ct_set_num_interop_threads Int32 (Int32,)
+@cfunc ct_cpu_fuser_set Int32 (Int32,)
+@cfunc ct_cpu_fuser_is_enabled Int32 ()
 @cfunc ct_cuda_current_device Int32 (Ptr{Int32},)
 @cfunc ct_cuda_set_device Int32 (Int32,)
 @cfunc ct_cuda_current_stream Int32 (Ptr{P}, Int32)
