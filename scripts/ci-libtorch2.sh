@@ -76,8 +76,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
 make_tarball() {
-  command -v debootstrap >/dev/null || { apt-get update -qq; apt-get install -y -qq debootstrap >/dev/null; }
-  command -v zstd >/dev/null || { apt-get update -qq; apt-get install -y -qq zstd >/dev/null; }
+  # Wait for another apt (for example scripts/setup.sh) rather than fail on its lock.
+  apt="apt-get -o DPkg::Lock::Timeout=900"
+  command -v debootstrap >/dev/null || { $apt update -qq; $apt install -y -qq debootstrap >/dev/null; }
+  command -v zstd >/dev/null || { $apt update -qq; $apt install -y -qq zstd >/dev/null; }
   uri=$(mirror_uri)
   building="$cache/build-$suite-$key.$$"
   rm -rf "$building"; mkdir -p "$building"
