@@ -5,6 +5,8 @@
 #
 #   scripts/ci-libtorch2.sh            prepare the chroot (or reuse the cache), build, test
 #   scripts/ci-libtorch2.sh prepare    only make sure the cached chroot exists
+#   scripts/ci-libtorch2.sh bench      build bench_package and time a .pt2 conv net
+#                                      through ctorch against AOTIModelPackageLoader
 #
 # The chroot is made once with debootstrap from the mirror configured in
 # /etc/apt/sources.list.d/debian.sources (read now, never written down here)
@@ -117,7 +119,7 @@ else
 fi
 [ "$mode" = prepare ] && exit 0
 
-[ "$mode" = all ] || { echo "ci-libtorch2: unknown mode $mode" >&2; exit 2; }
+case "$mode" in all|bench) ;; *) echo "ci-libtorch2: unknown mode $mode" >&2; exit 2;; esac
 
 # A fresh root from the tarball: nothing of an earlier run survives.
 if grep -q " $root/" /proc/mounts; then
@@ -131,23 +133,36 @@ bind_into "$cache/ccache" "$root/ccache"
 # The host's CUDA headers let the build compile-check src/cuda.cpp (no GPU needed).
 [ -d /usr/local/cuda/include ] && bind_into /usr/local/cuda "$root/usr/local/cuda" ro
 mkdir -p "$root/src"
-git archive HEAD | tar -C "$root/src" -xf -
+# The working tree as it is (tracked and untracked files git does not ignore),
+# copied, not bind-mounted, so the host's build trees are not touched.
+git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -C "$root/src" -xf -
 printf 'max_size = 3G\nbase_dir = /src\nsloppiness = include_file_ctime, include_file_mtime, pch_defines, time_macros\n' \
   >"$cache/ccache/ccache.conf"
 
 # Inside: configure, build, then every CTest entry (C tests with reference
 # models made by torch 2.6, pytest suite, install check; Julia is absent).
 # No PYTORCH_TENSOREXPR / ONEDNN_* settings: the leg runs as users would.
-chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-  CCACHE_DIR=/ccache sh -eu -c '
-  cd /src
-  python3 -c "import torch, numpy; print(\"ci-libtorch2: torch\", torch.__version__, \"numpy\", numpy.__version__)"
+if [ "$mode" = all ]; then
+  steps='
   cmake -S . -B build -G Ninja -DCTORCH_BUILD_BENCH=OFF >/dev/null
   ninja -C build
   cd build
-  ctest --output-on-failure -j2 --timeout 900
-  ccache -s | grep -iE "hit|miss" | head -n 3 || true
-'
-log "LibTorch 2 leg passed in $(( $(now) - t_start )) s"
+  ctest --output-on-failure -j2 --timeout 900'
+else
+  steps='
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCTORCH_BUILD_TESTS=OFF \
+    -DCTORCH_BUILD_EXAMPLES=OFF -DCTORCH_BUILD_BENCH=ON >/dev/null
+  ninja -C build bench_package
+  python3 tests/models/make_packages.py --bench /tmp/pt2
+  build/bench/bench_package /tmp/pt2/convnet.pt2 1 3 64 64'
+fi
+chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+  CCACHE_DIR=/ccache CCACHE_BASEDIR=/src sh -eu -c "
+  cd /src
+  python3 -c 'import torch, numpy; print(\"ci-libtorch2: torch\", torch.__version__, \"numpy\", numpy.__version__)'
+  $steps
+  ccache -s | grep -iE 'hit|miss' | head -n 3 || true
+"
+log "LibTorch 2 leg ($mode) passed in $(( $(now) - t_start )) s"
 unmount_all
 [ "${CTORCH_LT2_KEEP:-0}" = 1 ] || rm -rf "$root"

@@ -15,8 +15,8 @@ for p in $pkgs; do
 done
 if [ -n "$missing" ]; then
   echo "setup: installing$missing"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+  $SUDO apt-get -o DPkg::Lock::Timeout=900 update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -qq $missing >/dev/null
 fi
 if ! command -v julia >/dev/null 2>&1; then
   echo "setup: installing julia (Debian 11 archive)"
@@ -26,8 +26,8 @@ if ! command -v julia >/dev/null 2>&1; then
     $SUDO tee /etc/apt/sources.list.d/bullseye-julia.list >/dev/null
   printf 'Package: *\nPin: release n=bullseye\nPin-Priority: 100\n' |
     $SUDO tee /etc/apt/preferences.d/bullseye-julia >/dev/null
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq julia >/dev/null
+  $SUDO apt-get -o DPkg::Lock::Timeout=900 update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -qq julia >/dev/null
 fi
 # Debian 11's julia 1.5.3 segfaults with Debian 12's libunwind 1.6 on any Julia
 # exception; keep the libunwind it was built against beside it (not system-wide).
