@@ -5,6 +5,7 @@
 #include "internal.h"
 
 #include <shared_mutex>
+#include <unordered_map>
 
 namespace ct {
 
@@ -22,6 +23,22 @@ constexpr uint64_t kMaxAddress = uint64_t(1) << 57;
 ct_status check_extent(const char *func, const void *data, uint64_t byte_offset,
                        const int64_t *sizes, const int64_t *strides, size_t ndim,
                        size_t element_size, bool check_alignment) noexcept;
+
+// After a load (verify.cpp): every tensor reachable from `roots` (object
+// attributes, lists, tuples, dict keys and values, sparse components) must fit
+// its storage -- no negative size, stride or offset, no overflow, extent times
+// element size within storage nbytes -- and, where `records` maps a storage's
+// data pointer to the byte size of the file record it was read from, the
+// storage must not claim more bytes than that record. Else CT_ERR_IO
+// "<func>: cannot load <what>: tensor '<path>' does not fit its storage (...)".
+// The label of each root starts the path in the message.
+using RecordSizes = std::unordered_map<const void *, size_t>;
+ct_status check_loaded_tensors(const char *func, const char *what,
+                               const std::vector<std::pair<std::string, c10::IValue>> &roots,
+                               const RecordSizes *records);
+// The same for a loaded module: its attributes (parameters, buffers,
+// submodules, other attributes) and the tensor constants in its code.
+ct_status check_loaded_module(const char *func, const char *what, const torch::jit::Module &m);
 
 // LibTorch's operator list is not safe to read while a registration grows
 // it: ct_op_register holds this exclusively, lookups and compiles (which

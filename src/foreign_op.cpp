@@ -119,6 +119,16 @@ ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
     if (parsed.is_vararg() || parsed.is_varret())
       return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: variadic schemas are not supported: '%s'",
                            ct_fn_, schema);
+    // LibTorch's parser keeps a default of the wrong type (int a="s"); the
+    // op would then be called with it.
+    for (const c10::Argument &a : parsed.arguments()) {
+      const auto &d = a.default_value();
+      if (d && !d->type()->isSubtypeOf(*a.type()))
+        return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                             "%s: default value of argument '%s' has type %s, not %s: '%s'",
+                             ct_fn_, a.name().c_str(), d->type()->annotation_str().c_str(),
+                             a.type()->annotation_str().c_str(), schema);
+    }
     std::lock_guard<std::mutex> lk(g_register_mu);
     std::unique_lock<std::shared_mutex> registry_write(ct::op_registry_mutex());
     for (const auto &op : torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(qname))) {

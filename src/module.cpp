@@ -151,6 +151,10 @@ load_impl(const char *func, ct_module **out,
   return with_code(func, CT_ERR_IO, prefix.c_str(), [&] {
     ct::RegistryRead registry_read;
     torch::jit::Module m = torch::jit::load(rai, device, extra);
+    // A malformed file loads tensors that reach past their storages (#10).
+    ct_status fit = ct::check_loaded_module(func, what.c_str(), m);
+    if (fit != CT_OK)
+      return fit;
     std::unique_ptr<ct_module> h(new ct_module{std::move(m), {}});
     for (auto &kv : extra)
       h->extra_files.emplace(kv.first, std::move(kv.second));

@@ -25,7 +25,8 @@ using torch::jit::Stack;
 namespace ct {
 
 FastKind fast_kind(const c10::Argument &a) {
-  if (is_scalar_type_arg(a)) return FK_SLOW;
+  int64_t n_codes;
+  if (is_scalar_type_arg(a) || enum_arg(a, &n_codes)) return FK_SLOW;
   TypePtr t = a.type();
   bool opt = false;
   if (t->kind() == TypeKind::OptionalType) {

@@ -2,6 +2,7 @@
 // opcode rewriter that lets LibTorch 1.13 read what Python writes, the
 // unpickler glue (shared storages), and re-typing of unpickled dicts.
 #include "checkpoint.h"
+#include "checks.h"
 #include "file_io.h"
 
 #include <torch/csrc/jit/serialization/export.h>
@@ -315,7 +316,8 @@ bool rewrite_pickle(const char *data, size_t n, std::vector<char> *out) {
 // data/<key> records (what torch::jit::pickle_load does, plus shared
 // storages).
 c10::IValue unpickle_stream(caffe2::serialize::PyTorchStreamReader &reader,
-                            const char *pkl, size_t size) {
+                            const char *pkl, size_t size, ct::RecordSizes *records) {
+  records->clear();
   size_t pos = 0;
   auto read = [&](char *buf, size_t len) -> size_t {
     if (pos >= size)
@@ -326,7 +328,11 @@ c10::IValue unpickle_stream(caffe2::serialize::PyTorchStreamReader &reader,
     return len;
   };
   auto read_record = [&](const std::string &name) -> at::DataPtr {
-    return std::get<0>(reader.getRecord("data/" + name));
+    auto rec = reader.getRecord("data/" + name);
+    // The unpickler sizes the storage from the pickle, not from the record:
+    // remember the record's real size for check_loaded_tensors.
+    (*records)[std::get<0>(rec).get()] = std::get<1>(rec);
+    return std::move(std::get<0>(rec));
   };
   // The storage context makes tensors with one storage key (views) share one
   // storage, as Python's torch.load does; without it every view gets a copy.
@@ -392,11 +398,12 @@ ct_status unpickle(const char *func, const char *data, size_t size,
     std::tie(pkl, pkl_size) = reader.getRecord("data.pkl");
     const char *pkl_data = static_cast<const char *>(pkl.get());
     std::vector<char> fixed;
+    ct::RecordSizes records;
     c10::IValue v;
     bool done = false;
     if (rewrite_pickle(pkl_data, pkl_size, &fixed)) {
       try {
-        v = unpickle_stream(reader, fixed.data(), fixed.size());
+        v = unpickle_stream(reader, fixed.data(), fixed.size(), &records);
         done = true;
       } catch (const std::bad_alloc &) {
         throw;
@@ -406,7 +413,11 @@ ct_status unpickle(const char *func, const char *data, size_t size,
       }
     }
     if (!done)
-      v = unpickle_stream(reader, pkl_data, pkl_size);
+      v = unpickle_stream(reader, pkl_data, pkl_size, &records);
+    // A malformed file loads tensors that reach past their storages (#10).
+    ct_status fit = ct::check_loaded_tensors(func, what, {{std::string(), v}}, &records);
+    if (fit != CT_OK)
+      return fit;
     retag_dicts(v);
     *out = ct::new_value(std::move(v));
     return CT_OK;
@@ -418,6 +429,9 @@ ct_status unpickle(const char *func, const char *data, size_t size,
     // Legacy files, Python objects, numpy values: ctorch's own reader.
     try {
       c10::IValue v = ct::load_checkpoint(data, size);
+      ct_status fit = ct::check_loaded_tensors(func, what, {{std::string(), v}}, nullptr);
+      if (fit != CT_OK)
+        return fit;
       retag_dicts(v);
       *out = ct::new_value(std::move(v));
       return CT_OK;

@@ -55,6 +55,22 @@ bool is_scalar_type_arg(const c10::Argument &a) {
   return t->kind() == TypeKind::ScalarTypeType;
 }
 
+// Layout or MemoryFormat (optional or not): name and number of valid codes
+// (torch's own values, 0 .. n-1); nullptr for other arguments.
+const char *enum_arg(const c10::Argument &a, int64_t *n) {
+  TypePtr t = a.real_type();
+  if (t->kind() == TypeKind::OptionalType) t = t->castRaw<c10::OptionalType>()->getElementType();
+  if (t->kind() == TypeKind::LayoutType) {
+    *n = static_cast<int64_t>(c10::Layout::NumOptions);
+    return "layout";
+  }
+  if (t->kind() == TypeKind::MemoryFormatType) {
+    *n = static_cast<int64_t>(c10::MemoryFormat::NumOptions);
+    return "memory format";
+  }
+  return nullptr;
+}
+
 // ---- Coercion ---------------------------------------------------------------
 
 template <class T, class Get>
@@ -350,6 +366,8 @@ ct_status bind_call(const c10::FunctionSchema &schema, const ct_value *const *ar
     const IValue &v = *slot[i];
     IValue c;
     bool ok;
+    int64_t n_codes = 0;
+    const char *enum_name = nullptr;
     if (v.isInt() && is_scalar_type_arg(p)) {
       c10::ScalarType st;
       if (!ct::to_scalar_type(static_cast<int32_t>(v.toInt()), &st)) {
@@ -359,6 +377,17 @@ ct_status bind_call(const c10::FunctionSchema &schema, const ct_value *const *ar
         return CT_ERR_TYPE;
       }
       c = IValue(static_cast<int64_t>(st));
+      ok = true;
+    } else if (v.isInt() && (enum_name = enum_arg(p, &n_codes)) != nullptr) {
+      // A code LibTorch does not have would reach its kernels unchecked.
+      if (v.toInt() < 0 || v.toInt() >= n_codes) {
+        stack->resize(base);
+        *why = name() + ": argument '" + p.name() + "': unknown " + enum_name +
+               " code " + std::to_string(v.toInt()) + " (valid: 0 to " +
+               std::to_string(n_codes - 1) + ")";
+        return CT_ERR_INVALID_ARGUMENT;
+      }
+      c = v;
       ok = true;
     } else if (!strict && v.isInt() && p.N() && is_int_list_type(p.type())) {
       // int[N] accepts one int, as in Python (kernel_size=3 -> [3, 3]).

@@ -23,6 +23,9 @@ std::string arg_type_string(const c10::Argument &a);
 
 // ScalarType or ScalarType? (takes ctorch dtype codes).
 bool is_scalar_type_arg(const c10::Argument &a);
+// Layout or MemoryFormat argument: its name for messages and, in *n, the
+// number of valid codes (torch's values 0 .. n-1); nullptr for others.
+const char *enum_arg(const c10::Argument &a, int64_t *n);
 
 // ---- Coercion ----------------------------------------------------------------
 // Converts `in` to `type` where Python would; false if not convertible.

@@ -3,7 +3,11 @@
 // dies (LibTorch's own unpickler, parser or printer crashing on a malformed
 // file) or hangs is reported as CT_ERR_IO with the signal. See
 // docs/conventions.md ("Untrusted files") for what this protects and costs.
+#include "checks.h"
 #include "internal.h"
+
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <unordered_set>
 
 namespace {
 
@@ -196,6 +201,154 @@ ct_status check_source_nesting(const char *func, const char *src) noexcept {
     }
   }
   return CT_OK;
+}
+
+// ---- Loaded tensors against their storages (defect #10) ---------------------
+// LibTorch's unpickler sets a loaded tensor's sizes, strides and offset from
+// the file without comparing them with its storage, so a malformed file
+// loads and then reads (or writes) past the storage on first use. Every
+// tensor reached from a loaded value is checked here: one pass over the
+// value graph, a few integer operations per tensor, no data read.
+
+namespace {
+
+std::string int_list(c10::IntArrayRef v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(v[i]);
+  }
+  return s + "]";
+}
+
+// Empty string when `t` fits its storage (and the storage its file record);
+// else why not.
+std::string tensor_misfit(const at::Tensor &t, const RecordSizes *records) {
+  if (!t.has_storage()) return std::string();
+  const c10::Storage &st = t.storage();
+  const uint64_t nbytes = st.nbytes();
+  if (records && st.data() != nullptr) {
+    auto it = records->find(st.data());
+    if (it != records->end() && nbytes > it->second)
+      return "its storage claims " + std::to_string(nbytes) + " bytes but the file holds " +
+             std::to_string(it->second);
+  }
+  c10::IntArrayRef sizes = t.sizes(), strides = t.strides();
+  const int64_t offset = t.storage_offset();
+  const uint64_t item = t.dtype().itemsize();
+  auto describe = [&] {
+    return "sizes " + int_list(sizes) + ", strides " + int_list(strides) + ", offset " +
+           std::to_string(offset) + ", " + std::to_string(item) + "-byte elements";
+  };
+  if (offset < 0) return describe() + ": negative storage offset";
+  bool empty = false;
+  for (int64_t s : sizes) {
+    if (s < 0) return describe() + ": negative size";
+    empty = empty || s == 0;
+  }
+  if (empty) return std::string();  // no element is ever read
+  uint64_t last = static_cast<uint64_t>(offset);  // index of the last element
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (strides[i] < 0) return describe() + ": negative stride";
+    uint64_t step;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(sizes[i] - 1),
+                               static_cast<uint64_t>(strides[i]), &step) ||
+        __builtin_add_overflow(last, step, &last))
+      return describe() + ": extent overflows";
+  }
+  uint64_t need;
+  if (__builtin_add_overflow(last, 1, &need) || __builtin_mul_overflow(need, item, &need))
+    return describe() + ": extent overflows";
+  if (need > nbytes)
+    return describe() + " needs " + std::to_string(need) + " bytes but its storage has " +
+           std::to_string(nbytes);
+  return std::string();
+}
+
+}  // namespace
+
+ct_status check_loaded_tensors(const char *func, const char *what,
+                               const std::vector<std::pair<std::string, c10::IValue>> &roots,
+                               const RecordSizes *records) {
+  std::vector<std::pair<std::string, c10::IValue>> todo(roots.rbegin(), roots.rend());
+  std::unordered_set<const void *> seen;
+  auto bad = [&](const std::string &path, const std::string &why) {
+    return set_error(CT_ERR_IO, "%s: cannot load %s: tensor '%s' does not fit its storage (%s)",
+                     func, what, path.empty() ? "<root>" : path.c_str(), why.c_str());
+  };
+  while (!todo.empty()) {
+    std::string path = std::move(todo.back().first);
+    c10::IValue v = std::move(todo.back().second);
+    todo.pop_back();
+    if (!(v.isTensor() || v.isTensorList() || v.isList() || v.isTuple() || v.isGenericDict() ||
+          v.isObject()))
+      continue;
+    if (!seen.insert(v.internalToPointer()).second) continue;
+    auto sub = [&](const std::string &p) { return path.empty() ? p : path + p; };
+    if (v.isTensor()) {
+      const at::Tensor &t = v.toTensor();
+      if (!t.defined()) continue;
+      if (t.is_sparse()) {
+        todo.emplace_back(sub("._indices()"), t._indices());
+        todo.emplace_back(sub("._values()"), t._values());
+        continue;
+      }
+      if (t.layout() != c10::kStrided || t.is_nested()) continue;
+      std::string why = tensor_misfit(t, records);
+      if (!why.empty()) return bad(path, why);
+    } else if (v.isObject()) {
+      const auto &obj = v.toObjectRef();
+      const auto &type = obj.type();
+      size_t n = std::min(obj.slots().size(), type->numAttributes());
+      for (size_t i = 0; i < n; ++i)
+        todo.emplace_back(path.empty() ? type->getAttributeName(i)
+                                       : path + "." + type->getAttributeName(i),
+                          obj.getSlot(i));
+    } else if (v.isTuple()) {
+      const auto &el = v.toTupleRef().elements();
+      for (size_t i = 0; i < el.size(); ++i)
+        todo.emplace_back(sub("[" + std::to_string(i) + "]"), el[i]);
+    } else if (v.isList() || v.isTensorList()) {
+      auto l = v.toListRef();
+      for (size_t i = 0; i < l.size(); ++i)
+        todo.emplace_back(sub("[" + std::to_string(i) + "]"), l[i]);
+    } else {
+      for (const auto &kv : v.toGenericDict()) {
+        std::string key = kv.key().isString() ? "'" + kv.key().toStringRef() + "'"
+                          : kv.key().isInt()  ? std::to_string(kv.key().toInt())
+                                              : std::string("<key>");
+        todo.emplace_back(sub("[" + key + "]"), kv.value());
+        if (kv.key().isTensor()) todo.emplace_back(sub("[<key>]"), kv.key());
+      }
+    }
+  }
+  return CT_OK;
+}
+
+ct_status check_loaded_module(const char *func, const char *what, const torch::jit::Module &m) {
+  std::vector<std::pair<std::string, c10::IValue>> roots;
+  roots.emplace_back(std::string(), c10::IValue(m._ivalue()));
+  // Tensor constants of the code (constants.pkl) live in the graphs.
+  std::vector<torch::jit::Block *> blocks;
+  for (torch::jit::Function *fn : m._ivalue()->compilation_unit()->get_functions()) {
+    if (!fn->isGraphFunction()) continue;
+    std::shared_ptr<torch::jit::Graph> g = torch::jit::toGraphFunction(*fn).graph();
+    if (!g) continue;
+    blocks.assign(1, g->block());
+    while (!blocks.empty()) {
+      torch::jit::Block *b = blocks.back();
+      blocks.pop_back();
+      for (torch::jit::Node *n : b->nodes()) {
+        for (torch::jit::Block *inner : n->blocks()) blocks.push_back(inner);
+        if (n->kind() != c10::prim::Constant || n->outputs().size() != 1 ||
+            n->output()->type()->kind() != c10::TypeKind::TensorType)
+          continue;
+        if (auto c = torch::jit::toIValue(n->output()))
+          roots.emplace_back("constant in " + fn->qualname().qualifiedName(), std::move(*c));
+      }
+    }
+  }
+  return check_loaded_tensors(func, what, roots, nullptr);
 }
 
 }  // namespace ct

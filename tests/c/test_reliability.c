@@ -588,6 +588,220 @@ static void test_schema_bounds(void **state) {
   ct_value_free(all);
 }
 
+
+/* ---- #10: malformed files whose tensors do not fit their storages ---------- */
+/* Files are made by ctorch and patched in memory: one pickle opcode sequence
+ * is replaced by another of the same length in one zip member, and the
+ * member's CRC-32 (local header and central directory) is fixed up. */
+static uint32_t zip_crc32(const unsigned char *p, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+static uint32_t rd16(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
+static uint32_t rd32(const unsigned char *p) { return rd16(p) | rd16(p + 2) << 16; }
+static void wr32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Replaces the first `n` bytes equal to `from` by `to` in the member whose
+ * name ends with `suffix`; returns 1 when done. */
+static int patch_zip(unsigned char *buf, size_t len, const char *suffix, const char *from,
+                     const char *to, size_t n) {
+  size_t eocd = len >= 22 ? len - 22 : 0;
+  while (eocd > 0 && rd32(buf + eocd) != 0x06054b50u) --eocd;
+  if (rd32(buf + eocd) != 0x06054b50u) return 0;
+  size_t cd = rd32(buf + eocd + 16), count = rd16(buf + eocd + 10);
+  size_t sl = strlen(suffix);
+  for (size_t e = 0; e < count && cd + 46 <= len; ++e) {
+    size_t nl = rd16(buf + cd + 28), xl = rd16(buf + cd + 30), cl = rd16(buf + cd + 32);
+    size_t size = rd32(buf + cd + 20), lh = rd32(buf + cd + 42);
+    if (nl >= sl && memcmp(buf + cd + 46 + nl - sl, suffix, sl) == 0) {
+      unsigned char *data = buf + lh + 30 + rd16(buf + lh + 26) + rd16(buf + lh + 28);
+      for (size_t i = 0; i + n <= size; ++i) {
+        if (memcmp(data + i, from, n) != 0) continue;
+        memcpy(data + i, to, n);
+        uint32_t crc = zip_crc32(data, size);
+        wr32(buf + cd + 16, crc);
+        wr32(buf + lh + 14, crc);
+        return 1;
+      }
+      return 0;
+    }
+    cd += 46 + nl + xl + cl;
+  }
+  return 0;
+}
+
+/* Pickled as torch::jit's pickler writes a tensor of 7 elements:
+ * ... storage numel 7 (K\x07 t Q), offset 0 (K\x00), sizes (K\x07 t), strides (K\x01 t). */
+static const char kSizes7[] = "(K\x07t(K\x01t";
+static const char kSizes100[] = "(K\x64t(K\x01t";
+static const char kOffset0[] = "K\x00(K\x07t";
+static const char kOffset5[] = "K\x05(K\x07t";
+static const char kNumel7[] = "K\x07tQ";
+static const char kNumel100[] = "K\x64tQ";
+
+static void pickle_of_seven(void **data, size_t *size) {
+  const int64_t seven[1] = {7};
+  ct_tensor *t = NULL;
+  ct_value *tv = NULL, *key = NULL, *d = NULL;
+  CT_OK_OR_FAIL(ct_tensor_ones(&t, seven, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  CT_OK_OR_FAIL(ct_value_from_tensor(&tv, t));
+  CT_OK_OR_FAIL(ct_value_from_string(&key, "w", 1));
+  CT_OK_OR_FAIL(ct_value_dict(&d, (const ct_value *const *)&key, (const ct_value *const *)&tv, 1));
+  CT_OK_OR_FAIL(ct_pickle_save_buffer(data, size, d));
+  ct_value_free(d);
+  ct_value_free(key);
+  ct_value_free(tv);
+  ct_tensor_free(t);
+}
+
+static void test_malformed_pickle_tensor(void **state) {
+  (void)state;
+  void *data = NULL;
+  size_t size = 0;
+  ct_value *v = (ct_value *)0x1;
+  /* Unpatched: loads. */
+  pickle_of_seven(&data, &size);
+  ct_value *ok = NULL;
+  CT_OK_OR_FAIL(ct_pickle_load_buffer(&ok, data, size));
+  ct_value_free(ok);
+  /* Sizes (100,) on a storage of 7 floats. */
+  assert_true(patch_zip(data, size, "data.pkl", kSizes7, kSizes100, sizeof kSizes7 - 1));
+  CT_EXPECT_ERROR(ct_pickle_load_buffer(&v, data, size), CT_ERR_IO,
+                  "ct_pickle_load_buffer: cannot load the buffer: tensor '['w']' does not fit "
+                  "its storage (sizes [100], strides [1], offset 0, 4-byte elements needs 400 "
+                  "bytes but its storage has 28)");
+  assert_ptr_equal(v, (ct_value *)0x1);
+  /* The same from a file. */
+  char path[] = "/tmp/ctorch-misfit-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, data, size), (ssize_t)size);
+  close(fd);
+  CT_EXPECT_ERROR(ct_pickle_load(&v, path), CT_ERR_IO, "does not fit its storage");
+  assert_non_null(strstr(ct_last_error(), "ct_pickle_load: cannot load '"));
+  remove(path);
+  ct_free(data);
+  /* A storage that claims more elements than its record holds. */
+  pickle_of_seven(&data, &size);
+  assert_true(patch_zip(data, size, "data.pkl", kNumel7, kNumel100, sizeof kNumel7 - 1));
+  CT_EXPECT_ERROR(ct_pickle_load_buffer(&v, data, size), CT_ERR_IO,
+                  "tensor '['w']' does not fit its storage (its storage claims 400 bytes but "
+                  "the file holds 28)");
+  assert_ptr_equal(v, (ct_value *)0x1);
+  ct_free(data);
+}
+
+static void test_malformed_module_tensor(void **state) {
+  (void)state;
+  const int64_t seven[1] = {7};
+  ct_module *m = NULL, *child = NULL;
+  ct_tensor *t = NULL;
+  CT_OK_OR_FAIL(ct_module_new(&m, "Outer"));
+  CT_OK_OR_FAIL(ct_module_new(&child, "Inner"));
+  CT_OK_OR_FAIL(ct_tensor_ones(&t, seven, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  CT_OK_OR_FAIL(ct_module_register_parameter(child, "weight", t, 1));
+  CT_OK_OR_FAIL(ct_module_register_module(m, "inner", child));
+  CT_OK_OR_FAIL(ct_module_define(m, "def forward(self, x):\n    return x * self.inner.weight\n"));
+  void *data = NULL;
+  size_t size = 0;
+  CT_OK_OR_FAIL(ct_module_save_buffer(&data, &size, m, NULL));
+  ct_module *back = NULL;
+  CT_OK_OR_FAIL(ct_module_load_buffer(&back, data, size, CT_DEVICE_CPU, -1));
+  ct_module_free(back);
+  back = (ct_module *)0x1;
+  /* Offset 5 + 7 elements on a storage of 7. */
+  assert_true(patch_zip(data, size, "/data.pkl", kOffset0, kOffset5, sizeof kOffset0 - 1));
+  CT_EXPECT_ERROR(ct_module_load_buffer(&back, data, size, CT_DEVICE_CPU, -1), CT_ERR_IO,
+                  "ct_module_load_buffer: cannot load the buffer: tensor 'inner.weight' does not "
+                  "fit its storage (sizes [7], strides [1], offset 5, 4-byte elements needs 48 "
+                  "bytes but its storage has 28)");
+  assert_ptr_equal(back, (ct_module *)0x1);
+  ct_free(data);
+  /* Oversized sizes: also caught. */
+  CT_OK_OR_FAIL(ct_module_save_buffer(&data, &size, m, NULL));
+  assert_true(patch_zip(data, size, "/data.pkl", kSizes7, kSizes100, sizeof kSizes7 - 1));
+  CT_EXPECT_ERROR(ct_module_load_buffer(&back, data, size, CT_DEVICE_CPU, -1), CT_ERR_IO,
+                  "needs 400 bytes but its storage has 28");
+  ct_free(data);
+  ct_tensor_free(t);
+  ct_module_free(child);
+  ct_module_free(m);
+}
+
+/* #12: schema defaults of the wrong type; layout and memory-format codes that
+ * do not exist. */
+static void test_schema_default_type(void **state) {
+  (void)state;
+  CT_EXPECT_ERROR(ct_op_register("rel::bad_default(int a=\"s\") -> ()", noop_op, NULL),
+                  CT_ERR_INVALID_ARGUMENT,
+                  "ct_op_register: default value of argument 'a' has type str, not int");
+  CT_EXPECT_ERROR(ct_op_register("rel::bad_default2(str a=1) -> ()", noop_op, NULL),
+                  CT_ERR_INVALID_ARGUMENT, "argument 'a' has type int, not str");
+  /* Good defaults of every kind still register. */
+  CT_OK_OR_FAIL(ct_op_register(
+      "rel::good_defaults(Tensor? a=None, Scalar s=1, ScalarType? d=None, Layout? l=None, "
+      "MemoryFormat m=0, Device? dev=None, str x=\"a\", bool b=True, float f=1, float[] fl=[], "
+      "int[] i=[], int[2] k=1, int? n=None) -> ()",
+      noop_op, NULL));
+}
+
+static void test_enum_codes(void **state) {
+  (void)state;
+  ct_value *sizes = NULL, *bad = NULL, *out = (ct_value *)0x1;
+  const int64_t two[1] = {2};
+  CT_OK_OR_FAIL(ct_value_int_list(&sizes, two, 1));
+  CT_OK_OR_FAIL(ct_value_from_int(&bad, 99));
+  const char *mf[1] = {"memory_format"};
+  CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::empty.memory_format", (const ct_value *const *)&sizes,
+                                  1, mf, (const ct_value *const *)&bad, 1),
+                  CT_ERR_INVALID_ARGUMENT,
+                  "ct_op_call_name: aten::empty.memory_format: argument 'memory_format': unknown "
+                  "memory format code 99 (valid: 0 to ");
+  const char *lay[1] = {"layout"};
+  CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::empty.memory_format", (const ct_value *const *)&sizes,
+                                  1, lay, (const ct_value *const *)&bad, 1),
+                  CT_ERR_INVALID_ARGUMENT, "argument 'layout': unknown layout code 99 (valid: 0 to ");
+  ct_value_free(bad);
+  CT_OK_OR_FAIL(ct_value_from_int(&bad, -1));
+  CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::empty", (const ct_value *const *)&sizes, 1, lay,
+                                  (const ct_value *const *)&bad, 1),
+                  CT_ERR_INVALID_ARGUMENT, "unknown layout code -1");
+  assert_ptr_equal(out, (ct_value *)0x1);
+  /* Valid codes still work (0: strided / contiguous). */
+  ct_value_free(bad);
+  CT_OK_OR_FAIL(ct_value_from_int(&bad, 0));
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::empty.memory_format", (const ct_value *const *)&sizes,
+                                1, mf, (const ct_value *const *)&bad, 1));
+  ct_value_free(out);
+  ct_value_free(bad);
+  ct_value_free(sizes);
+}
+
+/* #14: an unknown keyword is named as such. */
+static void test_unknown_keyword_message(void **state) {
+  (void)state;
+  ct_module *m = NULL;
+  CT_OK_OR_FAIL(ct_module_new(&m, "K"));
+  CT_OK_OR_FAIL(ct_module_define(m, "def forward(self, x: int):\n    return x + 1\n"));
+  ct_value *one = NULL, *out = (ct_value *)0x1;
+  CT_OK_OR_FAIL(ct_value_from_int(&one, 1));
+  const char *names[1] = {"y"};
+  CT_EXPECT_ERROR(ct_module_call(&out, m, "forward", NULL, 0, names,
+                                 (const ct_value *const *)&one, 1),
+                  CT_ERR_INVALID_ARGUMENT, "unknown keyword argument 'y'");
+  assert_null(strstr(ct_last_error(), "missing argument"));
+  assert_ptr_equal(out, (ct_value *)0x1);
+  ct_value_free(one);
+  ct_module_free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dlpack_overflow_deletes_once),
@@ -605,6 +819,11 @@ int main(void) {
       cmocka_unit_test(test_eval_message),
       cmocka_unit_test(test_deep_source),
       cmocka_unit_test(test_schema_bounds),
+      cmocka_unit_test(test_malformed_pickle_tensor),
+      cmocka_unit_test(test_malformed_module_tensor),
+      cmocka_unit_test(test_schema_default_type),
+      cmocka_unit_test(test_enum_codes),
+      cmocka_unit_test(test_unknown_keyword_message),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

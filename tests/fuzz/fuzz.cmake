@@ -10,7 +10,9 @@ if(CTORCH_FUZZ)
   endif()
   set(CTORCH_FUZZ_FLAGS -fsanitize=address -fno-omit-frame-pointer -g)
   target_compile_options(ctorch PRIVATE ${CTORCH_FUZZ_FLAGS} -fsanitize=fuzzer-no-link)
-  target_link_options(ctorch PRIVATE -fsanitize=address)
+  # The ASan runtime comes with the fuzz executables (-z undefs overrides
+  # --no-undefined for the library).
+  target_link_options(ctorch PRIVATE -fsanitize=address -Wl,-z,undefs)
   set(CTORCH_FUZZ_TARGETS)
   foreach(t module_load pickle_load dlpack op_register script_compile op_call)
     add_executable(fuzz_${t} ${CMAKE_CURRENT_LIST_DIR}/fuzz_${t}.cc)

@@ -8,7 +8,9 @@ option(CTORCH_TSAN "Build libctorch and the concurrency test with ThreadSanitize
 if(CTORCH_TSAN)
   set(CTORCH_TSAN_FLAGS -fsanitize=thread -fno-omit-frame-pointer -g)
   target_compile_options(ctorch PRIVATE ${CTORCH_TSAN_FLAGS})
-  target_link_options(ctorch PRIVATE -fsanitize=thread)
+  # clang links the TSan runtime into the executable only: the library keeps
+  # its __tsan_* references undefined (-z undefs overrides --no-undefined).
+  target_link_options(ctorch PRIVATE -fsanitize=thread -Wl,-z,undefs)
   if(TARGET test_concurrency)
     target_compile_options(test_concurrency PRIVATE ${CTORCH_TSAN_FLAGS})
     target_link_options(test_concurrency PRIVATE -fsanitize=thread)

@@ -26,6 +26,12 @@ def _sizes_arg(size: Sequence[Any]) -> Tuple[Any, int]:
         s = size[0]
         size = s.tolist() if isinstance(s, Tensor) else s
     dims = tuple(operator.index(s) for s in size)
+    for i, d in enumerate(dims):
+        # ctypes would wrap 2**63 silently to -2**63 ("negative size").
+        if not -2**63 <= d < 2**63:
+            raise _lib.InvalidArgumentError(
+                "size %d at dimension %d is out of range (a size must fit in int64)" % (d, i),
+                _lib.CT_ERR_INVALID_ARGUMENT)
     return (c_int64 * max(len(dims), 1))(*dims), len(dims)
 
 

@@ -163,7 +163,7 @@ def _seq_value(seq: Any) -> int:
     n = len(seq)
     if type(seq) is not tuple and n:
         kinds = {type(e) for e in seq}
-        if kinds == {int}:
+        if kinds == {int} and all(-2**63 <= e < 2**63 for e in seq):
             return new_value(G.value_int_list, (c_int64 * n)(*seq), n)
         if kinds <= {int, float} and float in kinds:
             return new_value(G.value_double_list, (c_double * n)(*seq), n)

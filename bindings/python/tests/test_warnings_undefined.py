@@ -32,3 +32,15 @@ def test_undefined_results_are_none():
     none3 = ctorch.ops.aten.convolution_backward(g, x, w, [3], [1, 1], [0, 0], [1, 1], False,
                                                  [0, 0], 1, [False, False, False])
     assert none3 == (None, None, None)
+
+
+def test_size_out_of_int64_range_is_named():
+    # ctypes used to wrap 2**63 to -2**63, reported as "negative size".
+    with pytest.raises(ctorch.InvalidArgumentError, match=r"size 9223372036854775808 at "
+                       r"dimension 0 is out of range \(a size must fit in int64\)") as e:
+        ctorch.zeros(2**63)
+    assert e.value.code == _lib.CT_ERR_INVALID_ARGUMENT
+    with pytest.raises(ctorch.InvalidArgumentError, match="dimension 1 is out of range"):
+        ctorch.ones(2, -2**64)
+    with pytest.raises(ctorch.InvalidArgumentError, match="negative"):
+        ctorch.zeros(-1)
