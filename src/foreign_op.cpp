@@ -156,6 +156,11 @@ ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
       std::lock_guard<std::mutex> lk(reg_mu);
       registrations->emplace_back(new torch::jit::RegisterOperators(std::move(ops)));
     }
+    // LibTorch queues a registration and inserts it into its operator table
+    // on the next lookup: done here, under the exclusive lock, or a reader
+    // (holding the lock shared) would grow the table while another reader
+    // walks it (found by ThreadSanitizer, tests/tsan).
+    (void)torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(qname));
 
     // New overloads change overload sets: forget cached lookups.
     ct::forget_cached_ops();
