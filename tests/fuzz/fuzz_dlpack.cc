@@ -57,15 +57,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   deletes = 0;
   ct_tensor *out = nullptr;
   ct_status s;
+  // The producer's structs live until the last tensor is freed (DLPack's
+  // rule; the first fuzz run found them declared in the branches, which ended
+  // before ct_tensor_free ran the deleter).
+  DLManagedTensorVersioned mv{};
+  DLManagedTensor ml{};
   if (mode & 1) {
-    DLManagedTensorVersioned m{};
+    DLManagedTensorVersioned &m = mv;
     m.version.major = (mode & 128) ? in.get<uint8_t>() % 3 : 1;
     m.deleter = del_versioned;
     m.dl_tensor = t;
     m.flags = fits ? in.get<uint64_t>() : 0;  // READ_ONLY copies: only readable memory
     s = ct_tensor_from_dlpack_versioned(&out, &m);
   } else {
-    DLManagedTensor m{};
+    DLManagedTensor &m = ml;
     m.deleter = del_legacy;
     m.dl_tensor = t;
     s = ct_tensor_from_dlpack(&out, &m);
