@@ -228,7 +228,15 @@ ct_status import_tensor(const char *func, ct_tensor **out, Managed *src, bool re
   char *data = static_cast<char *>(dl.data) + dl.byte_offset;
   auto opts = at::TensorOptions().dtype(st).device(dev);
   at::Tensor t;
-  if (read_only) {
+  bool own = !read_only;
+  if (!dl.data) {
+    // Nothing to alias (no elements). from_blob would never run a deleter
+    // for a NULL pointer, so the producer would not be released (found by
+    // fuzz_dlpack): an empty tensor of this shape, producer released now.
+    t = dl.strides ? at::empty_strided(shape, at::IntArrayRef(dl.strides, ndim), opts)
+                   : at::empty(shape, opts);
+    own = false;
+  } else if (read_only) {
     // Torch tensors are writable: never alias read-only memory, copy it.
     at::Tensor view = dl.strides
                           ? at::from_blob(data, shape, at::IntArrayRef(dl.strides, ndim), opts)
@@ -244,7 +252,7 @@ ct_status import_tensor(const char *func, ct_tensor **out, Managed *src, bool re
   }
   *out = ct::new_tensor(std::move(t));
   // Zero-copy: the tensor's storage owns the producer now.
-  if (!read_only) guard.committed = true;
+  if (own) guard.committed = true;
   return CT_OK;
 }
 

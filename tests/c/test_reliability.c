@@ -589,6 +589,23 @@ static void test_schema_bounds(void **state) {
 }
 
 
+/* Found by fuzz_dlpack: an empty DLPack tensor with data NULL was imported,
+ * but its producer was never released (from_blob runs no deleter for NULL). */
+static void test_dlpack_null_data_released(void **state) {
+  (void)state;
+  const int64_t zero[1] = {0};
+  deletes = 0;
+  ct_tensor *t = NULL;
+  CT_OK_OR_FAIL(ct_tensor_from_dlpack(&t, make_legacy_dl(NULL, 1, zero, NULL)));
+  assert_int_equal(ct_tensor_numel(t), 0);
+  ct_tensor_free(t);
+  assert_int_equal(deletes, 1);
+  deletes = 0;
+  CT_OK_OR_FAIL(ct_tensor_from_dlpack_versioned(&t, make_dl(NULL, 1, zero, NULL, 0)));
+  ct_tensor_free(t);
+  assert_int_equal(deletes, 1);
+}
+
 /* ---- #10: malformed files whose tensors do not fit their storages ---------- */
 /* Files are made by ctorch and patched in memory: one pickle opcode sequence
  * is replaced by another of the same length in one zip member, and the
@@ -819,6 +836,7 @@ int main(void) {
       cmocka_unit_test(test_eval_message),
       cmocka_unit_test(test_deep_source),
       cmocka_unit_test(test_schema_bounds),
+      cmocka_unit_test(test_dlpack_null_data_released),
       cmocka_unit_test(test_malformed_pickle_tensor),
       cmocka_unit_test(test_malformed_module_tensor),
       cmocka_unit_test(test_schema_default_type),
