@@ -231,7 +231,24 @@ ct_status check_extent(const char *func, const void *data, uint64_t byte_offset,
   if (byte_offset >= kMaxAddress)
     return set_error(CT_ERR_INVALID_ARGUMENT, "%s: byte_offset %llu is beyond any address",
                      func, static_cast<unsigned long long>(byte_offset));
-  if (numel == 0) return CT_OK;
+  if (numel == 0) {
+    // No element is read, but LibTorch still computes contiguous strides
+    // (products of the sizes) and extents from sizes and strides: these
+    // must not overflow either, or they come out negative and LibTorch
+    // misreads them (found by fuzz_dlpack: a crash in clone()).
+    int64_t prod = 1, reach = 0;
+    for (size_t i = 0; i < ndim; ++i) {
+      int64_t sz = sizes[i] > 0 ? sizes[i] : 1, step = 0;
+      if (__builtin_mul_overflow(prod, sz, &prod) ||
+          (strides && (__builtin_mul_overflow(sz - 1, strides[i], &step) ||
+                       __builtin_add_overflow(reach, step, &reach))))
+        return set_error(CT_ERR_INVALID_ARGUMENT,
+                         "%s: the sizes or strides overflow int64 (dimension %zu), even though "
+                         "the tensor is empty",
+                         func, i);
+    }
+    return CT_OK;
+  }
   // Highest element index reached: sum of (size - 1) * stride.
   int64_t last = 0;
   if (strides) {

@@ -4,71 +4,10 @@
 
 static const int64_t SZ23[2] = {2, 3};
 
-/* ---- A minimal foreign producer with a counted deleter -------------------- */
-static int producer_deletes = 0;
-
-typedef struct {
-  DLManagedTensorVersioned m;
-  int64_t shape[4];
-  int64_t strides[4];
-} producer_v;
-
-typedef struct {
-  DLManagedTensor m;
-  int64_t shape[4];
-} producer_l;
-
-static void producer_v_deleter(DLManagedTensorVersioned *self) {
-  producer_deletes++;
-  free(self->manager_ctx);
-}
-static void producer_l_deleter(DLManagedTensor *self) {
-  producer_deletes++;
-  free(self->manager_ctx);
-}
-
-static DLManagedTensorVersioned *make_versioned(void *data, uint8_t code, uint8_t bits,
-                                                int ndim, const int64_t *shape,
-                                                const int64_t *strides, uint64_t byte_offset,
-                                                uint64_t flags) {
-  producer_v *p = calloc(1, sizeof *p);
-  p->m.version.major = 1;
-  p->m.version.minor = 0;
-  p->m.manager_ctx = p;
-  p->m.deleter = producer_v_deleter;
-  p->m.flags = flags;
-  p->m.dl_tensor.data = data;
-  p->m.dl_tensor.device.device_type = kDLCPU;
-  p->m.dl_tensor.device.device_id = 0;
-  p->m.dl_tensor.ndim = ndim;
-  p->m.dl_tensor.dtype.code = code;
-  p->m.dl_tensor.dtype.bits = bits;
-  p->m.dl_tensor.dtype.lanes = 1;
-  for (int i = 0; i < ndim; ++i) {
-    p->shape[i] = shape[i];
-    if (strides) p->strides[i] = strides[i];
-  }
-  p->m.dl_tensor.shape = p->shape;
-  p->m.dl_tensor.strides = strides ? p->strides : NULL;
-  p->m.dl_tensor.byte_offset = byte_offset;
-  return &p->m;
-}
-
-static DLManagedTensor *make_legacy(void *data, int ndim, const int64_t *shape) {
-  producer_l *p = calloc(1, sizeof *p);
-  p->m.manager_ctx = p;
-  p->m.deleter = producer_l_deleter;
-  p->m.dl_tensor.data = data;
-  p->m.dl_tensor.device.device_type = kDLCPU;
-  p->m.dl_tensor.ndim = ndim;
-  p->m.dl_tensor.dtype.code = kDLFloat;
-  p->m.dl_tensor.dtype.bits = 32;
-  p->m.dl_tensor.dtype.lanes = 1;
-  for (int i = 0; i < ndim; ++i) p->shape[i] = shape[i];
-  p->m.dl_tensor.shape = p->shape;
-  p->m.dl_tensor.strides = NULL; /* old producers */
-  return &p->m;
-}
+/* ---- A foreign producer with a counted deleter (test_util.h) ------------ */
+#define producer_deletes (*test_dl_deletes())
+#define make_versioned test_dl_versioned
+#define make_legacy(data, ndim, shape) test_dl_legacy((data), (ndim), (shape), NULL)
 
 /* ---- Import ------------------------------------------------------------------ */
 

@@ -5,72 +5,11 @@
 #include <pthread.h>
 #include <unistd.h>
 
-/* ---- A DLPack producer with a counted deleter ------------------------------ */
-static int deletes = 0;
-
-typedef struct {
-  DLManagedTensorVersioned m;
-  int64_t shape[4];
-  int64_t strides[4];
-} producer;
-
-static void producer_deleter(DLManagedTensorVersioned *self) {
-  deletes++;
-  free(self->manager_ctx);
-}
-
-typedef struct {
-  DLManagedTensor m;
-  int64_t shape[4];
-  int64_t strides[4];
-} legacy_producer;
-
-static void legacy_deleter(DLManagedTensor *self) {
-  deletes++;
-  free(self->manager_ctx);
-}
-
-static DLManagedTensorVersioned *make_dl(void *data, int ndim, const int64_t *shape,
-                                         const int64_t *strides, uint64_t byte_offset) {
-  producer *p = calloc(1, sizeof *p);
-  p->m.version.major = 1;
-  p->m.manager_ctx = p;
-  p->m.deleter = producer_deleter;
-  p->m.dl_tensor.data = data;
-  p->m.dl_tensor.device.device_type = kDLCPU;
-  p->m.dl_tensor.ndim = ndim;
-  p->m.dl_tensor.dtype.code = kDLFloat;
-  p->m.dl_tensor.dtype.bits = 32;
-  p->m.dl_tensor.dtype.lanes = 1;
-  for (int i = 0; i < ndim; ++i) {
-    p->shape[i] = shape[i];
-    if (strides) p->strides[i] = strides[i];
-  }
-  p->m.dl_tensor.shape = p->shape;
-  p->m.dl_tensor.strides = strides ? p->strides : NULL;
-  p->m.dl_tensor.byte_offset = byte_offset;
-  return &p->m;
-}
-
-static DLManagedTensor *make_legacy_dl(void *data, int ndim, const int64_t *shape,
-                                       const int64_t *strides) {
-  legacy_producer *p = calloc(1, sizeof *p);
-  p->m.manager_ctx = p;
-  p->m.deleter = legacy_deleter;
-  p->m.dl_tensor.data = data;
-  p->m.dl_tensor.device.device_type = kDLCPU;
-  p->m.dl_tensor.ndim = ndim;
-  p->m.dl_tensor.dtype.code = kDLFloat;
-  p->m.dl_tensor.dtype.bits = 32;
-  p->m.dl_tensor.dtype.lanes = 1;
-  for (int i = 0; i < ndim; ++i) {
-    p->shape[i] = shape[i];
-    if (strides) p->strides[i] = strides[i];
-  }
-  p->m.dl_tensor.shape = p->shape;
-  p->m.dl_tensor.strides = strides ? p->strides : NULL;
-  return &p->m;
-}
+/* ---- A DLPack producer with a counted deleter (test_util.h) -------------- */
+#define deletes (*test_dl_deletes())
+#define make_dl(data, ndim, shape, strides, byte_offset) \
+  test_dl_versioned((data), kDLFloat, 32, (ndim), (shape), (strides), (byte_offset), 0)
+#define make_legacy_dl test_dl_legacy
 
 /* #1: an element count that overflows int64 used to run the deleter twice. */
 static void test_dlpack_overflow_deletes_once(void **state) {
@@ -603,6 +542,15 @@ static void test_dlpack_null_data_released(void **state) {
   deletes = 0;
   CT_OK_OR_FAIL(ct_tensor_from_dlpack_versioned(&t, make_dl(NULL, 1, zero, NULL, 0)));
   ct_tensor_free(t);
+  assert_int_equal(deletes, 1);
+  /* Empty, but the contiguous strides of these sizes overflow int64. */
+  const int64_t huge[3] = {0, INT64_C(1) << 40, INT64_C(1) << 40};
+  float x = 0;
+  deletes = 0;
+  CT_EXPECT_ERROR(ct_tensor_from_dlpack(&t, make_legacy_dl(&x, 3, huge, NULL)),
+                  CT_ERR_INVALID_ARGUMENT,
+                  "ct_tensor_from_dlpack: the sizes or strides overflow int64 (dimension 2), even "
+                  "though the tensor is empty");
   assert_int_equal(deletes, 1);
 }
 

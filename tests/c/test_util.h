@@ -46,4 +46,83 @@ static inline const char *test_models_dir(void) {
   return (d && *d) ? d : NULL;
 }
 
+/* ---- A foreign DLPack producer with a counted deleter (test_dlpack.c,
+ * test_reliability.c). Each struct is heap-allocated and freed by its
+ * deleter, which counts in *test_dl_deletes(). */
+static inline int *test_dl_deletes(void) {
+  static int n = 0;
+  return &n;
+}
+
+typedef struct {
+  DLManagedTensorVersioned m;
+  int64_t shape[8];
+  int64_t strides[8];
+} test_dl_producer_v;
+
+typedef struct {
+  DLManagedTensor m;
+  int64_t shape[8];
+  int64_t strides[8];
+} test_dl_producer_l;
+
+static inline void test_dl_deleter_v(DLManagedTensorVersioned *self) {
+  ++*test_dl_deletes();
+  free(self->manager_ctx);
+}
+
+static inline void test_dl_deleter_l(DLManagedTensor *self) {
+  ++*test_dl_deletes();
+  free(self->manager_ctx);
+}
+
+/* A versioned (1.0) CPU tensor; strides NULL = contiguous. ndim <= 8. */
+static inline DLManagedTensorVersioned *test_dl_versioned(void *data, uint8_t code, uint8_t bits,
+                                                          int ndim, const int64_t *shape,
+                                                          const int64_t *strides,
+                                                          uint64_t byte_offset, uint64_t flags) {
+  test_dl_producer_v *p = (test_dl_producer_v *)calloc(1, sizeof *p);
+  p->m.version.major = 1;
+  p->m.version.minor = 0;
+  p->m.manager_ctx = p;
+  p->m.deleter = test_dl_deleter_v;
+  p->m.flags = flags;
+  p->m.dl_tensor.data = data;
+  p->m.dl_tensor.device.device_type = kDLCPU;
+  p->m.dl_tensor.device.device_id = 0;
+  p->m.dl_tensor.ndim = ndim;
+  p->m.dl_tensor.dtype.code = code;
+  p->m.dl_tensor.dtype.bits = bits;
+  p->m.dl_tensor.dtype.lanes = 1;
+  for (int i = 0; i < ndim; ++i) {
+    p->shape[i] = shape[i];
+    if (strides) p->strides[i] = strides[i];
+  }
+  p->m.dl_tensor.shape = p->shape;
+  p->m.dl_tensor.strides = strides ? p->strides : NULL;
+  p->m.dl_tensor.byte_offset = byte_offset;
+  return &p->m;
+}
+
+/* A legacy (unversioned) float32 CPU tensor; strides NULL = contiguous. */
+static inline DLManagedTensor *test_dl_legacy(void *data, int ndim, const int64_t *shape,
+                                              const int64_t *strides) {
+  test_dl_producer_l *p = (test_dl_producer_l *)calloc(1, sizeof *p);
+  p->m.manager_ctx = p;
+  p->m.deleter = test_dl_deleter_l;
+  p->m.dl_tensor.data = data;
+  p->m.dl_tensor.device.device_type = kDLCPU;
+  p->m.dl_tensor.ndim = ndim;
+  p->m.dl_tensor.dtype.code = kDLFloat;
+  p->m.dl_tensor.dtype.bits = 32;
+  p->m.dl_tensor.dtype.lanes = 1;
+  for (int i = 0; i < ndim; ++i) {
+    p->shape[i] = shape[i];
+    if (strides) p->strides[i] = strides[i];
+  }
+  p->m.dl_tensor.shape = p->shape;
+  p->m.dl_tensor.strides = strides ? p->strides : NULL;
+  return &p->m;
+}
+
 #endif
