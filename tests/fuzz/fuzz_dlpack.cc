@@ -18,8 +18,10 @@ static long long reach(const DLTensor &t, size_t elem) {
     if (numel > (1 << 20)) return -1;
   }
   if (numel == 0) return 0;
-  for (int i = 0; i < t.ndim; ++i) {
-    __int128 st = t.strides ? t.strides[i] : 1;
+  __int128 contiguous = 1;  // NULL strides: row-major (not 1 in every dimension)
+  for (int i = t.ndim - 1; i >= 0; --i) {
+    __int128 st = t.strides ? t.strides[i] : contiguous;
+    contiguous *= t.shape[i];
     if (st < 0) return -1;
     last += (__int128)(t.shape[i] - 1) * st;
     if (last > (__int128)sizeof buffer) return -1;
