@@ -543,6 +543,18 @@ static void test_dlpack_null_data_released(void **state) {
   CT_OK_OR_FAIL(ct_tensor_from_dlpack_versioned(&t, make_dl(NULL, 1, zero, NULL, 0)));
   ct_tensor_free(t);
   assert_int_equal(deletes, 1);
+  /* complex128 must be 16-byte aligned (c10::complex<double> is alignas(16)). */
+  double buf[6] = {0};
+  char *base = (char *)buf;
+  if ((uintptr_t)base % 16 != 0) base += 8;
+  deletes = 0;
+  CT_EXPECT_ERROR(ct_tensor_from_dlpack_versioned(
+                      &t, test_dl_versioned(base, kDLComplex, 128, 0, NULL, NULL, 8, 0)),
+                  CT_ERR_INVALID_ARGUMENT, "is not aligned to the element type");
+  assert_int_equal(deletes, 1);
+  CT_OK_OR_FAIL(ct_tensor_from_dlpack_versioned(
+      &t, test_dl_versioned(base, kDLComplex, 128, 0, NULL, NULL, 16, 0)));
+  ct_tensor_free(t);
   /* Empty, but the contiguous strides of these sizes overflow int64. */
   const int64_t huge[3] = {0, INT64_C(1) << 40, INT64_C(1) << 40};
   float x = 0;
