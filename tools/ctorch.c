@@ -1,5 +1,7 @@
-/* The `ctorch` command: look at, run and time TorchScript models without writing code.
- * C99 on the public header only. Subcommands: info, inspect, run, bench (see usage()).
+/* The `ctorch` command: look at, run, time and check model files without writing code.
+ * C99 on the public header only. Subcommands: info, inspect, run, bench, verify (see usage()).
+ * Model files are TorchScript archives (torch.jit.save) or, named *.pt2, AOTInductor
+ * packages (ct_package_*, LibTorch >= 2.6; older builds report CT_ERR_NOT_SUPPORTED).
  * Exit codes: 0 success, 1 an error (the library's message is printed), 2 bad usage. */
 #define _GNU_SOURCE /* dladdr */
 #include <ctype.h>
@@ -444,45 +446,83 @@ static int print_tensor(const char *label, const ct_tensor *t) {
 /* ---- common model options ---- */
 
 typedef struct {
-  const char *model, *method;
+  const char *model, *method, *model_name;
   const char *inputs[MAX_INPUTS];
   size_t n_inputs;
   const char *outs[MAX_OUTPUTS];
   size_t n_outs;
   int32_t dev, idx;
   long iters, warmup, threads, seed;
-  int eval, json;
+  int eval, json, device_given;
 } opts;
 
-static int load_model(ct_module **m, const opts *o) {
-  ct_status st = ct_module_load(m, o->model, o->dev, o->idx);
+/* What run and bench call: a TorchScript module or an AOTInductor package (*.pt2). */
+typedef struct {
+  ct_module *m;
+  ct_package *p;
+} model;
+
+static int is_package(const char *path) { return ends_with(path, ".pt2"); }
+
+static void model_free(model *t) {
+  ct_module_free(t->m);
+  ct_package_free(t->p);
+  t->m = NULL;
+  t->p = NULL;
+}
+
+static int load_model(model *t, opts *o) {
+  ct_status st;
+  t->m = NULL;
+  t->p = NULL;
+  if (is_package(o->model)) {
+    if ((st = ct_package_load(&t->p, o->model, o->model_name)) != CT_OK) return fail_ct(st, o->model);
+    /* inputs go where the package runs unless --device says otherwise */
+    if (!o->device_given && (st = ct_package_device(&o->dev, &o->idx, t->p)) != CT_OK) {
+      model_free(t);
+      return fail_ct(st, o->model);
+    }
+    return 0;
+  }
+  st = ct_module_load(&t->m, o->model, o->dev, o->idx);
   if (st != CT_OK) return fail_ct(st, o->model);
-  if (o->eval && (st = ct_module_eval(*m)) != CT_OK) {
-    ct_module_free(*m);
+  if (o->eval && (st = ct_module_eval(t->m)) != CT_OK) {
+    model_free(t);
     return fail_ct(st, "eval");
   }
   return 0;
 }
 
-static void free_values(ct_value **v, size_t n) {
+/* The inputs of one call: tensors, and for modules the same tensors as values. */
+typedef struct {
+  ct_tensor *t[MAX_INPUTS];
+  ct_value *v[MAX_INPUTS];
+  size_t n;
+} inputs;
+
+static void inputs_free(inputs *in) {
   size_t i;
-  for (i = 0; i < n; i++) ct_value_free(v[i]);
+  for (i = 0; i < in->n; i++) {
+    ct_value_free(in->v[i]);
+    ct_tensor_free(in->t[i]);
+  }
+  in->n = 0;
 }
 
-static int make_inputs(ct_value **args, const opts *o) {
+static int make_inputs(inputs *in, const opts *o, int as_values) {
   size_t i;
+  memset(in, 0, sizeof *in);
   if (o->seed >= 0) ct_manual_seed((uint64_t)o->seed);
   for (i = 0; i < o->n_inputs; i++) {
-    ct_tensor *t = NULL;
     ct_status st;
-    if (make_input(&t, o->inputs[i], o->dev == CT_DEVICE_KEEP ? CT_DEVICE_CPU : o->dev, o->idx)) {
-      free_values(args, i);
+    if (make_input(&in->t[i], o->inputs[i], o->dev == CT_DEVICE_KEEP ? CT_DEVICE_CPU : o->dev,
+                   o->idx)) {
+      inputs_free(in);
       return EXIT_ERROR;
     }
-    st = ct_value_from_tensor(&args[i], t);
-    ct_tensor_free(t);
-    if (st != CT_OK) {
-      free_values(args, i);
+    in->n = i + 1;
+    if (as_values && (st = ct_value_from_tensor(&in->v[i], in->t[i])) != CT_OK) {
+      inputs_free(in);
       return fail_ct(st, o->inputs[i]);
     }
   }
@@ -506,10 +546,14 @@ static int parse_model_opts(opts *o, const char *cmd, int argc, char **argv, int
     if (!strcmp(a, "--method") || !strcmp(a, "-m")) {
       NEED_VALUE();
       o->method = argv[++i];
+    } else if (!strcmp(a, "--model-name")) {
+      NEED_VALUE();
+      o->model_name = argv[++i];
     } else if (!strcmp(a, "--device")) {
       NEED_VALUE();
       if (!parse_device(argv[++i], &o->dev, &o->idx))
         return usage_error(cmd, "bad device '%s' (cpu, cuda, cuda:N)", argv[i]);
+      o->device_given = 1;
     } else if (!strcmp(a, "--seed")) {
       NEED_VALUE();
       if (!parse_long(argv[++i], 0, 0x7fffffffL, &v)) return usage_error(cmd, "bad seed '%s'", argv[i]);
@@ -540,13 +584,24 @@ static int parse_model_opts(opts *o, const char *cmd, int argc, char **argv, int
 #undef NEED_VALUE
   }
   if (!o->model) return usage_error(cmd, "no model file given");
+  if (is_package(o->model) && (o->method || o->eval))
+    return usage_error(cmd, "%s does not apply to an AOTInductor package (.pt2)",
+                       o->method ? "--method" : "--eval");
+  if (!is_package(o->model) && o->model_name)
+    return usage_error(cmd, "--model-name applies to AOTInductor packages (.pt2) only");
   return 0;
 }
 
-static ct_status call_model(ct_value **out, ct_module *m, const opts *o, ct_value **args) {
-  if (!o->method || !strcmp(o->method, "forward"))
-    return ct_module_forward(out, m, (const ct_value *const *)args, o->n_inputs);
-  return ct_module_call(out, m, o->method, (const ct_value *const *)args, o->n_inputs, NULL, NULL, 0);
+/* One call of a module: *out is its result value. */
+static ct_status call_module(ct_value **out, ct_module *m, const opts *o, const inputs *in) {
+  const ct_value *const *args = (const ct_value *const *)in->v;
+  if (!o->method || !strcmp(o->method, "forward")) return ct_module_forward(out, m, args, in->n);
+  return ct_module_call(out, m, o->method, args, in->n, NULL, NULL, 0);
+}
+
+/* One call of a package: new tensors in outs[0..*n_outs). */
+static ct_status call_package(ct_tensor **outs, size_t *n_outs, ct_package *p, const inputs *in) {
+  return ct_package_run(outs, MAX_OUTPUTS, n_outs, p, (const ct_tensor *const *)in->t, in->n);
 }
 
 /* ---- ctorch info ---- */
@@ -651,8 +706,89 @@ static void human_bytes(char *buf, size_t n, size_t bytes) {
   else snprintf(buf, n, "%zu bytes", bytes);
 }
 
+/* Prints a List[str] value as JSON strings or as indented lines. */
+static int print_str_list(const ct_value *list, int json, const char *indent) {
+  size_t i, n = 0;
+  ct_status st;
+  if ((st = ct_value_len(&n, list)) != CT_OK) return fail_ct(st, "list");
+  for (i = 0; i < n; i++) {
+    ct_value *item = NULL;
+    if ((st = ct_value_get(&item, list, i)) != CT_OK) return fail_ct(st, "list");
+    if (json) {
+      if (i) printf(", ");
+      json_str(stdout, value_str(item));
+    } else {
+      printf("%s%s\n", indent, value_str(item));
+    }
+    ct_value_free(item);
+  }
+  return 0;
+}
+
+/* inspect for an AOTInductor package: device, metadata, constants, call spec. */
+static int inspect_package(const char *path, const char *model_name, int json) {
+  ct_package *p = NULL;
+  ct_value *meta = NULL, *consts = NULL, *spec = NULL;
+  int32_t dev = 0, idx = -1;
+  size_t k, n = 0;
+  int rc = EXIT_ERROR;
+  ct_status st;
+  if ((st = ct_package_load(&p, path, model_name)) != CT_OK) return fail_ct(st, path);
+  if ((st = ct_package_device(&dev, &idx, p)) != CT_OK ||
+      (st = ct_package_metadata(&meta, p)) != CT_OK ||
+      (st = ct_package_constant_names(&consts, p)) != CT_OK ||
+      (st = ct_package_call_spec(&spec, p)) != CT_OK) {
+    fail_ct(st, path);
+    goto done;
+  }
+  if (json) {
+    printf("{\"file\": ");
+    json_str(stdout, path);
+    printf(", \"kind\": \"aoti_package\", \"model_name\": ");
+    json_str(stdout, model_name ? model_name : "model");
+    printf(", \"device\": \"%s\", \"device_index\": %d, \"metadata\": {",
+           ct_device_type_name(dev), (int)idx);
+  } else {
+    printf("%s: AOTInductor package, model '%s', runs on %s", path, model_name ? model_name : "model",
+           ct_device_type_name(dev));
+    if (idx >= 0) printf(":%d", (int)idx);
+    printf("\nmetadata:\n");
+  }
+  ct_value_len(&n, meta);
+  for (k = 0; k < n; k++) {
+    ct_value *key = NULL, *val = NULL;
+    if ((st = ct_value_dict_item(&key, &val, meta, k)) != CT_OK) { fail_ct(st, path); goto done; }
+    if (json) {
+      if (k) printf(", ");
+      json_str(stdout, value_str(key));
+      printf(": ");
+      json_str(stdout, value_str(val));
+    } else {
+      printf("  %-40s %s\n", value_str(key), value_str(val));
+    }
+    ct_value_free(key);
+    ct_value_free(val);
+  }
+  n = 0;
+  ct_value_len(&n, consts);
+  if (json) printf("}, \"constants\": [");
+  else printf("constants (%zu):\n", n);
+  if (print_str_list(consts, json, "  ")) goto done;
+  if (json) printf("], \"call_spec\": [");
+  else printf("call spec (in_spec, out_spec):\n");
+  if (print_str_list(spec, json, "  ")) goto done;
+  if (json) printf("]}\n");
+  rc = 0;
+done:
+  ct_value_free(spec);
+  ct_value_free(consts);
+  ct_value_free(meta);
+  ct_package_free(p);
+  return rc;
+}
+
 static int cmd_inspect(int argc, char **argv) {
-  const char *path = NULL;
+  const char *path = NULL, *model_name = NULL;
   int json = 0, i, rc = EXIT_ERROR;
   ct_module *m = NULL;
   ct_value *methods = NULL, *params = NULL, *bufs = NULL, *kids = NULL, *extra = NULL, *self = NULL;
@@ -662,20 +798,31 @@ static int cmd_inspect(int argc, char **argv) {
   ct_status st;
   for (i = 0; i < argc; i++) {
     if (is_help(argv[i])) {
-      printf("Usage: %s inspect MODEL.pt [--json]\n\n"
+      printf("Usage: %s inspect MODEL [--json] [--model-name NAME]\n\n"
              "Loads a TorchScript archive (torch.jit.save) on the CPU and lists its methods\n"
              "with their schemas, its parameters and buffers (name, dtype, shape, with totals),\n"
              "its submodules and the extra files stored in the archive. --json prints the same\n"
-             "as one JSON object.\n",
+             "as one JSON object.\n\n"
+             "A MODEL whose name ends in .pt2 is an AOTInductor package\n"
+             "(torch._inductor.aoti_compile_and_package): its device, metadata, constant names\n"
+             "and call spec are listed; --model-name picks the model inside it (default:\n"
+             "model). Packages need LibTorch >= 2.6; an older LibTorch reports that it is not\n"
+             "supported (exit status 1).\n",
              prog);
       return 0;
     }
     if (!strcmp(argv[i], "--json")) json = 1;
+    else if (!strcmp(argv[i], "--model-name")) {
+      if (i + 1 >= argc) return usage_error("inspect", "--model-name needs a value");
+      model_name = argv[++i];
+    }
     else if (argv[i][0] == '-' && argv[i][1]) return usage_error("inspect", "unknown option '%s'", argv[i]);
     else if (!path) path = argv[i];
     else return usage_error("inspect", "one model file only");
   }
   if (!path) return usage_error("inspect", "no model file given");
+  if (is_package(path)) return inspect_package(path, model_name, json);
+  if (model_name) return usage_error("inspect", "--model-name applies to AOTInductor packages (.pt2) only");
   if ((st = ct_module_load(&m, path, CT_DEVICE_CPU, -1)) != CT_OK) return fail_ct(st, path);
   if ((st = ct_module_methods(&methods, m)) != CT_OK ||
       (st = ct_module_named_parameters(&params, m, 1)) != CT_OK ||
@@ -690,7 +837,7 @@ static int cmd_inspect(int argc, char **argv) {
   if (json) {
     printf("{\"file\": ");
     json_str(stdout, path);
-    printf(", \"type\": ");
+    printf(", \"kind\": \"torchscript\", \"type\": ");
     json_str(stdout, type ? type : "?");
     printf(", \"training\": %s, \"methods\": [", ct_module_is_training(m) ? "true" : "false");
   } else {
@@ -795,6 +942,9 @@ done:
 /* ---- ctorch run ---- */
 
 static const char *inputs_help =
+    "MODEL is a TorchScript archive (torch.jit.save) or, when its name ends in .pt2, an\n"
+    "AOTInductor package (torch._inductor.aoti_compile_and_package; needs LibTorch >= 2.6,\n"
+    "an older LibTorch reports that it is not supported).\n\n"
     "INPUTS, one per positional argument of the method, each either\n"
     "  FILE.npy                  a numpy array (little-endian, C order)\n"
     "  SHAPE:DTYPE[:FILL]        a new tensor, e.g. 1x3x224x224:float32, 4:int64:zeros, :float64\n"
@@ -802,25 +952,31 @@ static const char *inputs_help =
     "                            0..9), randn, zeros or ones; the random generator is seeded\n"
     "                            with --seed (default 0)\n"
     "Model options:\n"
-    "  --method M, -m M          run method M instead of forward\n"
+    "  --method M, -m M          run method M instead of forward (TorchScript only)\n"
     "  --device D                cpu (default), cuda or cuda:N: where the model and inputs go\n"
-    "  --eval                    switch the module to eval mode first (torch.jit.load does not)\n"
+    "                            (for a package: where the inputs go; default: the package's\n"
+    "                            device)\n"
+    "  --eval                    switch the module to eval mode first (torch.jit.load does not;\n"
+    "                            TorchScript only)\n"
+    "  --model-name NAME         the model inside a .pt2 package (default: model)\n"
     "  --seed S                  seed for random inputs (default 0)\n";
 
 static int cmd_run(int argc, char **argv) {
   opts o;
-  ct_module *m = NULL;
-  ct_value *args[MAX_INPUTS], *res = NULL;
+  model t;
+  inputs in;
+  ct_value *res = NULL;
   output outs[MAX_OUTPUTS];
   size_t n = 0, i, next_out = 0;
   int rc, i2;
   ct_status st;
   for (i2 = 0; i2 < argc; i2++)
     if (is_help(argv[i2])) {
-      printf("Usage: %s run MODEL.pt [--method M] [-o OUT.npy]... INPUTS...\n\n"
-             "Runs a method of a TorchScript model once and prints each output in short\n"
-             "form (dtype, shape, device, the first and last elements), or writes it to .npy.\n"
-             "Outputs that are tuples, lists or dicts are flattened in order.\n\n%s"
+      printf("Usage: %s run MODEL [--method M] [-o OUT.npy]... INPUTS...\n\n"
+             "Runs a method of a TorchScript model (or an AOTInductor package) once and prints\n"
+             "each output in short form (dtype, shape, device, the first and last elements),\n"
+             "or writes it to .npy. Outputs that are tuples, lists or dicts are flattened in\n"
+             "order.\n\n%s"
              "  -o FILE.npy, --output     write the next tensor output to FILE.npy instead of\n"
              "                            printing it (repeat for several outputs; bfloat16 is\n"
              "                            written as float32)\n",
@@ -828,33 +984,54 @@ static int cmd_run(int argc, char **argv) {
       return 0;
     }
   if ((rc = parse_model_opts(&o, "run", argc, argv, 0))) return rc;
-  if ((rc = load_model(&m, &o))) return rc;
-  if ((rc = make_inputs(args, &o))) {
-    ct_module_free(m);
+  if ((rc = load_model(&t, &o))) return rc;
+  if ((rc = make_inputs(&in, &o, t.m != NULL))) {
+    model_free(&t);
     return rc;
   }
   ct_grad_mode_set(0);
-  st = call_model(&res, m, &o, args);
-  free_values(args, o.n_inputs);
-  if (st != CT_OK) {
-    ct_module_free(m);
-    return fail_ct(st, o.method ? o.method : "forward");
+  if (t.p) {
+    ct_tensor *pt[MAX_OUTPUTS];
+    size_t np = 0;
+    st = call_package(pt, &np, t.p, &in);
+    inputs_free(&in);
+    if (st != CT_OK) {
+      model_free(&t);
+      return fail_ct(st, o.model);
+    }
+    rc = 0;
+    for (i = 0; i < np; i++) {
+      if (!rc && (st = ct_value_from_tensor(&outs[n].v, pt[i])) != CT_OK) rc = fail_ct(st, "output");
+      if (!rc) {
+        if (np == 1) snprintf(outs[n].label, sizeof outs[n].label, "output");
+        else snprintf(outs[n].label, sizeof outs[n].label, "output[%zu]", i);
+        n++;
+      }
+      ct_tensor_free(pt[i]);
+    }
+  } else {
+    st = call_module(&res, t.m, &o, &in);
+    inputs_free(&in);
+    if (st != CT_OK) {
+      model_free(&t);
+      return fail_ct(st, o.method ? o.method : "forward");
+    }
+    rc = flatten(outs, &n, res, "output");
   }
-  rc = flatten(outs, &n, res, "output");
   for (i = 0; i < n; i++) {
     if (!rc) {
       if (ct_value_tag(outs[i].v) == CT_VALUE_TENSOR) {
-        ct_tensor *t = NULL;
-        if ((st = ct_value_to_tensor(&t, outs[i].v)) != CT_OK) {
+        ct_tensor *r = NULL;
+        if ((st = ct_value_to_tensor(&r, outs[i].v)) != CT_OK) {
           rc = fail_ct(st, outs[i].label);
         } else if (next_out < o.n_outs) {
-          rc = npy_write(o.outs[next_out], t);
+          rc = npy_write(o.outs[next_out], r);
           if (!rc) printf("%s: written to %s\n", outs[i].label, o.outs[next_out]);
           next_out++;
         } else {
-          rc = print_tensor(outs[i].label, t);
+          rc = print_tensor(outs[i].label, r);
         }
-        ct_tensor_free(t);
+        ct_tensor_free(r);
       } else {
         char *repr = NULL, *type = value_type(outs[i].v);
         if (ct_value_to_repr(&repr, outs[i].v) == CT_OK)
@@ -867,7 +1044,7 @@ static int cmd_run(int argc, char **argv) {
   }
   if (!rc && next_out < o.n_outs)
     rc = fail("%zu -o file(s) given but the model returned %zu tensor(s)", o.n_outs, next_out);
-  ct_module_free(m);
+  model_free(&t);
   return rc;
 }
 
@@ -901,20 +1078,20 @@ static void progress(const char *what, long i, long n) {
 
 static int cmd_bench(int argc, char **argv) {
   opts o;
-  ct_module *m = NULL;
-  ct_value *args[MAX_INPUTS];
+  model t;
+  inputs in;
   double *lat, total = 0, t0;
   long i;
   int rc, tty = isatty(2), k;
   ct_status st = CT_OK;
   for (k = 0; k < argc; k++)
     if (is_help(argv[k])) {
-      printf("Usage: %s bench MODEL.pt INPUTS... [--iters N] [--warmup W] [--threads T] [--json]\n\n"
-             "Times a method of a TorchScript model on the same inputs: W warm-up calls\n"
-             "(default 10), then N timed calls (default 100), with grad mode off. Prints the\n"
-             "latency percentiles (p50, p90, p99), mean, min, max and the throughput in calls\n"
-             "per second. A progress bar is drawn on stderr when it is a terminal, never when\n"
-             "piped. CUDA work is synchronized after every call.\n\n%s"
+      printf("Usage: %s bench MODEL INPUTS... [--iters N] [--warmup W] [--threads T] [--json]\n\n"
+             "Times a method of a TorchScript model (or an AOTInductor package) on the same\n"
+             "inputs: W warm-up calls (default 10), then N timed calls (default 100), with grad\n"
+             "mode off. Prints the latency percentiles (p50, p90, p99), mean, min, max and the\n"
+             "throughput in calls per second. A progress bar is drawn on stderr when it is a\n"
+             "terminal, never when piped. CUDA work is synchronized after every call.\n\n%s"
              "  --iters N                 timed calls (default 100)\n"
              "  --warmup W                untimed calls first (default 10)\n"
              "  --threads T               intra-op threads (ct_set_num_threads)\n"
@@ -924,37 +1101,40 @@ static int cmd_bench(int argc, char **argv) {
     }
   if ((rc = parse_model_opts(&o, "bench", argc, argv, 1))) return rc;
   if (o.threads > 0 && (st = ct_set_num_threads((int32_t)o.threads)) != CT_OK) return fail_ct(st, "--threads");
-  if ((rc = load_model(&m, &o))) return rc;
-  if ((rc = make_inputs(args, &o))) {
-    ct_module_free(m);
+  if ((rc = load_model(&t, &o))) return rc;
+  if ((rc = make_inputs(&in, &o, t.m != NULL))) {
+    model_free(&t);
     return rc;
   }
   lat = malloc(sizeof(double) * (size_t)o.iters);
   if (!lat) {
-    free_values(args, o.n_inputs);
-    ct_module_free(m);
+    inputs_free(&in);
+    model_free(&t);
     return fail("out of memory");
   }
   ct_grad_mode_set(0);
   for (i = 0; i < o.warmup + o.iters && st == CT_OK; i++) {
     ct_value *res = NULL;
+    ct_tensor *pt[MAX_OUTPUTS];
+    size_t np = 0, j;
     int timed = i >= o.warmup;
     t0 = now_s();
-    st = call_model(&res, m, &o, args);
+    st = t.p ? call_package(pt, &np, t.p, &in) : call_module(&res, t.m, &o, &in);
     if (st == CT_OK && o.dev == CT_DEVICE_CUDA) st = ct_cuda_synchronize(o.idx);
     if (timed) total += lat[i - o.warmup] = now_s() - t0;
     ct_value_free(res);
+    for (j = 0; j < np; j++) ct_tensor_free(pt[j]);
     if (tty && st == CT_OK) {
       if (timed) progress("bench", i - o.warmup, o.iters);
       else progress("warmup", i, o.warmup);
     }
   }
-  free_values(args, o.n_inputs);
-  ct_module_free(m);
+  inputs_free(&in);
+  model_free(&t);
   if (st != CT_OK) {
     if (tty) fputs("\n", stderr);
     free(lat);
-    return fail_ct(st, o.method ? o.method : "forward");
+    return fail_ct(st, is_package(o.model) ? o.model : o.method ? o.method : "forward");
   }
   qsort(lat, (size_t)o.iters, sizeof(double), cmp_double);
   {
@@ -983,17 +1163,114 @@ static int cmd_bench(int argc, char **argv) {
   return 0;
 }
 
+/* ---- ctorch verify ---- */
+
+/* Checks one file; 0 if it loads, else EXIT_ERROR with the library's message(s) printed.
+ * kind: 'm' TorchScript only, 'p' torch.save only, 0 TorchScript, then torch.save. */
+static int verify_one(const char *path, int kind) {
+  ct_status st, st2;
+  char *msg;
+  if (!kind && is_package(path))
+    return fail("%s: AOTInductor packages (.pt2) hold compiled native code that loading runs; "
+                "no check can make an untrusted one safe (use --module or --pickle to check the "
+                "file as another kind)",
+                path);
+  if (kind != 'p') {
+    st = ct_module_verify(path);
+    if (st == CT_OK) {
+      printf("%s: ok: TorchScript archive (loaded and inspected in a separate process)\n", path);
+      return 0;
+    }
+    if (kind == 'm' || st == CT_ERR_NOT_FOUND) return fail_ct(st, path);
+    /* keep the first message: the next call replaces it */
+    msg = malloc(strlen(ct_last_error()) + 1);
+    if (msg) strcpy(msg, ct_last_error());
+    st2 = ct_pickle_verify(path);
+    if (st2 == CT_OK) {
+      printf("%s: ok: torch.save file (loaded in a separate process)\n", path);
+      free(msg);
+      return 0;
+    }
+    fprintf(stderr,
+            "%s: %s: neither a loadable TorchScript archive nor a loadable torch.save file\n"
+            "  as TorchScript: %s (status %d)\n"
+            "  as torch.save: %s (status %d)\n",
+            prog, path, msg ? msg : "?", (int)st, ct_last_error(), (int)st2);
+    free(msg);
+    return EXIT_ERROR;
+  }
+  st = ct_pickle_verify(path);
+  if (st != CT_OK) return fail_ct(st, path);
+  printf("%s: ok: torch.save file (loaded in a separate process)\n", path);
+  return 0;
+}
+
+static int cmd_verify(int argc, char **argv) {
+  int i, kind = 0, rc = 0, nfiles = 0;
+  long v;
+  for (i = 0; i < argc; i++)
+    if (is_help(argv[i])) {
+      printf("Usage: %s verify [--module | --pickle] [--timeout S] FILE...\n\n"
+             "Checks untrusted model files without risking this process: each FILE is loaded\n"
+             "(and a module inspected: methods, attributes, parameters, children, its code\n"
+             "printed again) in a short-lived child process (ct_module_verify,\n"
+             "ct_pickle_verify). A file that loads is reported as ok; a load error, a crash\n"
+             "of the child or a timeout is reported with the library's message. The file is\n"
+             "not kept: load it again afterwards.\n\n"
+             "By default a FILE is tried as a TorchScript archive (torch.jit.save), then as a\n"
+             "torch.save file. AOTInductor packages (.pt2) are refused: loading one runs its\n"
+             "compiled code.\n\n"
+             "  --module                  check as a TorchScript archive only\n"
+             "  --pickle                  check as a torch.save file only\n"
+             "  --timeout S               kill a check after S seconds (default 120;\n"
+             "                            sets CTORCH_VERIFY_TIMEOUT)\n\n"
+             "Exit status: 0 every FILE is ok, 1 one or more failed, 2 bad usage.\n",
+             prog);
+      return 0;
+    }
+  for (i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--module") || !strcmp(a, "--pickle")) {
+      int k = a[2] == 'm' ? 'm' : 'p';
+      if (kind && kind != k) return usage_error("verify", "--module and --pickle exclude each other");
+      kind = k;
+    } else if (!strcmp(a, "--timeout")) {
+      if (i + 1 >= argc) return usage_error("verify", "--timeout needs a value");
+      if (!parse_long(argv[++i], 1, 86399, &v)) return usage_error("verify", "bad timeout '%s'", argv[i]);
+      setenv("CTORCH_VERIFY_TIMEOUT", argv[i], 1);
+    } else if (a[0] == '-' && a[1]) {
+      return usage_error("verify", "unknown option '%s'", a);
+    } else {
+      nfiles++;
+    }
+  }
+  if (!nfiles) return usage_error("verify", "no file given");
+  fflush(stdout); /* the checks fork: nothing buffered may be written twice */
+  for (i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--timeout")) {
+      i++;
+      continue;
+    }
+    if (argv[i][0] == '-' && argv[i][1]) continue;
+    if (verify_one(argv[i], kind)) rc = EXIT_ERROR;
+    fflush(stdout);
+  }
+  return rc;
+}
+
 /* ---- main ---- */
 
 static void usage(FILE *f) {
   fprintf(f,
           "Usage: %s COMMAND [ARGS]...\n\n"
-          "Work with TorchScript model files through libctorch.\n\n"
+          "Work with model files through libctorch.\n\n"
           "Commands:\n"
           "  info                      versions, CUDA and devices, threads, library location\n"
           "  inspect MODEL.pt          methods, parameters, buffers, submodules, extra files\n"
           "  run MODEL.pt INPUTS...    run a method once and show or save its outputs\n"
-          "  bench MODEL.pt INPUTS...  latency percentiles and throughput\n\n"
+          "  bench MODEL.pt INPUTS...  latency percentiles and throughput\n"
+          "  verify FILE...            check untrusted model files in a separate process\n\n"
+          "MODEL.pt: a TorchScript archive; MODEL.pt2, an AOTInductor package (LibTorch >= 2.6).\n"
           "'%s COMMAND --help' describes each command. Exit status: 0 success, 1 error\n"
           "(the library's message is printed), 2 bad usage.\n",
           prog, prog);
@@ -1018,6 +1295,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
   if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
   if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
+  if (!strcmp(cmd, "verify")) return cmd_verify(argc - 2, argv + 2);
   fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
   usage(stderr);
   return EXIT_USAGE;

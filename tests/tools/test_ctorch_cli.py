@@ -4,6 +4,10 @@ paths; `run` outputs are cross-checked against PyTorch on the reference models o
 tests/models/make_models.py.
 
   test_ctorch_cli.py CTORCH_EXE MODELS_DIR [unittest args]
+
+AOTInductor packages (.pt2) come from CTORCH_TEST_PACKAGES (tests/models/make_packages.py):
+with a LibTorch >= 2.6 `inspect`, `run` and `bench` are checked on them; with an older one
+the not-supported path is checked instead.
 """
 import json
 import os
@@ -16,6 +20,7 @@ import numpy as np
 import torch
 
 EXE, MODELS = sys.argv[1], sys.argv[2]
+PACKAGES = os.environ.get("CTORCH_TEST_PACKAGES", "")
 
 
 def ctorch(*args, check=None):
@@ -36,7 +41,7 @@ def io(name):
 class Help(unittest.TestCase):
     def test_top_level(self):
         r = ctorch("--help", check=0)
-        for sub in ("info", "inspect", "run", "bench"):
+        for sub in ("info", "inspect", "run", "bench", "verify"):
             self.assertIn(sub, r.stdout)
         r = ctorch(check=2)
         self.assertIn("Usage: ctorch COMMAND", r.stderr)
@@ -47,7 +52,7 @@ class Help(unittest.TestCase):
         self.assertTrue(torch.__version__.startswith(v.split("LibTorch ")[1].rstrip(")\n")), v)
 
     def test_every_subcommand(self):
-        for sub in ("info", "inspect", "run", "bench"):
+        for sub in ("info", "inspect", "run", "bench", "verify"):
             for flag in ("--help", "-h"):
                 r = ctorch(sub, flag, check=0)
                 self.assertTrue(r.stdout.startswith(f"Usage: ctorch {sub}"), r.stdout)
@@ -62,7 +67,22 @@ class Help(unittest.TestCase):
                           (("run", model("gate"), "--device", "tpu"), "bad device 'tpu'"),
                           (("bench", model("gate"), "--iters", "0"), "bad value '0' for --iters"),
                           (("bench", model("gate"), "--warmup", "x"), "bad value 'x' for --warmup"),
-                          (("bench", model("gate"), "--frob"), "unknown option '--frob'")]:
+                          (("bench", model("gate"), "--frob"), "unknown option '--frob'"),
+                          (("inspect", "a.pt2", "--model-name"), "--model-name needs a value"),
+                          (("inspect", model("gate"), "--model-name", "m"),
+                           "--model-name applies to AOTInductor packages"),
+                          (("run", model("gate"), "--model-name", "m"),
+                           "--model-name applies to AOTInductor packages"),
+                          (("run", "m.pt2", "--method", "encode"),
+                           "--method does not apply to an AOTInductor package"),
+                          (("bench", "m.pt2", "--eval"),
+                           "--eval does not apply to an AOTInductor package"),
+                          (("verify",), "no file given"),
+                          (("verify", "--frob", "x.pt"), "unknown option '--frob'"),
+                          (("verify", "--module", "--pickle", "x.pt"),
+                           "--module and --pickle exclude each other"),
+                          (("verify", "x.pt", "--timeout"), "--timeout needs a value"),
+                          (("verify", "x.pt", "--timeout", "soon"), "bad timeout 'soon'")]:
             r = ctorch(*args, check=2)
             self.assertIn(msg, r.stderr)
             self.assertIn("--help", r.stderr)
@@ -291,6 +311,161 @@ class Bench(unittest.TestCase):
         self.assertIn("ctorch: forward: ", r.stderr)
         r = ctorch("bench", "/nonexistent.pt", "--iters", "3", check=1)
         self.assertIn("ct_module_load", r.stderr)
+
+
+def libtorch_version():
+    d = json.loads(ctorch("info", "--json", check=0).stdout)
+    return tuple(int(x) for x in d["libtorch"].split(".")[:2])
+
+
+HAVE_AOTI = libtorch_version() >= (2, 6)
+
+
+class Verify(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def file(self, name, data):
+        p = os.path.join(self.tmp.name, name)
+        with open(p, "wb") as f:
+            f.write(data)
+        return p
+
+    def test_module_ok(self):
+        r = ctorch("verify", model("convbn"), check=0)
+        self.assertEqual(r.stdout, f"{model('convbn')}: ok: TorchScript archive "
+                                   "(loaded and inspected in a separate process)\n")
+        self.assertEqual(r.stderr, "")
+        r = ctorch("verify", "--module", model("gate"), check=0)
+        self.assertIn("ok: TorchScript archive", r.stdout)
+
+    def test_pickle_ok(self):
+        tensor_pt = os.path.join(MODELS, "tensor.pt")
+        # tried as TorchScript first, then as torch.save
+        r = ctorch("verify", tensor_pt, check=0)
+        self.assertEqual(r.stdout, f"{tensor_pt}: ok: torch.save file (loaded in a separate process)\n")
+        r = ctorch("verify", "--pickle", tensor_pt, "--timeout", "60", check=0)
+        self.assertIn("ok: torch.save file", r.stdout)
+
+    def test_several_files(self):
+        bad = self.file("bad.pt", b"garbage")
+        r = ctorch("verify", model("gate"), bad, os.path.join(MODELS, "tensor.pt"), check=1)
+        self.assertEqual(r.stdout.count(": ok: "), 2, r.stdout)
+        self.assertIn(bad, r.stderr)
+
+    def test_errors(self):
+        # missing: the library's CT_ERR_NOT_FOUND, reported once
+        r = ctorch("verify", "/nonexistent/model.pt", check=1)
+        self.assertIn("ct_module_verify", r.stderr)
+        self.assertIn("(status 4)", r.stderr)
+        self.assertNotIn("ct_pickle_verify", r.stderr)
+        # neither kind: both messages
+        bad = self.file("bad.pt", b"not a zip archive, not a pickle")
+        r = ctorch("verify", bad, check=1)
+        self.assertIn("neither a loadable TorchScript archive nor a loadable torch.save file", r.stderr)
+        self.assertRegex(r.stderr, r"as TorchScript: ct_module_verify: .*\(status \d+\)")
+        self.assertRegex(r.stderr, r"as torch.save: ct_pickle_verify: .*\(status \d+\)")
+        self.assertEqual(r.stdout, "")
+        # forced kinds: one message each
+        r = ctorch("verify", "--module", os.path.join(MODELS, "tensor.pt"), check=1)
+        self.assertIn("ct_module_verify", r.stderr)
+        self.assertNotIn("ct_pickle_verify", r.stderr)
+        r = ctorch("verify", "--pickle", bad, check=1)
+        self.assertIn("ct_pickle_verify", r.stderr)
+        self.assertNotIn("ct_module_verify", r.stderr)
+        # a truncated archive
+        with open(model("gate"), "rb") as f:
+            data = f.read()
+        cut = self.file("cut.pt", data[: len(data) // 2])
+        r = ctorch("verify", "--module", cut, check=1)
+        self.assertIn("ct_module_verify", r.stderr)
+        # packages are refused unless a kind is forced
+        pt2 = self.file("m.pt2", b"PK\x03\x04")
+        r = ctorch("verify", pt2, check=1)
+        self.assertIn("AOTInductor packages (.pt2) hold compiled native code", r.stderr)
+
+
+def package(name):
+    return os.path.join(PACKAGES, name + ".pt2")
+
+
+class Package(unittest.TestCase):
+    """inspect / run / bench on AOTInductor packages."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    @unittest.skipIf(HAVE_AOTI, "LibTorch >= 2.6 runs packages")
+    def test_not_supported(self):
+        # any .pt2 name goes to ct_package_load, which says what is needed
+        pt2 = os.path.join(self.tmp.name, "model.pt2")
+        with open(pt2, "wb") as f:
+            f.write(b"PK\x05\x06" + b"\0" * 18)
+        for args in (("inspect", pt2), ("inspect", pt2, "--json"),
+                     ("run", pt2, "3x8:float32"), ("bench", pt2, "3x8:float32", "--iters", "2")):
+            r = ctorch(*args, check=1)
+            self.assertIn("ct_package_load", r.stderr, args)
+            self.assertIn("AOTInductor packages need LibTorch >= 2.6", r.stderr, args)
+            self.assertIn("(status 7)", r.stderr, args)  # CT_ERR_NOT_SUPPORTED
+            self.assertEqual(r.stdout, "", args)
+
+    def need_packages(self):
+        if not HAVE_AOTI:
+            self.skipTest("LibTorch < 2.6: no AOTInductor packages")
+        if not os.path.exists(package("mlp")):
+            self.skipTest("no packages in CTORCH_TEST_PACKAGES")
+
+    def test_inspect(self):
+        self.need_packages()
+        io_ = torch.load(os.path.join(PACKAGES, "mlp_io.pt"))
+        d = json.loads(ctorch("inspect", package("mlp"), "--json", check=0).stdout)
+        self.assertEqual((d["kind"], d["model_name"], d["device"]), ("aoti_package", "model", "cpu"))
+        self.assertEqual(d["constants"], sorted(io_["new_names"]))
+        self.assertEqual(len(d["call_spec"]), 2)
+        self.assertIsInstance(d["metadata"], dict)
+        out = ctorch("inspect", package("mlp"), check=0).stdout
+        self.assertIn("AOTInductor package, model 'model', runs on cpu", out)
+        self.assertIn(f"constants ({len(io_['new_names'])}):", out)
+        r = ctorch("inspect", package("mlp"), "--model-name", "nope", check=1)
+        self.assertIn("ct_package_load", r.stderr)
+        r = ctorch("inspect", package("not_a_zip"), check=1)
+        self.assertIn("(status 5)", r.stderr)  # CT_ERR_IO
+
+    def test_run(self):
+        self.need_packages()
+        io_ = torch.load(os.path.join(PACKAGES, "mlp_io.pt"))
+        x = os.path.join(self.tmp.name, "x.npy")
+        np.save(x, io_["inputs"][0].numpy())
+        out = os.path.join(self.tmp.name, "y.npy")
+        r = ctorch("run", package("mlp"), x, "-o", out, check=0)
+        self.assertIn("output: written to", r.stdout)
+        np.testing.assert_allclose(np.load(out), io_["outputs"][0].numpy(), rtol=1e-4, atol=1e-5)
+        r = ctorch("run", package("mlp"), x, check=0)
+        self.assertIn(f"output: float32{list(io_['outputs'][0].shape)} cpu = [", r.stdout)
+        # three outputs, labelled in order
+        m = torch.load(os.path.join(PACKAGES, "multi_io.pt"))
+        ins = []
+        for i, t in enumerate(m["inputs"]):
+            p = os.path.join(self.tmp.name, f"in{i}.npy")
+            np.save(p, t.numpy())
+            ins.append(p)
+        r = ctorch("run", package("multi"), *ins, check=0)
+        for i in range(len(m["outputs"])):
+            self.assertIn(f"output[{i}]: ", r.stdout)
+        # wrong number of inputs: the library's message
+        r = ctorch("run", package("mlp"), check=1)
+        self.assertIn("ct_package_run", r.stderr)
+        self.assertIn("(status 1)", r.stderr)
+
+    def test_bench(self):
+        self.need_packages()
+        r = ctorch("bench", package("mlp"), "3x8:float32", "--iters", "5", "--warmup", "1", "--json",
+                   check=0)
+        d = json.loads(r.stdout)
+        self.assertEqual(d["iters"], 5)
+        self.assertLessEqual(d["p50"], d["max"])
 
 
 if __name__ == "__main__":
