@@ -224,15 +224,5 @@ void make_safe_for_stream(const at::Tensor &t, int64_t consumer_stream) {
   stream_wait(consumer, producer);
 }
 
-void sync_producer_stream(int32_t device, int64_t producer_stream) {
-  if (producer_stream == -1) return;
-  cudaStream_t producer = dlpack_stream(producer_stream);
-  const c10::DeviceIndex d = resolve_device(device);
-  c10::cuda::CUDAGuard g(d);
-  cudaStream_t consumer = c10::cuda::getCurrentCUDAStream(d).stream();
-  if (same_stream(consumer, producer)) return;
-  stream_wait(consumer, producer);
-}
-
 }  // namespace cudaimpl
 }  // namespace ct

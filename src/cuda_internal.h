@@ -6,8 +6,10 @@
 // CPU-only build they return CT_ERR_NOT_SUPPORTED and src/cuda.cpp is not part
 // of the library (CMake only compile-checks it).
 //
-// The DLPack stream helpers below exist in every build (defined in
-// device.cpp), so src/dlpack.cpp can call them without #ifdefs.
+// The DLPack export stream helper below exists in every build (defined in
+// device.cpp), so src/dlpack.cpp can call it without #ifdefs. (Imports need
+// no helper: a consumer hands its stream to the producer's __dlpack__, which
+// makes the data safe for it.)
 #pragma once
 
 #include "internal.h"
@@ -24,12 +26,11 @@ namespace ct {
 //    1 : the legacy default stream (cudaStreamLegacy)
 //    2 : the per-thread default stream (cudaStreamPerThread)
 //   >2 : a cudaStream_t handle cast to an integer
-// Neither helper blocks the host (no device or stream synchronisation): they
-// record a CUDA event on one stream and make the other stream wait for it.
-// Both never throw (they are not declared noexcept only because internal.h
-// already declares cuda_make_safe_for_stream without it). On failure they set
-// this thread's last error (prefixed "DLPack export: " / "DLPack import: ")
-// and return its code; on success CT_OK.
+// The helper does not block the host (no device or stream synchronisation):
+// it records a CUDA event on one stream and makes the other stream wait for
+// it. It never throws (it is not declared noexcept only because internal.h
+// already declares it without). On failure it sets this thread's last error
+// (prefixed "DLPack export: ") and returns its code; on success CT_OK.
 
 // Export: makes `t`'s data safe to use on the consumer's stream: records an
 // event on torch's current stream of t's device and makes `stream` (the
@@ -38,14 +39,6 @@ namespace ct {
 // other case: CT_ERR_NOT_SUPPORTED (cannot happen for a real CUDA tensor).
 // (Same declaration as in internal.h.)
 ct_status cuda_make_safe_for_stream(const at::Tensor &t, int64_t stream);
-
-// Import: the producer's data is ready on `producer_stream` (a stream of CUDA
-// device `device`): makes torch's current stream on `device` wait for all
-// work queued so far on producer_stream. Returns CT_OK without doing anything
-// when producer_stream is -1 (in every build). CPU-only build otherwise:
-// CT_ERR_NOT_SUPPORTED. device: a CUDA device index (-1: current device);
-// out of range: CT_ERR_INDEX.
-ct_status cuda_sync_producer_stream(int32_t device, int64_t producer_stream);
 
 #if defined(CTORCH_WITH_CUDA)
 // ---- The CUDA implementation (src/cuda.cpp), CUDA builds only -------------
@@ -74,7 +67,6 @@ void stream_wait_stream(void *waiting, void *producer, int32_t device);
 at::Tensor pin_memory(const at::Tensor &t);
 bool is_pinned(const at::Tensor &t);
 void make_safe_for_stream(const at::Tensor &t, int64_t consumer_stream);
-void sync_producer_stream(int32_t device, int64_t producer_stream);
 }  // namespace cudaimpl
 #endif
 

@@ -189,7 +189,7 @@ int32_t ct_tensor_is_pinned(const ct_tensor *t) { return 0; }
 
 }  // extern "C"
 
-// ---- DLPack stream helpers (declared in cuda_internal.h / internal.h) ------
+// ---- DLPack export stream helper (declared in cuda_internal.h / internal.h) ------
 namespace ct {
 
 ct_status cuda_make_safe_for_stream(const at::Tensor &t, int64_t stream) {
@@ -202,19 +202,6 @@ ct_status cuda_make_safe_for_stream(const at::Tensor &t, int64_t stream) {
 #if defined(CTORCH_WITH_CUDA)
   return guard(F, [&]() -> ct_status {
     cudaimpl::make_safe_for_stream(t, stream);
-    return CT_OK;
-  });
-#else
-  return no_cuda(F);
-#endif
-}
-
-ct_status cuda_sync_producer_stream(int32_t device, int64_t producer_stream) {
-  static const char *const F = "DLPack import";
-  if (producer_stream == -1) return CT_OK;
-#if defined(CTORCH_WITH_CUDA)
-  return guard(F, [&]() -> ct_status {
-    cudaimpl::sync_producer_stream(device, producer_stream);
     return CT_OK;
   });
 #else
