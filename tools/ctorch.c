@@ -1165,6 +1165,16 @@ static int cmd_bench(int argc, char **argv) {
 
 /* ---- ctorch verify ---- */
 
+/* "  what (status N): message", later lines of the message indented further. */
+static void print_indented(const char *what, ct_status st, const char *msg) {
+  fprintf(stderr, "  %s (status %d): ", what, (int)st);
+  for (; *msg; msg++) {
+    fputc(*msg, stderr);
+    if (*msg == '\n' && msg[1]) fputs("    ", stderr);
+  }
+  fputc('\n', stderr);
+}
+
 /* Checks one file; 0 if it loads, else EXIT_ERROR with the library's message(s) printed.
  * kind: 'm' TorchScript only, 'p' torch.save only, 0 TorchScript, then torch.save. */
 static int verify_one(const char *path, int kind) {
@@ -1191,11 +1201,10 @@ static int verify_one(const char *path, int kind) {
       free(msg);
       return 0;
     }
-    fprintf(stderr,
-            "%s: %s: neither a loadable TorchScript archive nor a loadable torch.save file\n"
-            "  as TorchScript: %s (status %d)\n"
-            "  as torch.save: %s (status %d)\n",
-            prog, path, msg ? msg : "?", (int)st, ct_last_error(), (int)st2);
+    fprintf(stderr, "%s: %s: neither a loadable TorchScript archive nor a loadable torch.save file\n",
+            prog, path);
+    print_indented("as TorchScript", st, msg ? msg : "?");
+    print_indented("as torch.save", st2, ct_last_error());
     free(msg);
     return EXIT_ERROR;
   }

@@ -364,8 +364,8 @@ class Verify(unittest.TestCase):
         bad = self.file("bad.pt", b"not a zip archive, not a pickle")
         r = ctorch("verify", bad, check=1)
         self.assertIn("neither a loadable TorchScript archive nor a loadable torch.save file", r.stderr)
-        self.assertRegex(r.stderr, r"as TorchScript: ct_module_verify: .*\(status \d+\)")
-        self.assertRegex(r.stderr, r"as torch.save: ct_pickle_verify: .*\(status \d+\)")
+        self.assertRegex(r.stderr, r"\n  as TorchScript \(status 5\): ct_module_verify: ct_module_load: ")
+        self.assertRegex(r.stderr, r"\n  as torch.save \(status 5\): ct_pickle_verify: ct_pickle_load: ")
         self.assertEqual(r.stdout, "")
         # forced kinds: one message each
         r = ctorch("verify", "--module", os.path.join(MODELS, "tensor.pt"), check=1)
