@@ -1033,6 +1033,26 @@ CT_API ct_status ct_op_call_tensors(ct_tensor **outputs, size_t n_outputs, const
  * call would choose. Bindings use it instead of parsing schemas. Errors:
  * CT_ERR_INVALID_ARGUMENT (NULL out or op). */
 CT_API ct_status ct_op_tensors_only(int32_t *out, const ct_op *op, size_t n_inputs);
+/* ct_op_call_tensors with further positional arguments given as values: the
+ * op's positional arguments are tensors[0..n_tensors) followed by
+ * values[0..n_values) (ints, floats, None, ... as for ct_op_call, same
+ * coercions); all others take their defaults. Results as ct_op_call_tensors:
+ * outputs is a caller array of n_outputs slots, each receiving a new handle;
+ * n_outputs must equal the number of results and every result must be a
+ * Tensor. Saves the value wrapping of the tensors and of the results
+ * (bindings' x[1] is aten::select.int(x, 0, 1): one call, with the int values
+ * reused across calls). Ownership: tensors and values are borrowed and not
+ * kept; tensors may be NULL if n_tensors == 0, values if n_values == 0.
+ * Errors: CT_ERR_INVALID_ARGUMENT (NULL op, array or element; wrong
+ * n_outputs), CT_ERR_TYPE (an argument the op does not accept, or a result
+ * that is not a Tensor), CT_ERR_TORCH, CT_ERR_CALLBACK, as ct_op_call. The
+ * results are checked after the op ran, so an in-place op has had its effect
+ * when n_outputs or a result type is wrong: check ct_op_num_returns and
+ * ct_op_return first. Threads: as ct_op_call (any number of threads may call
+ * one op handle). */
+CT_API ct_status ct_op_call_tensors_values(ct_tensor **outputs, size_t n_outputs, const ct_op *op,
+                                           const ct_tensor *const *tensors, size_t n_tensors,
+                                           const ct_value *const *values, size_t n_values);
 /* One-shot call by qualified name: "aten::add.Tensor", "aten::add" (overload
  * set) or "myns::scale". Lookups are cached. */
 CT_API ct_status ct_op_call_name(ct_value **out, const char *qualified_name,

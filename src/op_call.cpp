@@ -1,4 +1,5 @@
-// Operator calls: ct_op_call, ct_op_call_tensors, ct_op_call_name. Holds
+// Operator calls: ct_op_call, ct_op_call_tensors, ct_op_call_tensors_values,
+// ct_op_call_name. Holds
 // the fast paths (exact positional types; typed handles for unboxed
 // kernels), the per-thread stack leases, overload resolution through the
 // binder (schema.cpp), tensors-only calls, and the name cache.
@@ -335,6 +336,75 @@ ct_status call_op_tensors(const char *func, ct_tensor **outputs, size_t n_output
   return unpack_tensors(func, outputs, n_outputs, op, std::move(owned->v));
 }
 
+// ---- Tensors then values in, tensors out (ct_op_call_tensors_values).
+
+// Positional arguments: nt tensors, then nv values. A specific overload whose
+// argument kinds match exactly runs on a reused stack (or its unboxed kernel)
+// without wrapping the tensors or the result in values: what a binding's
+// x[1] (aten::select.int) or x + 1 (aten::add.Scalar) pays.
+ct_status call_op_tensors_values(const char *func, ct_tensor **outputs, size_t n_outputs,
+                                 const ct_op *op, const ct_tensor *const *tensors, size_t nt,
+                                 const ct_value *const *values, size_t nv) {
+  for (size_t i = 0; i < nt; ++i)
+    if (!tensors[i])
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: tensors[%zu] is NULL", func, i);
+  for (size_t i = 0; i < nv; ++i)
+    if (!values[i])
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: values[%zu] is NULL", func, i);
+  const size_t n = nt + nv;
+  if (!op->is_set && n_outputs == 1) {
+    const Overload &o = op->overloads[0];
+    bool exact = o.callable && n <= o.n_positional && n >= o.first_tail_default;
+    for (size_t i = 0; exact && i < nt; ++i) exact = o.kinds[i] == FK_TENSOR;
+    for (size_t i = 0; exact && i < nv; ++i) exact = fast_match(o.kinds[nt + i], values[i]->v);
+    if (exact) {
+      if (o.typed != TS_NONE) {
+        auto T = [&](size_t i) __attribute__((always_inline)) -> const at::Tensor & {
+          return i < nt ? tensors[i]->t : i < n ? values[i - nt]->v.toTensor()
+                                                : o.defaults[i].toTensor();
+        };
+        auto S = [&](size_t i) __attribute__((always_inline)) -> c10::Scalar {
+          return i >= nt && i < n ? values[i - nt]->v.toScalar() : o.default_scalars[i];
+        };
+        switch (o.typed) {
+          case TS_T: outputs[0] = new ct_tensor{o.h_t->call(T(0))}; return CT_OK;
+          case TS_TT: outputs[0] = new ct_tensor{o.h_tt->call(T(0), T(1))}; return CT_OK;
+          case TS_TTS: outputs[0] = new ct_tensor{o.h_tts->call(T(0), T(1), S(2))}; return CT_OK;
+          case TS_TS: outputs[0] = new ct_tensor{o.h_ts->call(T(0), S(1))}; return CT_OK;
+          case TS_TSS: outputs[0] = new ct_tensor{o.h_tss->call(T(0), S(1), S(2))}; return CT_OK;
+          default: break;
+        }
+      }
+      const size_t na = o.kinds.size();
+      StackLease lease;
+      Stack &st = *lease.s;
+      st.reserve(na);
+      for (size_t i = 0; i < nt; ++i) st.emplace_back(tensors[i]->t);
+      for (size_t i = 0; i < nv; ++i) st.push_back(values[i]->v);
+      for (size_t i = n; i < na; ++i) st.push_back(o.defaults[i]);
+      o.operation(st);
+      if (st.size() == 1 && st[0].isTensor()) {
+        outputs[0] = ct::new_tensor(std::move(st[0]).toTensor());
+        return CT_OK;
+      }
+      IValue res = st.size() == 1 ? std::move(st[0])
+                   : st.empty()   ? IValue()
+                                  : IValue(c10::ivalue::Tuple::create(std::vector<IValue>(
+                                        std::make_move_iterator(st.begin()),
+                                        std::make_move_iterator(st.end()))));
+      return unpack_tensors(func, outputs, n_outputs, op, std::move(res));
+    }
+  }
+  // General path: the same binding and overload resolution as ct_op_call.
+  TensorArgs targs(tensors, nt);
+  targs.ptrs.insert(targs.ptrs.end(), values, values + nv);
+  ct_value *res = nullptr;
+  ct_status rc = call_op(func, &res, op, targs.ptrs.data(), n, nullptr, nullptr, 0);
+  if (rc != CT_OK) return rc;
+  std::unique_ptr<ct_value> owned(res);
+  return unpack_tensors(func, outputs, n_outputs, op, std::move(owned->v));
+}
+
 // ---- Name cache for ct_op_call_name.
 // Entries are never freed (a registration retires the whole map into
 // g_retired), so a raw pointer taken under the lock stays valid. Keys are
@@ -395,6 +465,20 @@ ct_status ct_op_call_tensors(ct_tensor **outputs, size_t n_outputs, const ct_op 
     if (n_outputs > 0) CT_CHECK_NOT_NULL(outputs);
     if (n_inputs > 0) CT_CHECK_NOT_NULL(inputs);
     return call_op_tensors(ct_fn_, outputs, n_outputs, op, inputs, n_inputs);
+  });
+}
+
+ct_status ct_op_call_tensors_values(ct_tensor **outputs, size_t n_outputs, const ct_op *op,
+                                    const ct_tensor *const *tensors, size_t n_tensors,
+                                    const ct_value *const *values, size_t n_values) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(op);
+    if (n_outputs > 0) CT_CHECK_NOT_NULL(outputs);
+    if (n_tensors > 0) CT_CHECK_NOT_NULL(tensors);
+    if (n_values > 0) CT_CHECK_NOT_NULL(values);
+    return call_op_tensors_values(ct_fn_, outputs, n_outputs, op, tensors, n_tensors, values,
+                                  n_values);
   });
 }
 

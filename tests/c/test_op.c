@@ -582,6 +582,146 @@ static void test_call_tensors(void **state) {
   ct_tensor_free(b);
 }
 
+/* ct_op_call_tensors_values: leading tensors, then values; tensors out. Every
+ * path: typed kernels (add.Scalar), the exact boxed path (select.int), the
+ * general path (coercions, overload sets, defaults), several results, errors. */
+static void test_call_tensors_values(void **state) {
+  (void)state;
+  ct_tensor *a = f32(1, 2, 3, 4), *b = f32(10, 20, 30, 40), *out[2] = {NULL, NULL};
+  ct_op *select = NULL, *add_s = NULL, *add = NULL, *add_set = NULL, *sort = NULL, *size = NULL,
+        *clamp = NULL, *sum = NULL;
+  ct_value *zero = iv(0), *two = iv(2), *one_half = dv(1.5), *none = NULL, *s = sv("x");
+  ct_value *neg_one = iv(-1), *yes = bv(1);
+  CT_OK_OR_FAIL(ct_value_none(&none));
+  const ct_tensor *ta[1] = {a};
+  const ct_tensor *tab[2] = {a, b};
+
+  /* x[2]: aten::select.int(Tensor, int, int), the exact boxed path */
+  CT_OK_OR_FAIL(ct_op_find(&select, "aten::select", "int"));
+  const ct_value *dim_idx[2] = {zero, two};
+  CT_OK_OR_FAIL(ct_op_call_tensors_values(out, 1, select, ta, 1, dim_idx, 2));
+  assert_int_equal(ct_tensor_ndim(out[0]), 0);
+  assert_float_equal(*(const float *)ct_tensor_data_ptr(out[0]), 3.0f, 0);
+  ct_tensor_free(out[0]);
+  /* negative index, as x[-1] */
+  const ct_value *dim_neg[2] = {zero, neg_one};
+  CT_OK_OR_FAIL(ct_op_call_tensors_values(out, 1, select, ta, 1, dim_neg, 2));
+  assert_float_equal(*(const float *)ct_tensor_data_ptr(out[0]), 4.0f, 0);
+  ct_tensor_free(out[0]);
+
+  /* x + 1.5: aten::add.Scalar(Tensor, Scalar, Scalar alpha=1), the typed kernel */
+  CT_OK_OR_FAIL(ct_op_find(&add_s, "aten::add", "Scalar"));
+  const ct_value *half[1] = {one_half};
+  CT_OK_OR_FAIL(ct_op_call_tensors_values(out, 1, add_s, ta, 1, half, 1));
+  const float plus[4] = {2.5f, 3.5f, 4.5f, 5.5f};
+  expect_f32(out[0], plus, 4);
+  ct_tensor_free(out[0]);
+  /* with alpha given too: a + 2 * 1.5 */
+  const ct_value *half_two[2] = {one_half, two};
+  CT_OK_OR_FAIL(ct_op_call_tensors_values(out, 1, add_s, ta, 1, half_two, 2));
+  const float plus2[4] = {4, 5, 6, 7};
+  expect_f32(out[0], plus2, 4);
+  ct_tensor_free(out[0]);
+
+  /* a + b * 2 through add.Tensor: tensors then a keyword-only argument given
+   * positionally is refused (alpha is keyword-only), as in ct_op_call */
+  CT_OK_OR_FAIL(ct_op_find(&add, "aten::add", "Tensor"));
+  const ct_value *alpha[1] = {two};
+  CT_EXPECT_ERROR(ct_op_call_tensors_values(out, 1, add, tab, 2, alpha, 1),
+                  CT_ERR_INVALID_ARGUMENT, "ct_op_call_tensors_values");
+  /* no values at all is ct_op_call_tensors */
+  CT_OK_OR_FAIL(ct_op_call_tensors_values(out, 1, add, tab, 2, NULL, 0));
+  const float ab[4] = {11, 22, 33, 44};
+  expect_f32(out[0], ab, 4);
+  ct_tensor_free(out[0]);
+
+  /* an overload set, resolved per call: add(Tensor, int) binds add.Scalar */
+  CT_OK_OR_FAIL(ct_op_find(&add_set, "aten::add", NULL));
+  const ct_value *two1[1] = {two};
+  CT_OK_OR_FAIL(ct_op_call_tensors_values(out, 1, add_set, ta, 1, two1, 1));
+  const float p2[4] = {3, 4, 5, 6};
+  expect_f32(out[0], p2, 4);
+  ct_tensor_free(out[0]);
+
+  /* coercion and Optional: clamp.default(Tensor, Scalar? min, Scalar? max) with
+   * None and an int */
+  CT_OK_OR_FAIL(ct_op_find(&clamp, "aten::clamp", ""));
+  const ct_value *none_two[2] = {none, two};
+  CT_OK_OR_FAIL(ct_op_call_tensors_values(out, 1, clamp, ta, 1, none_two, 2));
+  const float cl[4] = {1, 2, 2, 2};
+  expect_f32(out[0], cl, 4);
+  ct_tensor_free(out[0]);
+  /* every other argument from its default: sum(Tensor, *, ScalarType? dtype=None) */
+  CT_OK_OR_FAIL(ct_op_find(&sum, "aten::sum", ""));
+  CT_OK_OR_FAIL(ct_op_call_tensors_values(out, 1, sum, ta, 1, NULL, 0));
+  assert_float_equal(*(const float *)ct_tensor_data_ptr(out[0]), 10.0f, 0);
+  ct_tensor_free(out[0]);
+
+  /* several results: sort(Tensor, int dim=-1, bool descending=False) */
+  CT_OK_OR_FAIL(ct_op_find(&sort, "aten::sort", ""));
+  const ct_value *desc[2] = {zero, yes};
+  CT_OK_OR_FAIL(ct_op_call_tensors_values(out, 2, sort, ta, 1, desc, 2));
+  const float sorted[4] = {4, 3, 2, 1};
+  expect_f32(out[0], sorted, 4);
+  assert_int_equal(ct_tensor_dtype(out[1]), CT_INT64);
+  ct_tensor_free(out[0]);
+  ct_tensor_free(out[1]);
+  out[0] = out[1] = NULL;
+
+  /* Errors: wrong n_outputs, a non-tensor result, wrong value types, NULLs. */
+  CT_EXPECT_ERROR(ct_op_call_tensors_values(out, 1, sort, ta, 1, desc, 2),
+                  CT_ERR_INVALID_ARGUMENT, "returns 2 values, n_outputs is 1");
+  CT_OK_OR_FAIL(ct_op_find(&size, "aten::size", "int"));
+  const ct_value *zero1[1] = {zero};
+  CT_EXPECT_ERROR(ct_op_call_tensors_values(out, 1, size, ta, 1, zero1, 1), CT_ERR_TYPE,
+                  "not a Tensor");
+  const ct_value *str2[2] = {s, two};
+  CT_EXPECT_ERROR(ct_op_call_tensors_values(out, 1, select, ta, 1, str2, 2), CT_ERR_TYPE,
+                  "ct_op_call_tensors_values");
+  CT_EXPECT_ERROR(ct_op_call_tensors_values(out, 1, select, ta, 1, dim_idx, 1),
+                  CT_ERR_INVALID_ARGUMENT, "index");
+  CT_EXPECT_ERROR(ct_op_call_tensors_values(out, 1, select, NULL, 1, dim_idx, 2),
+                  CT_ERR_INVALID_ARGUMENT, "ct_op_call_tensors_values: argument 'tensors' is NULL");
+  CT_EXPECT_ERROR(ct_op_call_tensors_values(out, 1, select, ta, 1, NULL, 2),
+                  CT_ERR_INVALID_ARGUMENT, "ct_op_call_tensors_values: argument 'values' is NULL");
+  CT_EXPECT_ERROR(ct_op_call_tensors_values(out, 1, NULL, ta, 1, dim_idx, 2),
+                  CT_ERR_INVALID_ARGUMENT, "argument 'op' is NULL");
+  CT_EXPECT_ERROR(ct_op_call_tensors_values(NULL, 1, select, ta, 1, dim_idx, 2),
+                  CT_ERR_INVALID_ARGUMENT, "argument 'outputs' is NULL");
+  const ct_value *with_null[2] = {zero, NULL};
+  CT_EXPECT_ERROR(ct_op_call_tensors_values(out, 1, select, ta, 1, with_null, 2),
+                  CT_ERR_INVALID_ARGUMENT, "values[1] is NULL");
+  const ct_tensor *t_null[1] = {NULL};
+  CT_EXPECT_ERROR(ct_op_call_tensors_values(out, 1, select, t_null, 1, dim_idx, 2),
+                  CT_ERR_INVALID_ARGUMENT, "tensors[0] is NULL");
+  /* an index out of range: LibTorch's IndexError is CT_ERR_INDEX */
+  ct_value *nine = iv(9);
+  const ct_value *dim_nine[2] = {zero, nine};
+  CT_EXPECT_ERROR(ct_op_call_tensors_values(out, 1, select, ta, 1, dim_nine, 2), CT_ERR_INDEX,
+                  "out of range");
+  assert_null(out[0]);
+  assert_null(out[1]);
+
+  ct_value_free(nine);
+  ct_value_free(zero);
+  ct_value_free(two);
+  ct_value_free(one_half);
+  ct_value_free(none);
+  ct_value_free(s);
+  ct_value_free(neg_one);
+  ct_value_free(yes);
+  ct_op_free(select);
+  ct_op_free(add_s);
+  ct_op_free(add);
+  ct_op_free(add_set);
+  ct_op_free(sort);
+  ct_op_free(size);
+  ct_op_free(clamp);
+  ct_op_free(sum);
+  ct_tensor_free(a);
+  ct_tensor_free(b);
+}
+
 /* ct_op_tensors_only says whether ct_op_call_tensors with n tensors binds an
  * overload whose results are all tensors; checked against the call itself. */
 static void expect_tensors_only(const char *name, const char *overload, size_t n,
@@ -647,6 +787,7 @@ int main(void) {
       cmocka_unit_test(test_list),
       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_call_tensors),
+      cmocka_unit_test(test_call_tensors_values),
       cmocka_unit_test(test_tensors_only),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -559,6 +559,7 @@ SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     "ct_op_tensors_only": (S, [PI32, P, SZ]),
     "ct_op_call": (S, [PP, P, PP, SZ, PSTR, PP, SZ]),
     "ct_op_call_tensors": (S, [PP, SZ, P, PP, SZ]),
+    "ct_op_call_tensors_values": (S, [PP, SZ, P, PP, SZ, PP, SZ]),
     "ct_op_call_name": (S, [PP, STR, PP, SZ, PSTR, PP, SZ]),
     "ct_op_list": (S, [PP]),
     "ct_op_register": (S, [STR, OP_FN, P]),

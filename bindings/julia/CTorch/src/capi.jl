@@ -261,6 +261,7 @@ end
 @cfunc ct_op_schema Int32 (Ptr{Ptr{UInt8}}, P, Csize_t)
 @cfunc ct_op_call Int32 (Ptr{P}, P, Ptr{P}, Csize_t, Ptr{Ptr{UInt8}}, Ptr{P}, Csize_t)
 @cfunc ct_op_call_tensors Int32 (Ptr{P}, Csize_t, P, Ptr{P}, Csize_t)
+@cfunc ct_op_call_tensors_values Int32 (Ptr{P}, Csize_t, P, Ptr{P}, Csize_t, Ptr{P}, Csize_t)
 @cfunc ct_op_num_returns Int32 (Ptr{Csize_t}, P, Csize_t)
 @cfunc ct_op_num_arguments Int32 (Ptr{Csize_t}, P, Csize_t)
 @cfunc ct_op_argument Int32 (Ptr{Ptr{UInt8}}, Ptr{Ptr{UInt8}}, Ptr{Ptr{UInt8}}, Ptr{Int32}, P, Csize_t, Csize_t)
