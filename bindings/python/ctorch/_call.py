@@ -239,6 +239,54 @@ def call_tensors(op: Any, tensors: Sequence[Any], n_out: int) -> Any:
     return tuple(_values.wrap_or_none(outs[k]) for k in range(n_out))
 
 
+_op_call_tv = C.op_call_tensors_values
+_HAS_TV = _lib.has("ct_op_call_tensors_values")
+_int_cached = _values._INT_CACHE.get
+_NONE_V = _values.NONE_V
+
+
+def call_tensors_values(op: Any, args: Sequence[Any], mutates: bool) -> Any:
+    """ct_op_call_tensors_values for an op whose every overload returns one
+    Tensor: the leading Tensors as tensor handles, the rest as values (small
+    ints, floats, None and bools are cached value handles: x[1] makes one C
+    call and creates no value); one Tensor out."""
+    ins, outs, vals, a_ins, a_outs, a_vals = tls.fast
+    nt = nv = 0
+    owned: Optional[List[int]] = None
+    T = _values.Tensor
+    try:
+        for a in args:
+            ta = type(a)
+            if ta is T and not nv:
+                ins[nt] = a._h or a._ptr()
+                nt += 1
+                continue
+            p = _int_cached(a) if ta is int else _NONE_V if a is None else None
+            if p is None:
+                p, o = to_value(a)
+                if o:
+                    if owned is None:
+                        owned = []
+                    owned.append(p)
+            vals[nv] = p
+            nv += 1
+    except BaseException:
+        if owned:
+            free_values(owned)
+        raise
+    st = _op_call_tv(a_outs, _ONE, op, a_ins, SIZES[nt], a_vals, SIZES[nv])
+    if owned:
+        free_values(owned)
+    if mutates:
+        generation[0] += 1
+    if st:
+        raise error_from_status(st)
+    t = _new(T)
+    t._h = outs[0]
+    t._m = None
+    return t
+
+
 class OpCaller:
     """Calls one op handle: the tensors-only path when the arguments allow it
     (decided once per argument count by ct_op_tensors_only), the general path
@@ -287,6 +335,8 @@ class OpCaller:
             T = _values.Tensor
             for a in args:
                 if type(a) is not T:
+                    if self.one_tensor and _HAS_TV and not self.bmap and len(args) <= 16:
+                        return call_tensors_values(self.hc, args, self.mutates)
                     break
             else:
                 n = len(args)
@@ -298,12 +348,12 @@ class OpCaller:
                     hc, n_out = pick
                     if n_out != 1:
                         return call_tensors(hc, args, n_out)
-                    ins, outs = tls.frame
+                    ins, outs, _v, a_ins, a_outs, _av = tls.fast
                     i = 0
                     for a in args:
                         ins[i] = a._h or a._ptr()
                         i += 1
-                    if _op_call_tensors(outs, _ONE, hc, ins, SIZES[i]):
+                    if _op_call_tensors(a_outs, _ONE, hc, a_ins, SIZES[i]):
                         raise error_from_status(_last_error_code())
                     t = _new(T)
                     t._h = outs[0]

@@ -4,8 +4,38 @@ for getting (views where torch gives views) and setting."""
 import operator
 from typing import Any, List, Optional, Tuple
 
-from . import _lib, _types, _values
+from . import _call, _lib, _types, _values
 from ._call import aten as _op
+from ._lib import SIZES, tls
+
+_int_cached = _values._INT_CACHE.get
+_new = object.__new__
+_ONE, _TWO = SIZES[1], SIZES[2]
+_tv = _call._op_call_tv
+_select_h: List[Any] = []  # [the aten::select.int handle (c_void_p)], set on first use
+
+
+def select(t: Any, dim: int, i: int) -> Any:
+    """t.select(dim, i) for Python ints (t[i], and each int of t[i, j]): one
+    C call, ct_op_call_tensors_values with the cached int values (no value is
+    made or freed)."""
+    vd, vi = _int_cached(dim), _int_cached(i)
+    if vd is None or vi is None or not _select_h:
+        # first use, or an int not cached yet (the general call caches it)
+        if not _select_h and _call._HAS_TV:
+            _select_h.append(_op("select", "int").hc)
+        return _op("select", "int")(t, dim, i)
+    ins, outs, vals, a_ins, a_outs, a_vals = tls.fast
+    ins[0] = t._h or t._ptr()
+    vals[0] = vd
+    vals[1] = vi
+    st = _tv(a_outs, _ONE, _select_h[0], a_ins, _ONE, a_vals, _TWO)
+    if st:
+        raise _lib.error_from_status(st)
+    r = _new(_values.Tensor)
+    r._h = outs[0]
+    r._m = None
+    return r
 
 
 def _as_tensor(x: Any) -> Any:
@@ -52,7 +82,7 @@ def _basic_index(t: Any, idx: Tuple[Any, ...]) -> Tuple[Any, List[Tuple[int, Any
             raise _lib.NotSupportedError("boolean scalar indices are not supported")
         elif isinstance(it, int) or (hasattr(it, "__index__") and not isinstance(it, _values.Tensor)
                                      and not hasattr(it, "__len__")):
-            cur = _op("select", "int")(cur, dim, operator.index(it))
+            cur = select(cur, dim, it if type(it) is int else operator.index(it))
         elif isinstance(it, slice):
             step = 1 if it.step is None else operator.index(it.step)
             if step <= 0:

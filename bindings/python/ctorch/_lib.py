@@ -327,6 +327,10 @@ CTX_DESTROY = CFUNCTYPE(None, c_void_p)
 
 P = c_void_p            # any handle or pointer
 PP = POINTER(c_void_p)  # handle out-parameter / handle array
+#: A handle array on the hot op paths, declared as a plain pointer: callers pass
+#: the address of a thread-local array as a ready c_void_p (tls.fast), which
+#: ctypes converts fastest (ctypes arrays are accepted too).
+PA = c_void_p
 S = c_int32             # ct_status
 I32 = c_int32
 I64 = c_int64
@@ -558,8 +562,8 @@ SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     "ct_op_return": (S, [PSTR, PSTR, P, SZ, SZ]),
     "ct_op_tensors_only": (S, [PI32, P, SZ]),
     "ct_op_call": (S, [PP, P, PP, SZ, PSTR, PP, SZ]),
-    "ct_op_call_tensors": (S, [PP, SZ, P, PP, SZ]),
-    "ct_op_call_tensors_values": (S, [PP, SZ, P, PP, SZ, PP, SZ]),
+    "ct_op_call_tensors": (S, [PA, SZ, P, PA, SZ]),
+    "ct_op_call_tensors_values": (S, [PA, SZ, P, PA, SZ, PA, SZ]),
     "ct_op_call_name": (S, [PP, STR, PP, SZ, PSTR, PP, SZ]),
     "ct_op_list": (S, [PP]),
     "ct_op_register": (S, [STR, OP_FN, P]),
@@ -707,6 +711,11 @@ class _TLS(threading.local):
         self.n = c_size_t()
         self.n_ref = ctypes.byref(self.n)
         self.frame = (self.tensors, self.outputs)   # one thread-local lookup
+        #: the arrays and their addresses (c_void_p) for the hot op paths
+        self.fast = (self.tensors, self.outputs, self.args,
+                     c_void_p(ctypes.addressof(self.tensors)),
+                     c_void_p(ctypes.addressof(self.outputs)),
+                     c_void_p(ctypes.addressof(self.args)))
 
 
 tls = _TLS()

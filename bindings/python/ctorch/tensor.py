@@ -9,7 +9,7 @@ from . import _lib, _values, _call, _interop, _format, ops
 from ._lib import (C, G, CT_DEVICE_CPU, CT_DEVICE_CUDA, CT_DTYPE_KEEP, CT_DEVICE_KEEP, NO_INDEX,
                    SIZES, check, tls)
 from ._call import aten as _op, generation
-from ._indexing import index as _index, setitem as _setitem
+from ._indexing import index as _index, select as _select, setitem as _setitem
 from ._meta import Meta as _Meta, read as _read_meta
 from ._types import CPU, device, dtype, get_device, get_dtype
 from . import _types
@@ -427,7 +427,7 @@ class Tensor:
 
     # ---- indexing --------------------------------------------------------------------
     def __getitem__(self, idx: Any) -> "Tensor":
-        r: Tensor = _op("select", "int")(self, 0, idx) if type(idx) is int else _index(self, idx)
+        r: Tensor = _select(self, 0, idx) if type(idx) is int else _index(self, idx)
         return r
 
     def __setitem__(self, idx: Any, value: Any) -> None:
@@ -647,12 +647,12 @@ def _operator(name: str, scalar_overload: Optional[str] = "Scalar",
                _new: Any = _new, _fast: List[Any] = fast) -> Any:
         to = type(other)
         if to is _T and _fast:
-            ins, outs = _tls.frame
+            ins, outs, _v, a_ins, a_outs, _av = _tls.fast
             if reflected:
                 ins[0], ins[1] = other._h or other._ptr(), self._h or self._ptr()
             else:
                 ins[0], ins[1] = self._h or self._ptr(), other._h or other._ptr()
-            if _call(outs, _one, _fast[0], ins, _two):
+            if _call(a_outs, _one, _fast[0], a_ins, _two):
                 raise _lib.error_from_status(_last_error_code())
             if inplace:
                 _tensor_free(outs[0])
@@ -699,9 +699,9 @@ def _unary(name: str) -> Callable[[Tensor], Tensor]:
         c = _op(name)
         p = c.fast(1)
         if p and p[1] == 1:
-            ins, outs = tls.frame
+            ins, outs, _v, a_ins, a_outs, _av = tls.fast
             ins[0] = self._h or self._ptr()
-            if _op_call_tensors(outs, _ONE, p[0], ins, _ONE):
+            if _op_call_tensors(a_outs, _ONE, p[0], a_ins, _ONE):
                 raise _lib.error_from_status(_last_error_code())
             t = _new(Tensor)
             t._h = outs[0] or 0

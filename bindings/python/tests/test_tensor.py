@@ -287,6 +287,84 @@ def test_index_errors():
         c[::-1]
 
 
+def test_int_index_paths_match_torch():
+    """t[i] and t[i, j] take ct_op_call_tensors_values with cached int values;
+    ints the cache has not seen yet, numpy ints and huge ints take the general
+    call. All give torch's result (a view) or its error."""
+    from ctorch import _lib, _values
+    a = torch.arange(60.0).reshape(3, 4, 5)
+    c = to_ctorch(a)
+    for i in (0, 1, 2, -1, -3):
+        assert_same(c[i], a[i])
+        assert c[i].data_ptr() == a[i].data_ptr()
+        assert_same(c[i], a[i])                      # again: the cached values
+    assert_same(c[1, -2], a[1, -2])
+    assert_same(c[np.int64(2)], a[2])
+    assert_same(c[np.int32(1), 3], a[1, 3])
+    assert_same(c[1, 2, 3], a[1, 2, 3])
+    big = 10 ** 6 + 12345                            # not cached before this call
+    with pytest.raises(IndexError, match="out of range"):
+        c[big]
+    with pytest.raises(IndexError, match="out of range"):
+        c[-4]
+    with pytest.raises(OverflowError):
+        c[1 << 70]
+    # no value handle is made per call: the int cache does not grow on repeats
+    n = len(_values._INT_CACHE)
+    for _ in range(3):
+        c[2]
+        c[0, 1]
+    assert len(_values._INT_CACHE) == n
+
+
+def test_mixed_tensor_scalar_ops_match_torch():
+    """Ops called with leading tensors and then Python scalars go through
+    ct_op_call_tensors_values: same results, errors and in-place behaviour as
+    torch."""
+    from ctorch import _call
+    assert _call._HAS_TV
+    a = torch.arange(12.0).reshape(3, 4)
+    c = to_ctorch(a)
+    assert_same(ctorch.ops.aten.select(c, 1, 2), a.select(1, 2))
+    assert_same(ctorch.ops.aten.unsqueeze(c, 0), a.unsqueeze(0))
+    assert_same(ctorch.ops.aten.add(c, 2.5), a + 2.5)
+    assert_same(ctorch.ops.aten.add.Scalar(c, 2, 3), torch.ops.aten.add.Scalar(a, 2, 3))
+    assert_same(ctorch.ops.aten.clamp(c, None, 4), a.clamp(None, 4))
+    assert_same(ctorch.ops.aten.transpose(c, 0, 1), a.transpose(0, 1))
+    assert_same(ctorch.ops.aten.slice.Tensor(c, 1, None, 3, 2), a[:, :3:2])
+    # a value that must be made (a list) and freed again
+    assert_same(ctorch.ops.aten.reshape(c, [4, 3]), a.reshape(4, 3))
+    # in-place: the metadata cache notices
+    d = ctorch.zeros(2, 3)
+    assert d.shape == (2, 3)
+    ctorch.ops.aten.unsqueeze_(d, 0)
+    assert d.shape == (1, 2, 3)
+    ctorch.ops.aten.mul_(d, 3)
+    # errors are the library's, naming the call (an overload whose results
+    # are one Tensor takes the one-call path; the aten::select set also holds
+    # the list op select.t, so it takes the general path)
+    with pytest.raises(ctorch.Error, match="ct_op_call_tensors_values: .*select"):
+        ctorch.ops.aten.select.int(c, 0, "x")
+    with pytest.raises(ctorch.Error, match="^ct_op_call: "):
+        ctorch.ops.aten.select(c, 0, "x")
+    with pytest.raises(IndexError, match="out of range"):
+        ctorch.ops.aten.select.int(c, 0, 7)
+    # values made for the call (a list) are freed after it, and when a later
+    # argument cannot be converted
+    from ctorch import _call
+    freed = []
+    real = _call.free_values
+    try:
+        _call.free_values = lambda hs: (freed.extend(hs), real(hs))
+        assert_same(ctorch.ops.aten.reshape(c, [4, 3]), a.reshape(4, 3))
+        assert len(freed) == 1
+        with pytest.raises(ctorch.NotSupportedError):
+            ctorch.ops.aten.reshape(c, [4, 3], 1j)
+        assert len(freed) == 2
+    finally:
+        _call.free_values = real
+
+
 def test_to_clone_contiguous_detach():
     t = ctorch.arange(6).reshape(2, 3)
     assert t.to(ctorch.float64).dtype is ctorch.float64
