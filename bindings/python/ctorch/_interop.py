@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional, Set
 from . import _lib, _values
 from ._lib import (C, G, CT_DEVICE_CPU, CT_DEVICE_CUDA, DL_CPU, DL_CUDA,
                    DL_ROCM, DL_STREAM_LEGACY, NO_INDEX, DLManagedTensor,
-                   DLManagedTensorVersioned, check, error_from_status)
+                   DLManagedTensorVersioned, check, error_from_status, tls)
 from ._types import BY_TYPESTR, CPU, device
 
 _byref = byref
@@ -52,14 +52,48 @@ def _blob_deleter(data: Any, ctx: Any, _refs: Dict[int, Any] = _blob_refs,
 
 
 _BLOB_DELETER = leak(_lib.DELETER(_blob_deleter))
-_from_blob = C.tensor_from_blob
+_from_blob = G.tensor_from_blob  # cheap: the GIL stays held
 
 
 def from_numpy(a: Any) -> Any:
     """A tensor sharing a numpy array's memory (no copy). The array is kept
     alive until torch lets go of the memory (the last tensor or view using it
     is freed). Byte-swapped, negatively strided or misaligned arrays are
-    refused, as in torch."""
+    refused, as in torch.
+
+    Two routes, same result: numpy's own DLPack export (its deleter is C, so
+    freeing the tensor calls no Python; two C calls and no argument arrays),
+    and, for what numpy does not export or ctorch does not import (read-only
+    arrays, other byte orders, bool on older numpy, negative strides, ...),
+    ``ct_tensor_from_blob`` with a Python deleter, which also gives the
+    errors and warnings."""
+    if type(a) is _ndarray():
+        try:
+            cap = a.__dlpack__()
+            p = _PyCapsule_GetPointer(cap, b"dltensor")  # ValueError if not a legacy capsule
+        except Exception:
+            cap = None
+        if cap is not None:
+            # ownership passes to ctorch, which runs numpy's deleter even on failure
+            _PyCapsule_SetName(cap, _USED_ADDR)
+            if not _from_dlpack(tls.out_ref, p):
+                return _values.wrap_tensor(tls.out.value or 0)
+            _clear_error()
+    return _from_numpy_blob(a)
+
+
+def _ndarray() -> Any:
+    global _NDARRAY
+    if _NDARRAY is None:
+        import numpy
+        _NDARRAY = numpy.ndarray
+    return _NDARRAY
+
+
+_NDARRAY: Any = None
+
+
+def _from_numpy_blob(a: Any) -> Any:
     ai = a.__array_interface__
     typestr = ai["typestr"]
     d = BY_TYPESTR.get(typestr)
@@ -90,9 +124,14 @@ def from_numpy(a: Any) -> Any:
                       "writing to it is undefined behaviour", UserWarning, stacklevel=2)
     key = next(_blob_ids)
     _blob_refs[key] = a
-    out = c_void_p()
-    st = _from_blob(byref(out), ptr or None, (c_int64 * nd)(*shape) if nd else None, nd,
-                    strides, d.code, CT_DEVICE_CPU, NO_INDEX, _BLOB_DELETER, key)
+    out = tls.out
+    if nd <= 32:
+        sizes = tls.sizes
+        sizes[:nd] = shape
+    else:
+        sizes = (c_int64 * nd)(*shape)
+    st = _from_blob(tls.out_ref, ptr or None, sizes if nd else None, nd, strides, d.code,
+                    CT_DEVICE_CPU, NO_INDEX, _BLOB_DELETER, key)
     if st:
         _blob_refs.pop(key, None)  # the deleter is not called on failure
         raise error_from_status(st)
@@ -100,22 +139,15 @@ def from_numpy(a: Any) -> Any:
     return _values.wrap_tensor(out.value or 0)
 
 
-class _ArrayHolder:
-    """Exposes a tensor's memory through __array_interface__; numpy keeps this
-    object as the array's base, and this object keeps a handle."""
-    __slots__ = ("_t", "__array_interface__")
-
-    def __init__(self, t: Any, typestr: str) -> None:
-        self._t = ref = t.ref()
-        m = ref._meta()
-        item = m.dtype.itemsize
-        self.__array_interface__ = {
-            "version": 3, "shape": m.shape, "typestr": typestr, "data": (m.data, False),
-            "strides": tuple(s * item for s in m.strides)}
+_NP_DTYPES: Dict[str, Any] = {}   # typestr -> numpy.dtype
+_tensor_ref = G.tensor_ref
+_c_char = ctypes.c_char
 
 
 def to_numpy(t: Any, bfloat16: str = "raise") -> Any:
-    import numpy
+    """A numpy array on the tensor's memory. The array's base is a ctypes
+    char array over exactly the bytes the view reaches, which holds a new
+    handle to the tensor (so the memory lives while the array does)."""
     m = t._meta()
     d = m.dtype
     if m.device_type != CT_DEVICE_CPU:
@@ -135,9 +167,22 @@ def to_numpy(t: Any, bfloat16: str = "raise") -> Any:
                 "numpy has no bfloat16 dtype: use t.numpy(bfloat16='uint16') for a "
                 "zero-copy view of the raw bits, t.numpy(bfloat16='float32') for a "
                 "converted copy, or t.float().numpy()")
+    import numpy
+    ndt = _NP_DTYPES.get(typestr)
+    if ndt is None:
+        ndt = _NP_DTYPES[typestr] = numpy.dtype(typestr)
     if m.numel == 0:
-        return numpy.empty(m.shape, dtype=typestr)
-    return numpy.asarray(_ArrayHolder(t, typestr))
+        return numpy.empty(m.shape, dtype=ndt)
+    item = ndt.itemsize
+    extent = 1  # elements from the first to the last one the view reaches
+    for n, st in zip(m.shape, m.strides):
+        extent += (n - 1) * st
+    out = tls.out
+    check(_tensor_ref(tls.out_ref, t._ptr()))
+    ref = _values.wrap_tensor(out.value or 0)
+    buf: Any = (_c_char * (extent * item)).from_address(m.data)
+    buf._t = ref  # keeps the memory alive: the array's base is buf
+    return numpy.ndarray(m.shape, ndt, buf, 0, tuple([st * item for st in m.strides]))
 
 
 # ---- DLPack through PyCapsules --------------------------------------------------------
@@ -168,6 +213,9 @@ _RawGetPointer = ctypes.PYFUNCTYPE(c_void_p, c_void_p, c_char_p)(("PyCapsule_Get
 _NAME_LEGACY = leak(ctypes.create_string_buffer(b"dltensor"))
 _NAME_VERSIONED = leak(ctypes.create_string_buffer(b"dltensor_versioned"))
 _NAME_USED = leak(ctypes.create_string_buffer(b"used_dltensor"))
+_USED_ADDR = ctypes.addressof(_NAME_USED)
+_from_dlpack = G.tensor_from_dlpack
+_clear_error = G.clear_error
 _NAME_USED_VERSIONED = leak(ctypes.create_string_buffer(b"used_dltensor_versioned"))
 #: Counters for tests: capsules made / managed tensors deleted by a capsule
 #: destructor because nobody consumed them.

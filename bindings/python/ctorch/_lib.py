@@ -711,6 +711,7 @@ class _TLS(threading.local):
         self.n = c_size_t()
         self.n_ref = ctypes.byref(self.n)
         self.frame = (self.tensors, self.outputs)   # one thread-local lookup
+        self.sizes = (c_int64 * 32)()       # sizes in (from_numpy)
         #: the arrays and their addresses (c_void_p) for the hot op paths
         self.fast = (self.tensors, self.outputs, self.args,
                      c_void_p(ctypes.addressof(self.tensors)),

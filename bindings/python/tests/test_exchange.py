@@ -50,11 +50,20 @@ def test_from_numpy_strided_views():
         ctorch.from_numpy(np.arange(3, dtype=">i4"))
 
 
-def test_from_numpy_keeps_array_alive_and_deleter_runs_once():
+@pytest.mark.parametrize("route", ["dlpack", "blob"])
+def test_from_numpy_keeps_array_alive_and_deleter_runs_once(route):
+    # a writable array goes through numpy's DLPack export (numpy's deleter),
+    # a read-only one through ct_tensor_from_blob (ctorch's Python deleter)
     a = np.ones(1000)
+    if route == "blob":
+        a.flags.writeable = False
     base_refs = sys.getrefcount(a)
     stats0 = dict(_interop.blob_stats)
-    t = ctorch.from_numpy(a)
+    if route == "blob":
+        with pytest.warns(UserWarning, match="not writable"):
+            t = ctorch.from_numpy(a)
+    else:
+        t = ctorch.from_numpy(a)
     v = t[10:20]              # a view of the same memory
     assert sys.getrefcount(a) == base_refs + 1
     n = t.numpy()
@@ -66,8 +75,9 @@ def test_from_numpy_keeps_array_alive_and_deleter_runs_once():
     del n
     gc.collect()
     assert sys.getrefcount(a) == base_refs
-    assert _interop.blob_stats["released"] - stats0["released"] == 1
-    assert _interop.blob_stats["created"] - stats0["created"] == 1
+    n_blobs = 1 if route == "blob" else 0
+    assert _interop.blob_stats["released"] - stats0["released"] == n_blobs
+    assert _interop.blob_stats["created"] - stats0["created"] == n_blobs
 
 
 def test_from_numpy_array_outlives_python_name():
@@ -94,6 +104,47 @@ def test_numpy_zero_copy_and_lifetime():
     assert np.asarray(ctorch.ones(2)).tolist() == [1.0, 1.0]
     assert ctorch.zeros(0, 3).numpy().shape == (0, 3)
     assert ctorch.tensor(5).numpy().shape == ()
+
+
+def test_numpy_views_with_offsets_and_odd_strides():
+    base = ctorch.arange(24, dtype=ctorch.float32).reshape(4, 6)
+    for t in (base[1:3, 2:5],            # storage offset, rows apart
+              base[:, ::2],              # step
+              base[2],                   # a row: offset into the storage
+              ctorch.arange(3).reshape(3, 1).expand(3, 4),  # stride 0
+              base.t()[1:, 1:]):
+        a = t.numpy()
+        assert a.ctypes.data == t.data_ptr()
+        assert a.tolist() == t.tolist()
+        assert a.strides == tuple(s * t.element_size() for s in t.stride())
+        # the array's base covers exactly the bytes the view reaches
+        last = sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1
+        assert len(memoryview(a.base).cast("B")) == last * t.element_size()
+    a = base[1:3, 2:5].numpy()
+    a[0, 0] = -1.0
+    assert base[1, 2].item() == -1.0
+
+
+def test_from_numpy_routes_agree():
+    """numpy's DLPack export and ct_tensor_from_blob give the same tensors;
+    what DLPack refuses takes the blob route with its errors and warnings."""
+    for a in (np.arange(12.0).reshape(3, 4), np.arange(12, dtype=np.int32)[::3],
+              np.arange(6, dtype=np.uint8).reshape(2, 3).T, np.array(2.5),
+              np.zeros((0, 3), np.float32), np.array([True, False]),
+              np.arange(4, dtype=np.complex64), np.arange(4, dtype=np.float16)):
+        t = ctorch.from_numpy(a)
+        assert t.shape == a.shape and t.numpy().dtype == a.dtype
+        assert t.numpy().tolist() == a.tolist()
+        if a.size:
+            assert t.data_ptr() == a.ctypes.data
+    with pytest.raises(ValueError, match="negative strides"):
+        ctorch.from_numpy(np.arange(4.0)[::-1])
+    with pytest.raises(TypeError, match="byte-swapped"):
+        ctorch.from_numpy(np.arange(3, dtype=">i4"))
+    ro = np.arange(3.0)
+    ro.flags.writeable = False
+    with pytest.warns(UserWarning, match="not writable"):
+        assert ctorch.from_numpy(ro).tolist() == [0.0, 1.0, 2.0]
 
 
 def test_numpy_refuses_grad_and_bfloat16_options():
