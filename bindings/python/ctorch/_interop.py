@@ -67,19 +67,26 @@ def from_numpy(a: Any) -> Any:
     arrays, other byte orders, bool on older numpy, negative strides, ...),
     ``ct_tensor_from_blob`` with a Python deleter, which also gives the
     errors and warnings."""
-    if type(a) is _ndarray():
-        try:
-            cap = a.__dlpack__()
-            p = _PyCapsule_GetPointer(cap, b"dltensor")  # ValueError if not a legacy capsule
-        except Exception:
-            cap = None
-        if cap is not None:
-            # ownership passes to ctorch, which runs numpy's deleter even on failure
-            _PyCapsule_SetName(cap, _USED_ADDR)
-            if not _from_dlpack(tls.out_ref, p):
-                return _values.wrap_tensor(tls.out.value or 0)
-            _clear_error()
+    t = _from_numpy_dlpack(a) if type(a) is _ndarray() else None
+    if t is not None:
+        return t
     return _from_numpy_blob(a)
+
+
+def _from_numpy_dlpack(a: Any) -> Any:
+    """A tensor on a numpy array through numpy's legacy DLPack export, or None
+    when numpy or ctorch refuses it (nothing is left over then)."""
+    try:
+        cap = a.__dlpack__()
+        p = _PyCapsule_GetPointer(cap, b"dltensor")  # ValueError if not a legacy capsule
+    except Exception:
+        return None
+    # ownership passes to ctorch, which runs numpy's deleter even on failure
+    _PyCapsule_SetName(cap, _USED_ADDR)
+    if _from_dlpack(tls.out_ref, p):
+        _clear_error()
+        return None
+    return _values.wrap_tensor(tls.out.value or 0)
 
 
 def _ndarray() -> Any:
@@ -309,6 +316,9 @@ def from_dlpack(x: Any, *, device: Any = None, copy: Optional[bool] = None) -> A
     using the memory is freed."""
     if isinstance(x, _values.Tensor):
         t = x.ref()
+    elif type(x) is _ndarray() and device is None and not copy and \
+            (t := _from_numpy_dlpack(x)) is not None:
+        return t
     else:
         t = _from_capsule(x if _is_capsule(x) else _get_capsule(x))
     if device is not None and t.device != device_of(device):
