@@ -55,15 +55,22 @@ FastKind fast_kind(const c10::Argument &a) {
 void setup_typed(Overload &o) {
   const auto &s = *o.schema;
   if (!o.op->isC10Op() || s.returns().size() != 1 || s.is_mutable()) return;
-  if (s.returns()[0].type()->kind() != TypeKind::TensorType || s.returns()[0].alias_info()) return;
+  if (s.returns()[0].type()->kind() != TypeKind::TensorType) return;
+  // Views (read-only aliases, as select's Tensor(a)) only for the int shape.
+  bool aliases = s.returns()[0].alias_info() != nullptr;
   std::string sig;
   for (const auto &a : s.arguments()) {
-    if (a.alias_info()) return;
+    if (a.alias_info()) {
+      if (a.alias_info()->isWrite()) return;
+      aliases = true;
+    }
     auto k = a.type()->kind();
     if (k == TypeKind::TensorType) sig += 'T';
     else if (k == TypeKind::NumberType) sig += 'S';
+    else if (k == TypeKind::IntType && !is_scalar_type_arg(a)) sig += 'I';
     else return;
   }
+  if (aliases && sig != "TII") return;
   auto h = c10::Dispatcher::singleton().findSchema(s.operator_name());
   if (!h) return;
   try {
@@ -82,6 +89,11 @@ void setup_typed(Overload &o) {
     } else if (sig == "TSS") {
       o.h_tss = h->typed<at::Tensor(const at::Tensor &, const at::Scalar &, const at::Scalar &)>();
       o.typed = TS_TSS;
+    } else if (sig == "TII") {
+      // LibTorch 2.x declares some of these SymInt; its dispatcher takes the
+      // int64_t signature for them (as at::select(t, d, i) does).
+      o.h_tii = h->typed<at::Tensor(const at::Tensor &, int64_t, int64_t)>();
+      o.typed = TS_TII;
     }
   } catch (...) {
     o.typed = TS_NONE;  // registered with another C++ signature: boxed path
@@ -268,6 +280,13 @@ inline ct_status call_op(const char *func, ct_value **out, const ct_op *op,
           case TS_TSS:
             *out = new ct_value{IValue(o.h_tss->call(T(0), S(1), S(2)))};
             return CT_OK;
+          case TS_TII: {
+            auto I = [&](size_t i) -> int64_t {
+              return i < n ? args[i]->v.toInt() : o.defaults[i].toInt();
+            };
+            *out = new ct_value{IValue(o.h_tii->call(T(0), I(1), I(2)))};
+            return CT_OK;
+          }
           default: break;
         }
       }
@@ -372,6 +391,13 @@ ct_status call_op_tensors_values(const char *func, ct_tensor **outputs, size_t n
           case TS_TTS: outputs[0] = new ct_tensor{o.h_tts->call(T(0), T(1), S(2))}; return CT_OK;
           case TS_TS: outputs[0] = new ct_tensor{o.h_ts->call(T(0), S(1))}; return CT_OK;
           case TS_TSS: outputs[0] = new ct_tensor{o.h_tss->call(T(0), S(1), S(2))}; return CT_OK;
+          case TS_TII: {
+            auto I = [&](size_t i) -> int64_t {
+              return i >= nt && i < n ? values[i - nt]->v.toInt() : o.defaults[i].toInt();
+            };
+            outputs[0] = new ct_tensor{o.h_tii->call(T(0), I(1), I(2))};
+            return CT_OK;
+          }
           default: break;
         }
       }

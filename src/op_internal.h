@@ -31,8 +31,8 @@ enum FastKind : uint8_t {
   FK_TENSOR_LIST,
 };
 
-// Unboxed kernel shapes (T = Tensor, S = Scalar) with typed handles.
-enum TypedShape : uint8_t { TS_NONE = 0, TS_T, TS_TT, TS_TTS, TS_TS, TS_TSS };
+// Unboxed kernel shapes (T = Tensor, S = Scalar, I = int) with typed handles.
+enum TypedShape : uint8_t { TS_NONE = 0, TS_T, TS_TT, TS_TTS, TS_TS, TS_TSS, TS_TII };
 
 struct ArgInfo {
   std::string name, type, def;
@@ -58,7 +58,8 @@ struct Overload {
   std::string not_callable_why;
   // Unboxed fast path for dispatcher ops of a few common non-aliasing shapes
   // returning one Tensor: (Tensor), (Tensor, Tensor), (Tensor, Tensor,
-  // Scalar), (Tensor, Scalar), (Tensor, Scalar, Scalar).
+  // Scalar), (Tensor, Scalar), (Tensor, Scalar, Scalar); and (Tensor, int,
+  // int), non-aliasing or a view (select.int: x[i]).
   TypedShape typed = TS_NONE;
   c10::optional<c10::TypedOperatorHandle<at::Tensor(const at::Tensor &)>> h_t;
   c10::optional<c10::TypedOperatorHandle<at::Tensor(const at::Tensor &, const at::Tensor &)>> h_tt;
@@ -69,6 +70,7 @@ struct Overload {
   c10::optional<c10::TypedOperatorHandle<at::Tensor(const at::Tensor &, const at::Scalar &,
                                                     const at::Scalar &)>>
       h_tss;
+  c10::optional<c10::TypedOperatorHandle<at::Tensor(const at::Tensor &, int64_t, int64_t)>> h_tii;
 };
 
 // Fast-path kind of one schema argument (op_call.cpp).

@@ -603,11 +603,44 @@ static void test_call_tensors_values(void **state) {
   assert_int_equal(ct_tensor_ndim(out[0]), 0);
   assert_float_equal(*(const float *)ct_tensor_data_ptr(out[0]), 3.0f, 0);
   ct_tensor_free(out[0]);
+  /* the same through ct_op_call (the unboxed (Tensor, int, int) kernel) */
+  {
+    ct_value *av = tv(a), *res = NULL;
+    const ct_value *args3[3] = {av, zero, two};
+    CT_OK_OR_FAIL(ct_op_call(&res, select, args3, 3, NULL, NULL, 0));
+    ct_tensor *r = vt(res);
+    assert_float_equal(*(const float *)ct_tensor_data_ptr(r), 3.0f, 0);
+    /* a view: the same memory */
+    assert_ptr_equal(ct_tensor_data_ptr(r), (const float *)ct_tensor_data_ptr(a) + 2);
+    ct_tensor_free(r);
+    ct_value_free(res);
+    ct_value_free(av);
+  }
   /* negative index, as x[-1] */
   const ct_value *dim_neg[2] = {zero, neg_one};
   CT_OK_OR_FAIL(ct_op_call_tensors_values(out, 1, select, ta, 1, dim_neg, 2));
   assert_float_equal(*(const float *)ct_tensor_data_ptr(out[0]), 4.0f, 0);
   ct_tensor_free(out[0]);
+
+  /* transpose.int(Tensor(a), int, int): a view through the same kernel shape */
+  {
+    ct_op *tr = NULL;
+    float m6[6] = {1, 2, 3, 4, 5, 6};
+    int64_t s23[2] = {2, 3};
+    ct_tensor *m = test_tensor_f32(m6, s23, 2);
+    const ct_tensor *mm[1] = {m};
+    ct_value *one = iv(1);
+    const ct_value *d01[2] = {zero, one};
+    CT_OK_OR_FAIL(ct_op_find(&tr, "aten::transpose", "int"));
+    CT_OK_OR_FAIL(ct_op_call_tensors_values(out, 1, tr, mm, 1, d01, 2));
+    assert_int_equal(ct_tensor_sizes(out[0])[0], 3);
+    assert_int_equal(ct_tensor_strides(out[0])[0], 1);
+    assert_ptr_equal(ct_tensor_data_ptr(out[0]), ct_tensor_data_ptr(m));
+    ct_tensor_free(out[0]);
+    ct_value_free(one);
+    ct_tensor_free(m);
+    ct_op_free(tr);
+  }
 
   /* x + 1.5: aten::add.Scalar(Tensor, Scalar, Scalar alpha=1), the typed kernel */
   CT_OK_OR_FAIL(ct_op_find(&add_s, "aten::add", "Scalar"));
