@@ -3,6 +3,7 @@
 #include "messages.h"
 #include "checks.h"
 #include "internal.h"
+#include "torch_version.h"
 
 #include <c10/util/Backtrace.h>
 #include <c10/util/Logging.h>
@@ -92,14 +93,24 @@ constexpr size_t kMaxWarnings = 1000;
 thread_local std::deque<std::string> tls_warnings;
 thread_local bool tls_capturing = false;
 
-struct KeepWarnings final : c10::WarningHandler {
-  void process(const c10::SourceLocation &, const std::string &msg, bool) override {
-    try {
-      if (tls_warnings.size() >= kMaxWarnings) tls_warnings.pop_front();
-      tls_warnings.push_back(msg);
-    } catch (...) {
-    }
+void keep_warning(const std::string &msg) noexcept {
+  try {
+    if (tls_warnings.size() >= kMaxWarnings) tls_warnings.pop_front();
+    tls_warnings.push_back(msg);
+  } catch (...) {
   }
+}
+
+// The handler's interface changed in LibTorch 2: process(const Warning&)
+// and c10::WarningUtils::set_warning_handler.
+struct KeepWarnings final : c10::WarningHandler {
+#if CT_TORCH_AT_LEAST(2, 0)
+  void process(const c10::Warning &w) override { keep_warning(w.msg()); }
+#else
+  void process(const c10::SourceLocation &, const std::string &msg, bool) override {
+    keep_warning(msg);
+  }
+#endif
 };
 // Never destroyed: LibTorch threads may warn during exit.
 KeepWarnings &keep_warnings() {
@@ -116,7 +127,11 @@ void capture_warnings() noexcept {
   tls_capturing = true;
   // Once per thread, so a handler that the host installs later on this
   // thread (e.g. PyTorch's own, during its calls) is left alone.
+#if CT_TORCH_AT_LEAST(2, 0)
+  c10::WarningUtils::set_warning_handler(&keep_warnings());
+#else
   c10::Warning::set_warning_handler(&keep_warnings());
+#endif
 }
 
 ct_status set_error(ct_status code, const char *fmt, ...) {

@@ -62,7 +62,7 @@ struct ct_package {
 
 namespace {
 
-ct_status not_supported(const char *func) {
+[[maybe_unused]] ct_status not_supported(const char *func) {
   return ct::set_error(CT_ERR_NOT_SUPPORTED,
                        "%s: AOTInductor packages need LibTorch >= 2.6 "
                        "(AOTIModelPackageLoader); this ctorch was built against LibTorch %s",

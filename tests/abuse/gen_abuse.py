@@ -130,12 +130,16 @@ def valid_expr(ty, an, fname):
         if "const" in ty and ty.startswith("const char *const"):
             return '(%s)g_names' % ty
         return "(%s)abuse_out_slots" % ty
-    if base in ("DLManagedTensor", "DLManagedTensorVersioned"):
+    if base in ("DLManagedTensor", "DLManagedTensorVersioned") and depth == 1:
         return "abuse_fresh_%s()" % base
     if base == "void" and fname == "ct_free":
         return "malloc(8)"
-    if base == "void":
+    if base == "void" and depth == 1:
         return "abuse_buffer"
+    if depth >= 2:
+        # Out-parameters (DLManagedTensor **, void **): slots of the right type.
+        # C compilers since GCC 14 reject a mismatched pointer without a cast.
+        return "(%s)abuse_out_slots" % ty
     if base in ("int64_t", "int32_t", "double", "size_t", "uint64_t"):
         if ty.startswith("const"):
             return "(%s)g_%s_items" % (ty, base.replace("_t", ""))
