@@ -4,6 +4,7 @@
 #include "internal.h"
 #include "torch_version.h"
 
+#include <ATen/ops/is_vulkan_available.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <deque>
@@ -182,7 +183,10 @@ ct_status to_device(const char *func, int32_t device_type, int32_t device_index,
   if (!other_device_type(device_type, &t))
     return set_error(CT_ERR_NOT_SUPPORTED, "%s: device type %s needs a newer LibTorch (this is %s)",
                      func, ct_device_type_name(device_type), ct_torch_version());
-  if (!c10::impl::hasDeviceGuardImpl(t))
+  // LibTorch 2.x registers a Vulkan device guard even when Vulkan is absent,
+  // and its factories then crash: ask Vulkan itself.
+  if (!c10::impl::hasDeviceGuardImpl(t) ||
+      (t == c10::DeviceType::Vulkan && !at::is_vulkan_available()))
     return set_error(CT_ERR_NOT_SUPPORTED,
                      "%s: device type %s is not available: this LibTorch (%s) has no backend "
                      "for it loaded",
