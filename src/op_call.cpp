@@ -152,6 +152,23 @@ struct StackLease {
 thread_local Stack StackLease::tls_stack;
 thread_local bool StackLease::tls_busy = false;
 
+// The unboxed kernel of an overload with a typed shape (o.typed != TS_NONE).
+// T(i), S(i), I(i) give argument i as a tensor, scalar or int: the caller's
+// argument or the schema default.
+template <class TF, class SF, class IF>
+inline at::Tensor call_typed(const Overload &o, TF &&T, SF &&S, IF &&I) {
+  switch (o.typed) {
+    case TS_T: return o.h_t->call(T(0));
+    case TS_TT: return o.h_tt->call(T(0), T(1));
+    case TS_TTS: return o.h_tts->call(T(0), T(1), S(2));
+    case TS_TS: return o.h_ts->call(T(0), S(1));
+    case TS_TSS: return o.h_tss->call(T(0), S(1), S(2));
+    case TS_TII: return o.h_tii->call(T(0), I(1), I(2));
+    case TS_NONE: break;
+  }
+  return at::Tensor();  // not reached: callers check o.typed first
+}
+
 ct_status results_to_value(ct_value **out, const Overload &o, Stack &st) {
   if (o.n_returns == 0) {
     *out = ct::new_value(IValue());
@@ -270,25 +287,11 @@ inline ct_status call_op(const char *func, ct_value **out, const ct_op *op,
         auto S = [&](size_t i) __attribute__((always_inline)) -> c10::Scalar {
           return i < n ? args[i]->v.toScalar() : o.default_scalars[i];
         };
-        switch (o.typed) {
-          case TS_T: *out = new ct_value{IValue(o.h_t->call(T(0)))}; return CT_OK;
-          case TS_TT: *out = new ct_value{IValue(o.h_tt->call(T(0), T(1)))}; return CT_OK;
-          case TS_TTS:
-            *out = new ct_value{IValue(o.h_tts->call(T(0), T(1), S(2)))};
-            return CT_OK;
-          case TS_TS: *out = new ct_value{IValue(o.h_ts->call(T(0), S(1)))}; return CT_OK;
-          case TS_TSS:
-            *out = new ct_value{IValue(o.h_tss->call(T(0), S(1), S(2)))};
-            return CT_OK;
-          case TS_TII: {
-            auto I = [&](size_t i) -> int64_t {
-              return i < n ? args[i]->v.toInt() : o.defaults[i].toInt();
-            };
-            *out = new ct_value{IValue(o.h_tii->call(T(0), I(1), I(2)))};
-            return CT_OK;
-          }
-          default: break;
-        }
+        auto I = [&](size_t i) -> int64_t {
+          return i < n ? args[i]->v.toInt() : o.defaults[i].toInt();
+        };
+        *out = new ct_value{IValue(call_typed(o, T, S, I))};
+        return CT_OK;
       }
       if (fast) return call_boxed_exact(out, o, args, n);
     }
@@ -336,14 +339,9 @@ ct_status call_op_tensors(const char *func, ct_tensor **outputs, size_t n_output
       auto S = [&](size_t i) __attribute__((always_inline)) -> const c10::Scalar & {
         return o.default_scalars[i];  // Scalars here always come from defaults
       };
-      switch (o.typed) {
-        case TS_T: outputs[0] = new ct_tensor{o.h_t->call(T(0))}; return CT_OK;
-        case TS_TT: outputs[0] = new ct_tensor{o.h_tt->call(T(0), T(1))}; return CT_OK;
-        case TS_TTS: outputs[0] = new ct_tensor{o.h_tts->call(T(0), T(1), S(2))}; return CT_OK;
-        case TS_TS: outputs[0] = new ct_tensor{o.h_ts->call(T(0), S(1))}; return CT_OK;
-        case TS_TSS: outputs[0] = new ct_tensor{o.h_tss->call(T(0), S(1), S(2))}; return CT_OK;
-        default: break;
-      }
+      auto I = [&](size_t i) -> int64_t { return o.defaults[i].toInt(); };
+      outputs[0] = new ct_tensor{call_typed(o, T, S, I)};
+      return CT_OK;
     }
   }
   // General path: the same binding and overload resolution as ct_op_call.
@@ -385,21 +383,11 @@ ct_status call_op_tensors_values(const char *func, ct_tensor **outputs, size_t n
         auto S = [&](size_t i) __attribute__((always_inline)) -> c10::Scalar {
           return i >= nt && i < n ? values[i - nt]->v.toScalar() : o.default_scalars[i];
         };
-        switch (o.typed) {
-          case TS_T: outputs[0] = new ct_tensor{o.h_t->call(T(0))}; return CT_OK;
-          case TS_TT: outputs[0] = new ct_tensor{o.h_tt->call(T(0), T(1))}; return CT_OK;
-          case TS_TTS: outputs[0] = new ct_tensor{o.h_tts->call(T(0), T(1), S(2))}; return CT_OK;
-          case TS_TS: outputs[0] = new ct_tensor{o.h_ts->call(T(0), S(1))}; return CT_OK;
-          case TS_TSS: outputs[0] = new ct_tensor{o.h_tss->call(T(0), S(1), S(2))}; return CT_OK;
-          case TS_TII: {
-            auto I = [&](size_t i) -> int64_t {
-              return i >= nt && i < n ? values[i - nt]->v.toInt() : o.defaults[i].toInt();
-            };
-            outputs[0] = new ct_tensor{o.h_tii->call(T(0), I(1), I(2))};
-            return CT_OK;
-          }
-          default: break;
-        }
+        auto I = [&](size_t i) -> int64_t {
+          return i >= nt && i < n ? values[i - nt]->v.toInt() : o.defaults[i].toInt();
+        };
+        outputs[0] = new ct_tensor{call_typed(o, T, S, I)};
+        return CT_OK;
       }
       const size_t na = o.kinds.size();
       StackLease lease;
