@@ -63,74 +63,97 @@ int main(int argc, char **argv) {
   auto handle = c10::Dispatcher::singleton().findSchemaOrThrow("aten::add", "Tensor");
 
   std::vector<Method> methods;
-  methods.push_back({"torch::add (C++ direct)", [&] {
+  methods.push_back({"torch::add (C++ direct)",
+                     [&] {
                        at::Tensor r = torch::add(a, b);
                        asm volatile("" : : "r"(r.unsafeGetTensorImpl()) : "memory");
-                     }, {}});
-  methods.push_back({"dispatcher callBoxed (C++)", [&] {
+                     },
+                     {}});
+  methods.push_back({"dispatcher callBoxed (C++)",
+                     [&] {
                        torch::jit::Stack st;
                        st.reserve(3);
                        st.emplace_back(a);
                        st.emplace_back(b);
                        st.emplace_back(1);
                        handle.callBoxed(st);
-                     }, {}});
+                     },
+                     {}});
   // The same C++ tensors behind ctorch handles.
   ct_tensor wa{a}, wb{b};
   ct_value *wva = nullptr, *wvb = nullptr;
   ct_value_from_tensor(&wva, &wa);
   ct_value_from_tensor(&wvb, &wb);
   const ct_value *wargs[2] = {wva, wvb};
-  auto typed = handle.typed<at::Tensor(const at::Tensor &, const at::Tensor &, const at::Scalar &)>();
-  methods.push_back({"typed dispatcher call (C++)", [&] {
+  auto typed =
+      handle.typed<at::Tensor(const at::Tensor &, const at::Tensor &, const at::Scalar &)>();
+  methods.push_back({"typed dispatcher call (C++)",
+                     [&] {
                        at::Tensor r = typed.call(a, b, 1);
                        asm volatile("" : : "r"(r.unsafeGetTensorImpl()) : "memory");
-                     }, {}});
-  methods.push_back({"(ct_value_from_tensor + free only)", [&] {
+                     },
+                     {}});
+  methods.push_back({"(ct_value_from_tensor + free only)",
+                     [&] {
                        ct_value *v = nullptr;
                        ct_value_from_tensor(&v, ta);
                        ct_value_free(v);
-                     }, {}});
-  methods.push_back({"ct_op_call (cached ct_op)", [&] {
+                     },
+                     {}});
+  methods.push_back({"ct_op_call (cached ct_op)",
+                     [&] {
                        ct_value *out = nullptr;
                        if (ct_op_call(&out, op, args, 2, nullptr, nullptr, 0) != CT_OK)
                          die("ct_op_call");
                        ct_value_free(out);
-                     }, {}});
-  methods.push_back({"ct_op_call (cached, same C++ tensors)", [&] {
+                     },
+                     {}});
+  methods.push_back({"ct_op_call (cached, same C++ tensors)",
+                     [&] {
                        ct_value *out = nullptr;
                        if (ct_op_call(&out, op, wargs, 2, nullptr, nullptr, 0) != CT_OK)
                          die("ct_op_call");
                        ct_value_free(out);
-                     }, {}});
-  methods.push_back({"(torch::add + a 16-byte new/delete)", [&] {
+                     },
+                     {}});
+  methods.push_back({"(torch::add + a 16-byte new/delete)",
+                     [&] {
                        at::Tensor r = torch::add(a, b);
                        auto *p = new c10::IValue(std::move(r));
                        asm volatile("" : : "r"(p) : "memory");
                        delete p;
-                     }, {}});
-  methods.push_back({"(typed call + new/delete ct_value, C++)", [&] {
+                     },
+                     {}});
+  methods.push_back({"(typed call + new/delete ct_value, C++)",
+                     [&] {
                        auto *v = new ct_value{c10::IValue(typed.call(a, b, 1))};
                        asm volatile("" : : "r"(v) : "memory");
                        delete v;
-                     }, {}});
-  methods.push_back({"torch::add on ctorch-made tensors", [&] {
+                     },
+                     {}});
+  methods.push_back({"torch::add on ctorch-made tensors",
+                     [&] {
                        at::Tensor r = torch::add(ta->t, tb->t);
                        asm volatile("" : : "r"(r.unsafeGetTensorImpl()) : "memory");
-                     }, {}});
-  methods.push_back({"ct_op_call_name aten::add.Tensor", [&] {
-                       ct_value *out = nullptr;
-                       if (ct_op_call_name(&out, "aten::add.Tensor", args, 2, nullptr, nullptr,
-                                           0) != CT_OK)
-                         die("ct_op_call_name");
-                       ct_value_free(out);
-                     }, {}});
-  methods.push_back({"ct_op_call (overload set aten::add)", [&] {
+                     },
+                     {}});
+  methods.push_back(
+      {"ct_op_call_name aten::add.Tensor",
+       [&] {
+         ct_value *out = nullptr;
+         if (ct_op_call_name(&out, "aten::add.Tensor", args, 2, nullptr, nullptr, 0) != CT_OK)
+           die("ct_op_call_name");
+         ct_value_free(out);
+       },
+       {}});
+  methods.push_back({"ct_op_call (overload set aten::add)",
+                     [&] {
                        ct_value *out = nullptr;
                        if (ct_op_call(&out, opset, args, 2, nullptr, nullptr, 0) != CT_OK)
                          die("ct_op_call set");
                        ct_value_free(out);
-                     }, {}});
+                     },
+                     {}});
 
   // Optional third argument: run only the method with this index (profiling).
   if (argc > 3) {

@@ -55,25 +55,26 @@ void group_call() {
           {{"ct_tensor_from_blob + free",
             [&] {
               ct_tensor *t = nullptr;
-              ct_tensor_from_blob(&t, blob, s2, 2, nullptr, CT_FLOAT32, CT_DEVICE_CPU, -1,
-                                  nullptr, nullptr);
+              ct_tensor_from_blob(&t, blob, s2, 2, nullptr, CT_FLOAT32, CT_DEVICE_CPU, -1, nullptr,
+                                  nullptr);
               ct_tensor_free(t);
             }}},
           R, MS);
-  compare("call", "from_blob wrap+free (deleter)",
-          {"torch::from_blob(deleter) + ~Tensor",
-           [&] {
-             at::Tensor t = torch::from_blob(blob, {2, 3}, [](void *p) { noop_deleter(p, nullptr); });
-             escape(t.unsafeGetTensorImpl());
-           }},
-          {{"ct_tensor_from_blob(deleter) + free",
-            [&] {
-              ct_tensor *t = nullptr;
-              ct_tensor_from_blob(&t, blob, s2, 2, nullptr, CT_FLOAT32, CT_DEVICE_CPU, -1,
-                                  noop_deleter, nullptr);
-              ct_tensor_free(t);
-            }}},
-          R, MS);
+  compare(
+      "call", "from_blob wrap+free (deleter)",
+      {"torch::from_blob(deleter) + ~Tensor",
+       [&] {
+         at::Tensor t = torch::from_blob(blob, {2, 3}, [](void *p) { noop_deleter(p, nullptr); });
+         escape(t.unsafeGetTensorImpl());
+       }},
+      {{"ct_tensor_from_blob(deleter) + free",
+        [&] {
+          ct_tensor *t = nullptr;
+          ct_tensor_from_blob(&t, blob, s2, 2, nullptr, CT_FLOAT32, CT_DEVICE_CPU, -1, noop_deleter,
+                              nullptr);
+          ct_tensor_free(t);
+        }}},
+      R, MS);
 
   // DLPack.
   compare("call", "DLPack export+free",

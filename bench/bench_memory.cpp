@@ -48,7 +48,8 @@ void group_memory() {
   });
   mem_case("ct_tensor_from_blob(deleter) + free", N, [&] {
     ct_tensor *t = nullptr;
-    ct_tensor_from_blob(&t, blob, s2, 2, nullptr, CT_FLOAT32, CT_DEVICE_CPU, -1, noop_deleter, nullptr);
+    ct_tensor_from_blob(&t, blob, s2, 2, nullptr, CT_FLOAT32, CT_DEVICE_CPU, -1, noop_deleter,
+                        nullptr);
     ct_tensor_free(t);
   });
   mem_case("ct_value_from_tensor/int/string + free", N, [&] {

@@ -141,11 +141,13 @@ int main(int argc, char **argv) {
   }
   double a = median(ct_ns), b = median(cpp_ns);
   std::printf("| .pt2 %s (input", argv[1]);
-  for (size_t i = 0; i < sizes.size(); ++i) std::printf("%s%lld", i ? "x" : " ", (long long)sizes[i]);
-  std::printf("), LibTorch %s, %s | ct_package_run + tensor_free: %.1f us | "
-              "AOTIModelPackageLoader::run: %.1f us | ratio %.3f (target <= 1.02: %s) |\n",
-              TORCH_VERSION, cuda ? "CUDA" : "CPU, 1 thread", a / 1e3, b / 1e3, a / b,
-              a / b <= 1.02 ? "met" : "missed");
+  for (size_t i = 0; i < sizes.size(); ++i)
+    std::printf("%s%lld", i ? "x" : " ", (long long)sizes[i]);
+  std::printf(
+      "), LibTorch %s, %s | ct_package_run + tensor_free: %.1f us | "
+      "AOTIModelPackageLoader::run: %.1f us | ratio %.3f (target <= 1.02: %s) |\n",
+      TORCH_VERSION, cuda ? "CUDA" : "CPU, 1 thread", a / 1e3, b / 1e3, a / b,
+      a / b <= 1.02 ? "met" : "missed");
   ct_tensor_free(cx);
   ct_package_free(p);
   return 0;

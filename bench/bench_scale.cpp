@@ -15,7 +15,8 @@ void group_scale() {
     const char *label;
     size_t bytes;
   };
-  std::vector<Sz> sizes = {{"1 KiB", 1 << 10}, {"1 MiB", 1 << 20}, {"64 MiB", 64u << 20}, {"1 GiB", 1u << 30}};
+  std::vector<Sz> sizes = {
+      {"1 KiB", 1 << 10}, {"1 MiB", 1 << 20}, {"64 MiB", 64u << 20}, {"1 GiB", 1u << 30}};
   for (const auto &s : sizes) {
     if (!g_only.empty() && std::string("scale").find(g_only) == std::string::npos) return;
     size_t n = s.bytes / 4;
@@ -26,7 +27,8 @@ void group_scale() {
     std::memset(dst, 0, s.bytes);
     const int64_t sz[1] = {(int64_t)n};
     ct_tensor *t = nullptr;
-    CK(ct_tensor_from_blob(&t, src, sz, 1, nullptr, CT_FLOAT32, CT_DEVICE_CPU, -1, nullptr, nullptr));
+    CK(ct_tensor_from_blob(&t, src, sz, 1, nullptr, CT_FLOAT32, CT_DEVICE_CPU, -1, nullptr,
+                           nullptr));
     at::Tensor at_src = torch::from_blob(src, {(int64_t)n});
     bool big = s.bytes >= (64u << 20);
     std::vector<Method> ms;
@@ -62,7 +64,8 @@ void group_scale() {
                   "{\"kind\": \"scale\", \"size\": \"%s\", \"bytes\": %zu, \"from_blob_ns\": %.1f, "
                   "\"to_dlpack_ns\": %.1f, \"torch_from_blob_ns\": %.1f, \"memcpy_ns\": %.1f, "
                   "\"clone_ns\": %.1f}",
-                  s.label, s.bytes, ms[0].med(), ms[1].med(), ms[2].med(), ms[3].med(), ms[4].med());
+                  s.label, s.bytes, ms[0].med(), ms[1].med(), ms[2].med(), ms[3].med(),
+                  ms[4].med());
     g_extra_json.push_back(buf);
     ct_tensor_free(t);
     at_src = at::Tensor();

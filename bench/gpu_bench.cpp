@@ -33,8 +33,8 @@ using Clock = std::chrono::steady_clock;
   std::fprintf(stderr, "gpu_bench: %s failed: %s\n", what, ct_last_error());
   std::exit(1);
 }
-#define CT(call)                      \
-  do {                                \
+#define CT(call)                        \
+  do {                                  \
     if ((call) != CT_OK) die_ct(#call); \
   } while (0)
 
@@ -131,8 +131,8 @@ Row bench_resnet(const std::string &path, int64_t batch, bool fp16, int warmup, 
   CT(ct_value_to_tensor(&y, out));
   at::Tensor ct_out = ct_to_at_cpu(y, &y_cpu);
   const double tol = fp16 ? 5e-2 : 1e-3;
-  const bool same = ct_out.sizes() == direct_out.sizes() &&
-                    torch::allclose(ct_out, direct_out, tol, tol);
+  const bool same =
+      ct_out.sizes() == direct_out.sizes() && torch::allclose(ct_out, direct_out, tol, tol);
   const double maxdiff =
       ct_out.sizes() == direct_out.sizes() ? (ct_out - direct_out).abs().max().item<double>() : -1;
   char note[96];
@@ -147,7 +147,8 @@ Row bench_resnet(const std::string &path, int64_t batch, bool fp16, int warmup, 
   ct_tensor_free(xh);
   CT(ct_inference_mode_pop());
   ct_module_free(m);
-  if (!same) std::fprintf(stderr, "gpu_bench: %s: ctorch and C++ outputs differ\n", row.name.c_str());
+  if (!same)
+    std::fprintf(stderr, "gpu_bench: %s: ctorch and C++ outputs differ\n", row.name.c_str());
   return row;
 }
 
@@ -219,9 +220,10 @@ int main(int argc, char **argv) {
                 (int)torch::cuda::is_available(), (int)ct_cuda_is_available());
     return 77;
   }
-  std::printf("gpu_bench: ctorch %s, LibTorch %s, %d CUDA device(s), %d iterations after %d "
-              "warm-up\n",
-              ct_version(), ct_torch_version(), ct_cuda_device_count(), iters, warmup);
+  std::printf(
+      "gpu_bench: ctorch %s, LibTorch %s, %d CUDA device(s), %d iterations after %d "
+      "warm-up\n",
+      ct_version(), ct_torch_version(), ct_cuda_device_count(), iters, warmup);
   std::fflush(stdout);
 
   std::vector<Row> rows;
@@ -239,7 +241,9 @@ int main(int argc, char **argv) {
     status = 1;
   }
 
-  std::printf("\n| benchmark | C++ median | ctorch median | ctorch/C++ | C++ mean | ctorch mean | note |\n");
+  std::printf(
+      "\n| benchmark | C++ median | ctorch median | ctorch/C++ | C++ mean | ctorch mean | note "
+      "|\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
   for (const Row &r : rows) {
     const bool us = r.name.find("us/call") != std::string::npos;

@@ -38,8 +38,8 @@ inline std::string g_resnet = "build-bench/models/resnet18.pt";
   std::fprintf(stderr, "bench: %s failed: %s\n", what, ct_last_error());
   std::exit(1);
 }
-#define CK(call)                      \
-  do {                                \
+#define CK(call)                     \
+  do {                               \
     if ((call) != CT_OK) die(#call); \
   } while (0)
 
@@ -65,7 +65,8 @@ struct Method {
 
 // Runs methods interleaved; iterations per round are calibrated so that a
 // round of each takes about round_ms.
-inline void run_interleaved(std::vector<Method> &ms, int rounds, double round_ms, long max_iters = 1L << 22) {
+inline void run_interleaved(std::vector<Method> &ms, int rounds, double round_ms,
+                            long max_iters = 1L << 22) {
   for (auto &m : ms) {
     m.body();  // warm
     long it = 1;
@@ -123,10 +124,11 @@ inline void print_row(const Row &r) {
 
 // One case: floor first, then one or more ctorch variants (each reported as a row
 // against the floor). Variants run interleaved with the floor.
-inline void compare(const std::string &group, const std::string &name, Method floor,
-             std::vector<Method> variants, int rounds, double round_ms,
-             std::vector<std::pair<std::string, double>> targets = {},  // kind,value per variant
-             const std::string &note = "") {
+inline void compare(
+    const std::string &group, const std::string &name, Method floor, std::vector<Method> variants,
+    int rounds, double round_ms,
+    std::vector<std::pair<std::string, double>> targets = {},  // kind,value per variant
+    const std::string &note = "") {
   if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
   std::vector<Method> ms;
   ms.push_back(std::move(floor));
@@ -152,7 +154,8 @@ inline void compare(const std::string &group, const std::string &name, Method fl
 
 // A ctorch-only case (no C++ counterpart), with an absolute target.
 inline void single(const std::string &group, const std::string &name, Method m, int rounds,
-            double round_ms, const std::string &kind, double target, const std::string &note = "") {
+                   double round_ms, const std::string &kind, double target,
+                   const std::string &note = "") {
   if (!g_only.empty() && name.find(g_only) == std::string::npos) return;
   std::vector<Method> ms{std::move(m)};
   run_interleaved(ms, rounds, round_ms);
@@ -187,7 +190,6 @@ inline long rss_kib() {
   return res * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-
 // TorchScript source of the tiny model used by the model and memory groups.
 inline const char *kSmallSrc = "def forward(self, x):\n    return x * 2 + 1\n";
 inline const char *kMlpSrc =
@@ -204,13 +206,14 @@ inline void write_json(const char *path) {
                ct_torch_version(), ct_version());
   for (size_t i = 0; i < g_rows.size(); ++i) {
     const Row &r = g_rows[i];
-    std::fprintf(f,
-                 "    {\"group\": \"%s\", \"name\": \"%s\", \"floor_name\": \"%s\", \"floor_ns\": %.2f, "
-                 "\"ctorch_name\": \"%s\", \"ctorch_ns\": %.2f, \"target_kind\": \"%s\", "
-                 "\"target\": %g, \"note\": \"%s\"}%s\n",
-                 jesc(r.group).c_str(), jesc(r.name).c_str(), jesc(r.floor_name).c_str(), r.floor_ns,
-                 jesc(r.ctorch_name).c_str(), r.ctorch_ns, r.target_kind.c_str(), r.target,
-                 jesc(r.note).c_str(), i + 1 < g_rows.size() ? "," : "");
+    std::fprintf(
+        f,
+        "    {\"group\": \"%s\", \"name\": \"%s\", \"floor_name\": \"%s\", \"floor_ns\": %.2f, "
+        "\"ctorch_name\": \"%s\", \"ctorch_ns\": %.2f, \"target_kind\": \"%s\", "
+        "\"target\": %g, \"note\": \"%s\"}%s\n",
+        jesc(r.group).c_str(), jesc(r.name).c_str(), jesc(r.floor_name).c_str(), r.floor_ns,
+        jesc(r.ctorch_name).c_str(), r.ctorch_ns, r.target_kind.c_str(), r.target,
+        jesc(r.note).c_str(), i + 1 < g_rows.size() ? "," : "");
   }
   std::fprintf(f, "  ],\n  \"extra\": [\n");
   for (size_t i = 0; i < g_extra_json.size(); ++i)
@@ -220,16 +223,19 @@ inline void write_json(const char *path) {
   std::printf("\nwrote %s\n", path);
 }
 
-
 // Parses the common options, runs one group on 1 intra-op thread, writes the JSON.
 inline int run_main(int argc, char **argv, const char *group, const std::function<void()> &body) {
   const char *json = nullptr;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--json" && i + 1 < argc) json = argv[++i];
-    else if (a == "--resnet" && i + 1 < argc) g_resnet = argv[++i];
-    else if (a == "--only" && i + 1 < argc) g_only = argv[++i];
-    else if (a == "--quick") g_quick = true;
+    if (a == "--json" && i + 1 < argc)
+      json = argv[++i];
+    else if (a == "--resnet" && i + 1 < argc)
+      g_resnet = argv[++i];
+    else if (a == "--only" && i + 1 < argc)
+      g_only = argv[++i];
+    else if (a == "--quick")
+      g_quick = true;
     else {
       std::fprintf(stderr, "usage: %s [--json FILE] [--quick] [--only SUBSTRING] [--resnet PATH]\n",
                    argv[0]);

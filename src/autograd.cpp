@@ -7,7 +7,6 @@
 // fails, destroy runs before ct_autograd_function_apply returns.
 #include "internal.h"
 
-
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
@@ -44,8 +43,7 @@ struct CtxOwner {
       armed = false;
       try {
         destroy(ctx);
-      } catch (...) {
-      }
+      } catch (...) {}
     }
     armed = false;
   }
@@ -136,8 +134,8 @@ ct_status ct_tensor_set_requires_grad(ct_tensor *t, int32_t requires_grad) {
     CT_CHECK_ARG(t->t.defined(), "%s: tensor is undefined", ct_fn_);
     CT_CHECK_ARG(requires_grad == 0 || requires_grad == 1,
                  "%s: requires_grad must be 0 or 1, got %d", ct_fn_, requires_grad);
-    if (requires_grad && !(at::isFloatingType(t->t.scalar_type()) ||
-                           at::isComplexType(t->t.scalar_type())))
+    if (requires_grad &&
+        !(at::isFloatingType(t->t.scalar_type()) || at::isComplexType(t->t.scalar_type())))
       return ct::set_error(CT_ERR_TYPE,
                            "%s: only floating point and complex tensors can require "
                            "gradients (dtype is %s)",
@@ -208,13 +206,11 @@ ct_status ct_tensor_set_grad(ct_tensor *t, const ct_tensor *grad) {
                            "%s: grad has shape %s but the tensor has shape %s", ct_fn_,
                            shape_str(g.sizes()).c_str(), shape_str(t->t.sizes()).c_str());
     if (g.scalar_type() != t->t.scalar_type())
-      return ct::set_error(CT_ERR_TYPE, "%s: grad has dtype %s but the tensor has dtype %s",
-                           ct_fn_, c10::toString(g.scalar_type()),
-                           c10::toString(t->t.scalar_type()));
+      return ct::set_error(CT_ERR_TYPE, "%s: grad has dtype %s but the tensor has dtype %s", ct_fn_,
+                           c10::toString(g.scalar_type()), c10::toString(t->t.scalar_type()));
     if (g.device() != t->t.device())
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: grad is on %s but the tensor is on %s", ct_fn_,
-                           g.device().str().c_str(), t->t.device().str().c_str());
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: grad is on %s but the tensor is on %s",
+                           ct_fn_, g.device().str().c_str(), t->t.device().str().c_str());
     t->t.mutable_grad() = g;
     return CT_OK;
   });
@@ -240,9 +236,8 @@ ct_status ct_tensor_zero_grad(ct_tensor *t) {
 }
 
 int32_t ct_tensor_is_leaf(const ct_tensor *t) {
-  return ct::guard_value<int32_t>(0, [&] {
-    return (t && t->t.defined() && t->t.is_leaf()) ? 1 : 0;
-  });
+  return ct::guard_value<int32_t>(0,
+                                  [&] { return (t && t->t.defined() && t->t.is_leaf()) ? 1 : 0; });
 }
 
 ct_status ct_tensor_grad_fn_name(char **out, const ct_tensor *t) {
@@ -280,8 +275,8 @@ ct_status ct_autograd_grad(ct_tensor **grads, const ct_tensor *const *outputs, s
     for (size_t i = 0; i < n_inputs; ++i) {
       CT_CHECK_ARG(inputs[i] != nullptr && inputs[i]->t.defined(),
                    "%s: inputs[%zu] is NULL or undefined", ct_fn_, i);
-      CT_CHECK_ARG(inputs[i]->t.requires_grad(), "%s: inputs[%zu] does not require grad",
-                   ct_fn_, i);
+      CT_CHECK_ARG(inputs[i]->t.requires_grad(), "%s: inputs[%zu] does not require grad", ct_fn_,
+                   i);
       ins.push_back(inputs[i]->t);
     }
     if (grad_outputs) {
@@ -307,10 +302,9 @@ ct_status ct_autograd_grad(ct_tensor **grads, const ct_tensor *const *outputs, s
                                "one-element outputs get an implicit gradient of 1)",
                                ct_fn_, i, shape_str(outs[i].sizes()).c_str());
     }
-    variable_list res = torch::autograd::grad(outs, ins, gouts,
-                                              c10::optional<bool>(retain_graph != 0 ||
-                                                                  create_graph != 0),
-                                              create_graph != 0, allow_unused != 0);
+    variable_list res = torch::autograd::grad(
+        outs, ins, gouts, c10::optional<bool>(retain_graph != 0 || create_graph != 0),
+        create_graph != 0, allow_unused != 0);
     std::vector<std::unique_ptr<ct_tensor>> hs(n_inputs);
     for (size_t i = 0; i < n_inputs && i < res.size(); ++i)
       if (res[i].defined()) hs[i].reset(ct::new_tensor(res[i]));
@@ -368,10 +362,10 @@ ct_status ct_autograd_function_apply(ct_tensor **outputs, size_t n_outputs,
 
     // ---- graph.
     if (record) {
-      auto node = std::shared_ptr<ForeignNode>(
-          new ForeignNode(node_name, backward, std::move(owner),
-                          torch::autograd::collect_next_edges(ins)),
-          torch::autograd::deleteNode);
+      auto node =
+          std::shared_ptr<ForeignNode>(new ForeignNode(node_name, backward, std::move(owner),
+                                                       torch::autograd::collect_next_edges(ins)),
+                                       torch::autograd::deleteNode);
       node->input_sizes_.reserve(n_inputs);
       for (const auto &x : ins) node->input_sizes_.emplace_back(x.sizes().vec());
       for (size_t i = 0; i < n_outputs; ++i) {

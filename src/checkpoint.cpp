@@ -78,14 +78,30 @@ c10::ScalarType storage_dtype(const std::string &cls) {
   fail("unknown storage type " + cls);
 }
 
-const char *const kDtypeNames[][2] = {
-    {"float32", "Float"}, {"float", "Float"},     {"float64", "Double"}, {"double", "Double"},
-    {"float16", "Half"},  {"half", "Half"},       {"bfloat16", "BFloat16"},
-    {"int64", "Long"},    {"long", "Long"},       {"int32", "Int"},      {"int", "Int"},
-    {"int16", "Short"},   {"short", "Short"},     {"int8", "Char"},      {"uint8", "Byte"},
-    {"bool", "Bool"},     {"complex64", "ComplexFloat"}, {"cfloat", "ComplexFloat"},
-    {"complex128", "ComplexDouble"}, {"cdouble", "ComplexDouble"}, {"qint8", "QInt8"},
-    {"quint8", "QUInt8"}, {"qint32", "QInt32"},   {"quint4x2", "QUInt4x2"}};
+const char *const kDtypeNames[][2] = {{"float32", "Float"},
+                                      {"float", "Float"},
+                                      {"float64", "Double"},
+                                      {"double", "Double"},
+                                      {"float16", "Half"},
+                                      {"half", "Half"},
+                                      {"bfloat16", "BFloat16"},
+                                      {"int64", "Long"},
+                                      {"long", "Long"},
+                                      {"int32", "Int"},
+                                      {"int", "Int"},
+                                      {"int16", "Short"},
+                                      {"short", "Short"},
+                                      {"int8", "Char"},
+                                      {"uint8", "Byte"},
+                                      {"bool", "Bool"},
+                                      {"complex64", "ComplexFloat"},
+                                      {"cfloat", "ComplexFloat"},
+                                      {"complex128", "ComplexDouble"},
+                                      {"cdouble", "ComplexDouble"},
+                                      {"qint8", "QInt8"},
+                                      {"quint8", "QUInt8"},
+                                      {"qint32", "QInt32"},
+                                      {"quint4x2", "QUInt4x2"}};
 
 // "torch.float32" -> Float.
 bool torch_dtype(const std::string &global, c10::ScalarType *out) {
@@ -144,9 +160,10 @@ c10::ScalarType numpy_dtype(const c10::IValue &dtype_obj, bool *swap) {
     s = s.substr(1);
   }
   static const std::pair<const char *, c10::ScalarType> map[] = {
-      {"f8", c10::kDouble}, {"f4", c10::kFloat},  {"f2", c10::kHalf},  {"i8", c10::kLong},
-      {"i4", c10::kInt},    {"i2", c10::kShort},  {"i1", c10::kChar},  {"u1", c10::kByte},
-      {"b1", c10::kBool},   {"c8", c10::kComplexFloat}, {"c16", c10::kComplexDouble}};
+      {"f8", c10::kDouble},       {"f4", c10::kFloat},         {"f2", c10::kHalf},
+      {"i8", c10::kLong},         {"i4", c10::kInt},           {"i2", c10::kShort},
+      {"i1", c10::kChar},         {"u1", c10::kByte},          {"b1", c10::kBool},
+      {"c8", c10::kComplexFloat}, {"c16", c10::kComplexDouble}};
   for (const auto &p : map)
     if (s == p.first) return p.second;
   fail("numpy dtype '" + s + "' has no tensor equivalent");
@@ -188,9 +205,9 @@ class Machine {
     for (;;) {
       uint8_t op = u8();
       switch (op) {
-        case 0x80: u8(); break;                 // PROTO
-        case 0x95: take(8); break;              // FRAME
-        case '.': return value(pop());          // STOP
+        case 0x80: u8(); break;         // PROTO
+        case 0x95: take(8); break;      // FRAME
+        case '.': return value(pop());  // STOP
         case '(': marks_.push_back(stack_.size()); break;
         case '0': pop(); break;
         case '1': pop_mark(); break;
@@ -205,8 +222,10 @@ class Machine {
         case 0x8b: push(long_n(le<uint32_t>())); break;
         case 'I': {
           std::string s = line();
-          if (s == "01" || s == "00") push(s == "01");
-          else push(static_cast<int64_t>(std::stoll(s)));
+          if (s == "01" || s == "00")
+            push(s == "01");
+          else
+            push(static_cast<int64_t>(std::stoll(s)));
           break;
         }
         case 'L': {
@@ -227,9 +246,12 @@ class Machine {
         case 'X': push(str(le<uint32_t>())); break;
         case 0x8c: push(str(u8())); break;
         case 0x8d: push(str(le<uint64_t>())); break;
-        case 'B': case 'T': push(str(le<uint32_t>())); break;
-        case 'C': case 'U': push(str(u8())); break;
-        case 0x8e: case 0x96: push(str(le<uint64_t>())); break;
+        case 'B':
+        case 'T': push(str(le<uint32_t>())); break;
+        case 'C':
+        case 'U': push(str(u8())); break;
+        case 0x8e:
+        case 0x96: push(str(le<uint64_t>())); break;
         case 'S': {
           std::string s = line();
           if (s.size() >= 2 && (s[0] == '\'' || s[0] == '"')) s = s.substr(1, s.size() - 2);
@@ -251,7 +273,8 @@ class Machine {
           list_of(top()).push_back(std::move(x));
           break;
         }
-        case 'e': case 0x90: {  // APPENDS, ADDITEMS
+        case 'e':
+        case 0x90: {  // APPENDS, ADDITEMS
           auto items = pop_mark();
           auto l = list_of(top());
           for (auto &x : items) l.push_back(value(std::move(x)));
@@ -270,7 +293,9 @@ class Machine {
           push(tuple(items));
           break;
         }
-        case 0x85: case 0x86: case 0x87: {
+        case 0x85:
+        case 0x86:
+        case 0x87: {
           size_t n = op - 0x84;
           if (stack_.size() < n) fail("stack underflow");
           std::vector<Item> items(std::make_move_iterator(stack_.end() - n),
@@ -405,7 +430,8 @@ class Machine {
     if (n > 8) fail("integer too large for int64");
     const char *s = take(n);
     int64_t x = 0;
-    for (uint64_t i = 0; i < n; ++i) x |= static_cast<int64_t>(static_cast<uint8_t>(s[i])) << (8 * i);
+    for (uint64_t i = 0; i < n; ++i)
+      x |= static_cast<int64_t>(static_cast<uint8_t>(s[i])) << (8 * i);
     if (n > 0 && n < 8 && (static_cast<uint8_t>(s[n - 1]) & 0x80))
       x -= static_cast<int64_t>(1) << (8 * n);  // sign-extend
     return x;
@@ -498,16 +524,20 @@ class Machine {
         for (const auto &x : a[0].toListRef()) l.push_back(x);
       return Item{l, {}};
     }
-    if (g == "builtins.complex") return Item{c10::complex<double>(arg(0).toDouble(), a.size() > 1 ? a[1].toDouble() : 0.0), {}};
+    if (g == "builtins.complex")
+      return Item{c10::complex<double>(arg(0).toDouble(), a.size() > 1 ? a[1].toDouble() : 0.0),
+                  {}};
     if (g == "_codecs.encode") {
       // Protocol 2's bytes: _codecs.encode(text, "latin1"): code points -> bytes.
       const std::string &s = arg(0).toStringRef();
       std::string out;
       for (size_t i = 0; i < s.size(); ++i) {
         auto c = static_cast<uint8_t>(s[i]);
-        if (c < 0x80) out.push_back(static_cast<char>(c));
+        if (c < 0x80)
+          out.push_back(static_cast<char>(c));
         else if (i + 1 < s.size()) {
-          out.push_back(static_cast<char>(((c & 0x1f) << 6) | (static_cast<uint8_t>(s[i + 1]) & 0x3f)));
+          out.push_back(
+              static_cast<char>(((c & 0x1f) << 6) | (static_cast<uint8_t>(s[i + 1]) & 0x3f)));
           ++i;
         }
       }
@@ -540,9 +570,12 @@ class Machine {
                             .set_(t.storage(), arg(1).toInt(), int_vec(arg(2)), int_vec(arg(3)));
       std::string scheme = q.at(0).toStringRef();
       if (scheme == "torch.per_tensor_affine")
-        return Item{at::_make_per_tensor_quantized_tensor(ints, q.at(1).toDouble(), q.at(2).toInt()), {}};
+        return Item{
+            at::_make_per_tensor_quantized_tensor(ints, q.at(1).toDouble(), q.at(2).toInt()), {}};
       if (scheme == "torch.per_channel_affine")
-        return Item{at::_make_per_channel_quantized_tensor(ints, q.at(1).toTensor(), q.at(2).toTensor(), q.at(3).toInt()), {}};
+        return Item{at::_make_per_channel_quantized_tensor(ints, q.at(1).toTensor(),
+                                                           q.at(2).toTensor(), q.at(3).toInt()),
+                    {}};
       fail("quantization scheme " + scheme + " is not supported");
     }
     if (g == "torch._utils._rebuild_meta_tensor_no_storage") {
@@ -565,14 +598,16 @@ class Machine {
     if (g == "numpy.core.multiarray._reconstruct" || g == "numpy._core.multiarray._reconstruct")
       return Item{make_object("numpy.ndarray", args_v), {}};
     if (g == "copyreg._reconstructor")
-      return Item{make_object(arg(0).toStringRef(), c10::ivalue::Tuple::create(std::vector<c10::IValue>{})), {}};
+      return Item{
+          make_object(arg(0).toStringRef(), c10::ivalue::Tuple::create(std::vector<c10::IValue>{})),
+          {}};
     return Item{make_object(g, std::move(args_v)), {}};
   }
 
   // ---- BUILD: state into the object on top of the stack ----
   void build(c10::IValue state) {
     if (stack_.empty()) fail("BUILD on an empty stack");
-  Item &it = stack_.back();
+    Item &it = stack_.back();
     if (!it.v.isObject()) return;  // OrderedDict's _metadata, Parameters' state: dropped
     auto obj = it.v.toObject();
     if (obj->type()->name()->qualifiedName() == "numpy.ndarray" && state.isTuple()) {
@@ -585,7 +620,9 @@ class Machine {
       at::Tensor t;
       if (e[3].toBool()) {  // Fortran order: reversed shape, then transposed
         std::vector<int64_t> rev(shape.rbegin(), shape.rend());
-        t = tensor_from_bytes(bytes_of(e[4]), st, swap, rev).permute(reverse_dims(shape.size())).contiguous();
+        t = tensor_from_bytes(bytes_of(e[4]), st, swap, rev)
+                .permute(reverse_dims(shape.size()))
+                .contiguous();
       } else {
         t = tensor_from_bytes(bytes_of(e[4]), st, swap, shape);
       }
@@ -666,8 +703,10 @@ struct ZipStorages : Storages {
       at::DataPtr dp;
       size_t n = 0;
       std::tie(dp, n) = reader.getRecord("data/" + key);
-      it = cache.emplace(key, c10::Storage(c10::Storage::use_byte_size_t(), n, std::move(dp),
-                                           nullptr, false)).first;
+      it = cache
+               .emplace(key, c10::Storage(c10::Storage::use_byte_size_t(), n, std::move(dp),
+                                          nullptr, false))
+               .first;
     }
     return storage_tensor(it->second, st);
   }
@@ -808,9 +847,9 @@ ct_status ct_value_object_args(ct_value **out, const ct_value *v) {
       return ct::set_error(CT_ERR_TYPE, "%s: the value is a %s, not an object", ct_fn_,
                            v->v.tagKind().c_str());
     auto obj = v->v.toObject();
-    *out = ct::new_value(is_python_object(obj) ? obj->getSlot(0)
-                                               : c10::ivalue::Tuple::create(
-                                                     std::vector<c10::IValue>{}));
+    *out = ct::new_value(is_python_object(obj)
+                             ? obj->getSlot(0)
+                             : c10::ivalue::Tuple::create(std::vector<c10::IValue>{}));
     return CT_OK;
   });
 }

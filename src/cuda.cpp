@@ -62,8 +62,8 @@ c10::DeviceIndex resolve_device(int32_t device) {
   if (device == -1) return c10::cuda::current_device();
   const int32_t n = static_cast<int32_t>(c10::cuda::device_count());
   if (device < 0 || device >= n)
-    raise(CT_ERR_INDEX, "CUDA device %d is out of range (%d device%s; -1 means current)", device,
-          n, n == 1 ? "" : "s");
+    raise(CT_ERR_INDEX, "CUDA device %d is out of range (%d device%s; -1 means current)", device, n,
+          n == 1 ? "" : "s");
   return static_cast<c10::DeviceIndex>(device);
 }
 
@@ -72,7 +72,8 @@ c10::DeviceIndex resolve_device(int32_t device) {
 void ensure_torch_cuda_initialized(c10::DeviceIndex device) {
   static std::once_flag once;
   std::call_once(once, [device] {
-    (void)at::empty({0}, at::TensorOptions().dtype(at::kByte).device(c10::Device(c10::kCUDA, device)));
+    (void)at::empty({0},
+                    at::TensorOptions().dtype(at::kByte).device(c10::Device(c10::kCUDA, device)));
   });
 }
 
@@ -101,7 +102,9 @@ void stream_wait(cudaStream_t waiting, cudaStream_t producer) {
 // Torch's default CUDA stream is the legacy default stream (handle NULL);
 // cudaStreamLegacy (1) names the same stream.
 bool same_stream(cudaStream_t a, cudaStream_t b) {
-  auto norm = [](cudaStream_t s) { return s == cudaStreamLegacy ? static_cast<cudaStream_t>(nullptr) : s; };
+  auto norm = [](cudaStream_t s) {
+    return s == cudaStreamLegacy ? static_cast<cudaStream_t>(nullptr) : s;
+  };
   return norm(a) == norm(b);
 }
 

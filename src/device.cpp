@@ -19,9 +19,9 @@ namespace {
 ct_status no_cuda(const char *func) {
   const char *ver = ct_torch_version();
   if (ver == nullptr || *ver == '\0' || std::strcmp(ver, "unknown") == 0) ver = TORCH_VERSION;
-  return ct::set_error(CT_ERR_NOT_SUPPORTED,
-                       "%s: CUDA is not supported in this build of ctorch (LibTorch %s has no CUDA)",
-                       func, ver);
+  return ct::set_error(
+      CT_ERR_NOT_SUPPORTED,
+      "%s: CUDA is not supported in this build of ctorch (LibTorch %s has no CUDA)", func, ver);
 }
 #endif
 

@@ -39,11 +39,20 @@ bool to_dl_dtype(c10::ScalarType st, DLDataType *out) {
   uint8_t code;
   switch (ct::from_scalar_type(st)) {
     case CT_BOOL: code = kDLBool; break;
-    case CT_UINT8: case CT_UINT16: case CT_UINT32: case CT_UINT64: code = kDLUInt; break;
-    case CT_INT8: case CT_INT16: case CT_INT32: case CT_INT64: code = kDLInt; break;
-    case CT_FLOAT16: case CT_FLOAT32: case CT_FLOAT64: code = kDLFloat; break;
+    case CT_UINT8:
+    case CT_UINT16:
+    case CT_UINT32:
+    case CT_UINT64: code = kDLUInt; break;
+    case CT_INT8:
+    case CT_INT16:
+    case CT_INT32:
+    case CT_INT64: code = kDLInt; break;
+    case CT_FLOAT16:
+    case CT_FLOAT32:
+    case CT_FLOAT64: code = kDLFloat; break;
     case CT_BFLOAT16: code = kDLBfloat; break;
-    case CT_COMPLEX64: case CT_COMPLEX128: code = kDLComplex; break;
+    case CT_COMPLEX64:
+    case CT_COMPLEX128: code = kDLComplex; break;
     case CT_FLOAT8_E4M3FN: code = kDLFloat8_e4m3fn; break;
     case CT_FLOAT8_E5M2: code = kDLFloat8_e5m2; break;
     case CT_FLOAT8_E4M3FNUZ: code = kDLFloat8_e4m3fnuz; break;
@@ -199,8 +208,7 @@ ct_status import_tensor(const char *func, ct_tensor **out, Managed *src, bool re
   c10::Device dev(c10::DeviceType::CPU);
   switch (dl.device.device_type) {
     case kDLCPU:
-    case kDLCUDAHost:
-      break;
+    case kDLCUDAHost: break;
     case kDLCUDA:
     case kDLCUDAManaged:
       if (!ct_cuda_is_available())
@@ -246,8 +254,7 @@ ct_status import_tensor(const char *func, ct_tensor **out, Managed *src, bool re
   } else {
     std::shared_ptr<Producer<Managed>> p = guard.p;
     auto deleter = [p](void *) { p->release(); };
-    t = dl.strides ? at::from_blob(data, shape, at::IntArrayRef(dl.strides, ndim), deleter,
-                                   opts)
+    t = dl.strides ? at::from_blob(data, shape, at::IntArrayRef(dl.strides, ndim), deleter, opts)
                    : at::from_blob(data, shape, deleter, opts);
   }
   *out = ct::new_tensor(std::move(t));

@@ -60,8 +60,8 @@ std::string vformat(const char *fmt, va_list ap) {
 // asked for backtraces (CTORCH_CPP_BACKTRACE=1). See ct_set_cpp_backtraces.
 void set_backtraces(bool enabled) {
   if (enabled) {
-    c10::SetStackTraceFetcher(std::function<std::string()>(
-        [] { return c10::get_backtrace(/*frames_to_skip=*/1); }));
+    c10::SetStackTraceFetcher(
+        std::function<std::string()>([] { return c10::get_backtrace(/*frames_to_skip=*/1); }));
   } else {
     c10::SetStackTraceFetcher(std::function<std::string()>([] { return std::string(); }));
   }
@@ -82,8 +82,7 @@ struct BacktraceInit {
     try {
       const char *env = std::getenv("CTORCH_CPP_BACKTRACE");
       set_backtraces(env && std::strcmp(env, "1") == 0);
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 } backtrace_init;
 
@@ -97,8 +96,7 @@ void keep_warning(const std::string &msg) noexcept {
   try {
     if (tls_warnings.size() >= kMaxWarnings) tls_warnings.pop_front();
     tls_warnings.push_back(msg);
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 // The handler's interface changed in LibTorch 2: process(const Warning&)
@@ -140,8 +138,7 @@ ct_status set_error(ct_status code, const char *fmt, ...) {
   std::string s;
   try {
     s = vformat(fmt, ap);
-  } catch (...) {
-  }
+  } catch (...) {}
   va_end(ap);
   store(code, nullptr, s);
   return code;
@@ -236,8 +233,7 @@ void ct_warnings_clear(void) {
 void ct_set_cpp_backtraces(int32_t enabled) {
   try {
     set_backtraces(enabled != 0);
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 }  // extern "C"

@@ -23,8 +23,7 @@ ct_status read_file(const char *func, const char *path, std::vector<char> *out) 
   ct_status rc = check_input_file(func, path);
   if (rc != CT_OK) return rc;
   FILE *f = std::fopen(path, "rb");
-  if (!f)
-    return set_error(CT_ERR_IO, "%s: cannot open '%s': %s", func, path, std::strerror(errno));
+  if (!f) return set_error(CT_ERR_IO, "%s: cannot open '%s': %s", func, path, std::strerror(errno));
   std::vector<char> buf;
   char chunk[1 << 16];
   size_t k;

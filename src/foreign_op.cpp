@@ -93,8 +93,7 @@ ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
     // Bound what a schema may be: LibTorch parses and prints list types
     // recursively (int[][]... 200,000 deep crashed the next ct_op_list).
     size_t len = std::strlen(schema), lists = 0;
-    for (const char *p = schema; *p; ++p)
-      lists += *p == '[';
+    for (const char *p = schema; *p; ++p) lists += *p == '[';
     if (len > 4096 || lists > 64)
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
                            "%s: schema too large (%zu characters, %zu list brackets; limits 4096 "
@@ -106,16 +105,15 @@ ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
       } catch (const std::exception &e) {
         std::string m = e.what();
         auto nl = m.find('\n');
-        ct::raise(CT_ERR_INVALID_ARGUMENT, "bad schema '%s': %s", schema,
-                  m.substr(0, nl).c_str());
+        ct::raise(CT_ERR_INVALID_ARGUMENT, "bad schema '%s': %s", schema, m.substr(0, nl).c_str());
       }
     }();
     const std::string &qname = parsed.name();
     auto sep = qname.find("::");
     if (sep == std::string::npos || sep == 0 || sep + 2 >= qname.size())
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: schema '%s' needs a namespaced name such as 'myns::scale'",
-                           ct_fn_, schema);
+                           "%s: schema '%s' needs a namespaced name such as 'myns::scale'", ct_fn_,
+                           schema);
     if (parsed.is_vararg() || parsed.is_varret())
       return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: variadic schemas are not supported: '%s'",
                            ct_fn_, schema);
@@ -125,8 +123,8 @@ ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
       const auto &d = a.default_value();
       if (d && !d->type()->isSubtypeOf(*a.type()))
         return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                             "%s: default value of argument '%s' has type %s, not %s: '%s'",
-                             ct_fn_, a.name().c_str(), d->type()->annotation_str().c_str(),
+                             "%s: default value of argument '%s' has type %s, not %s: '%s'", ct_fn_,
+                             a.name().c_str(), d->type()->annotation_str().c_str(),
                              a.type()->annotation_str().c_str(), schema);
     }
     std::lock_guard<std::mutex> lk(g_register_mu);
@@ -135,8 +133,7 @@ ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
       if (op->schema().overload_name() == parsed.overload_name())
         return ct::set_error(CT_ERR_INVALID_ARGUMENT,
                              "%s: operator '%s' is already registered as '%s'", ct_fn_,
-                             op_display_name(parsed).c_str(),
-                             schema_string(op->schema()).c_str());
+                             op_display_name(parsed).c_str(), schema_string(op->schema()).c_str());
     }
     auto f = std::make_shared<ForeignOp>();
     f->fn = fn;
@@ -152,7 +149,8 @@ ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
     // in a never-destroyed list so leak checkers see them as reachable.
     {
       static std::mutex reg_mu;
-      static auto *registrations = new std::vector<std::unique_ptr<torch::jit::RegisterOperators>>();
+      static auto *registrations =
+          new std::vector<std::unique_ptr<torch::jit::RegisterOperators>>();
       std::lock_guard<std::mutex> lk(reg_mu);
       registrations->emplace_back(new torch::jit::RegisterOperators(std::move(ops)));
     }

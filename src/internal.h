@@ -71,15 +71,14 @@ inline R guard_value(R fallback, F &&body) noexcept {
 }
 
 // ---- Argument checks (return from the enclosing guard lambda) ----------
-#define CT_CHECK_NOT_NULL(ptr)                                                        \
-  do {                                                                                \
-    if (__builtin_expect((ptr) == nullptr, 0))                                        \
-      return ::ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL",  \
-                             ct_fn_, #ptr);                                           \
+#define CT_CHECK_NOT_NULL(ptr)                                                                    \
+  do {                                                                                            \
+    if (__builtin_expect((ptr) == nullptr, 0))                                                    \
+      return ::ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", ct_fn_, #ptr); \
   } while (0)
 
-#define CT_CHECK_ARG(cond, ...)                                  \
-  do {                                                           \
+#define CT_CHECK_ARG(cond, ...)                                                \
+  do {                                                                         \
     if (!(cond)) return ::ct::set_error(CT_ERR_INVALID_ARGUMENT, __VA_ARGS__); \
   } while (0)
 

@@ -45,8 +45,7 @@ struct CpuFuserInit {
       bool force_off = env && std::strcmp(env, "0") == 0;
       if ((TORCH_VERSION_MAJOR >= 2 || force_off) && torch::jit::canFuseOnCPU())
         torch::jit::overrideCanFuseOnCPU(false);
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 } cpu_fuser_init;
 

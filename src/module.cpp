@@ -108,28 +108,25 @@ bool result_tensors(const IValue &r, std::vector<at::Tensor> *out) {
 }
 
 // ---- Loading -----------------------------------------------------------------
-ct_status map_location(const char *func, int32_t device_type,
-                       int32_t device_index, c10::optional<c10::Device> *out) {
+ct_status map_location(const char *func, int32_t device_type, int32_t device_index,
+                       c10::optional<c10::Device> *out) {
   if (device_type == CT_DEVICE_KEEP) {
     *out = c10::nullopt;
     return CT_OK;
   }
   c10::Device d(c10::kCPU);
   ct_status st = ct::to_device(func, device_type, device_index, &d);
-  if (st != CT_OK)
-    return st;
+  if (st != CT_OK) return st;
   *out = d;
   return CT_OK;
 }
 
-ct_status
-load_impl(const char *func, ct_module **out,
-          std::shared_ptr<caffe2::serialize::ReadAdapterInterface> rai,
-          const std::string &what, c10::optional<c10::Device> device) {
+ct_status load_impl(const char *func, ct_module **out,
+                    std::shared_ptr<caffe2::serialize::ReadAdapterInterface> rai,
+                    const std::string &what, c10::optional<c10::Device> device) {
   torch::jit::ExtraFilesMap extra;
   ct_status st = with_code(func, CT_ERR_IO, "", [&] {
-    if (rai->size() == 0)
-      ct::raise(CT_ERR_IO, "%s is empty", what.c_str());
+    if (rai->size() == 0) ct::raise(CT_ERR_IO, "%s is empty", what.c_str());
     caffe2::serialize::PyTorchStreamReader reader(rai);
     if (!reader.hasRecord("constants.pkl")) {
       if (reader.hasRecord("data.pkl"))
@@ -137,27 +134,22 @@ load_impl(const char *func, ct_module **out,
                   "%s is a torch.save pickle, not a TorchScript archive (use "
                   "ct_pickle_load)",
                   what.c_str());
-      ct::raise(CT_ERR_IO, "%s is not a TorchScript archive (no constants.pkl)",
-                what.c_str());
+      ct::raise(CT_ERR_IO, "%s is not a TorchScript archive (no constants.pkl)", what.c_str());
     }
     for (const std::string &r : reader.getAllRecords())
-      if (r.compare(0, 6, "extra/") == 0 && r.size() > 6)
-        extra.emplace(r.substr(6), std::string());
+      if (r.compare(0, 6, "extra/") == 0 && r.size() > 6) extra.emplace(r.substr(6), std::string());
     return CT_OK;
   });
-  if (st != CT_OK)
-    return st;
+  if (st != CT_OK) return st;
   std::string prefix = "cannot load " + what + ": ";
   return with_code(func, CT_ERR_IO, prefix.c_str(), [&] {
     ct::RegistryRead registry_read;
     torch::jit::Module m = torch::jit::load(rai, device, extra);
     // A malformed file loads tensors that reach past their storages (#10).
     ct_status fit = ct::check_loaded_module(func, what.c_str(), m);
-    if (fit != CT_OK)
-      return fit;
+    if (fit != CT_OK) return fit;
     std::unique_ptr<ct_module> h(new ct_module{std::move(m), {}});
-    for (auto &kv : extra)
-      h->extra_files.emplace(kv.first, std::move(kv.second));
+    for (auto &kv : extra) h->extra_files.emplace(kv.first, std::move(kv.second));
     *out = h.release();
     return CT_OK;
   });
@@ -165,24 +157,19 @@ load_impl(const char *func, ct_module **out,
 
 // ---- Names -----------------------------------------------------------------
 bool valid_identifier(const char *s) {
-  if (!s || !*s)
-    return false;
-  if (!(std::isalpha(static_cast<unsigned char>(*s)) || *s == '_'))
-    return false;
+  if (!s || !*s) return false;
+  if (!(std::isalpha(static_cast<unsigned char>(*s)) || *s == '_')) return false;
   for (const char *p = s; *p; ++p)
-    if (!(std::isalnum(static_cast<unsigned char>(*p)) || *p == '_'))
-      return false;
+    if (!(std::isalnum(static_cast<unsigned char>(*p)) || *p == '_')) return false;
   return true;
 }
 
-ct_status check_new_name(const char *func, const torch::jit::Module &m,
-                         const char *name) {
+ct_status check_new_name(const char *func, const torch::jit::Module &m, const char *name) {
   if (!valid_identifier(name))
-    return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                         "%s: '%s' is not a valid attribute name", func, name);
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: '%s' is not a valid attribute name", func,
+                         name);
   if (m.hasattr(name) || m.find_method(name))
-    return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                         "%s: name '%s' is already in use", func, name);
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: name '%s' is already in use", func, name);
   return CT_OK;
 }
 
@@ -191,40 +178,33 @@ std::vector<std::string> split_dotted(const std::string &s) {
   size_t start = 0;
   for (;;) {
     size_t d = s.find('.', start);
-    parts.push_back(s.substr(start, d == std::string::npos ? std::string::npos
-                                                           : d - start));
-    if (d == std::string::npos)
-      break;
+    parts.push_back(s.substr(start, d == std::string::npos ? std::string::npos : d - start));
+    if (d == std::string::npos) break;
     start = d + 1;
   }
   return parts;
 }
 
 // Walks a dotted name to the object owning the last component.
-ct_status resolve_owner(const char *func, const torch::jit::Module &m,
-                        const char *name,
-                        c10::intrusive_ptr<c10::ivalue::Object> *owner,
-                        std::string *last) {
+ct_status resolve_owner(const char *func, const torch::jit::Module &m, const char *name,
+                        c10::intrusive_ptr<c10::ivalue::Object> *owner, std::string *last) {
   auto parts = split_dotted(name);
   auto obj = m._ivalue();
   std::string path;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     const std::string &p = parts[i];
     if (p.empty() || !obj->type()->hasAttribute(p))
-      return ct::set_error(CT_ERR_NOT_FOUND,
-                           "%s: module has no attribute '%s%s'", func,
+      return ct::set_error(CT_ERR_NOT_FOUND, "%s: module has no attribute '%s%s'", func,
                            path.c_str(), p.c_str());
     IValue next = obj->getAttr(p);
     if (!next.isObject())
-      return ct::set_error(CT_ERR_NOT_FOUND,
-                           "%s: '%s%s' is not a module or object", func,
+      return ct::set_error(CT_ERR_NOT_FOUND, "%s: '%s%s' is not a module or object", func,
                            path.c_str(), p.c_str());
     obj = next.toObject();
     path += p + ".";
   }
   if (parts.back().empty() || !obj->type()->hasAttribute(parts.back()))
-    return ct::set_error(CT_ERR_NOT_FOUND, "%s: module has no attribute '%s'",
-                         func, name);
+    return ct::set_error(CT_ERR_NOT_FOUND, "%s: module has no attribute '%s'", func, name);
   *owner = obj;
   *last = parts.back();
   return CT_OK;
@@ -233,32 +213,28 @@ ct_status resolve_owner(const char *func, const torch::jit::Module &m,
 template <class List>
 ct_status named_tensors(ct_value **out, const List &list) {
   c10::Dict<std::string, at::Tensor> d;
-  for (const auto &nv : list)
-    d.insert(nv.name, nv.value);
+  for (const auto &nv : list) d.insert(nv.name, nv.value);
   *out = ct::new_value(IValue(std::move(d)));
   return CT_OK;
 }
 
 ct_status check_extra_files(const char *func, const ct_value *extra_files,
                             torch::jit::ExtraFilesMap *out) {
-  if (!extra_files)
-    return CT_OK;
+  if (!extra_files) return CT_OK;
   const IValue &v = extra_files->v;
   if (!v.isGenericDict())
-    return ct::set_error(CT_ERR_TYPE,
-                         "%s: extra_files must be a Dict[str, str], got %s",
-                         func, ct::value_type_name(v).c_str());
+    return ct::set_error(CT_ERR_TYPE, "%s: extra_files must be a Dict[str, str], got %s", func,
+                         ct::value_type_name(v).c_str());
   for (const auto &e : v.toGenericDict()) {
     if (!e.key().isString() || !e.value().isString())
-      return ct::set_error(CT_ERR_TYPE,
-                           "%s: extra_files must be a Dict[str, str], got %s",
-                           func, ct::value_type_name(v).c_str());
+      return ct::set_error(CT_ERR_TYPE, "%s: extra_files must be a Dict[str, str], got %s", func,
+                           ct::value_type_name(v).c_str());
     (*out)[e.key().toStringRef()] = e.value().toStringRef();
   }
   return CT_OK;
 }
 
-} // namespace
+}  // namespace
 
 extern "C" {
 
@@ -272,35 +248,31 @@ ct_status ct_module_load(ct_module **out, const char *path, int32_t device_type,
     CT_CHECK_NOT_NULL(path);
     c10::optional<c10::Device> dev;
     ct_status st = map_location(ct_fn_, device_type, device_index, &dev);
-    if (st != CT_OK)
-      return st;
+    if (st != CT_OK) return st;
     st = ct::check_input_file(ct_fn_, path);
-    if (st != CT_OK)
-      return st;
+    if (st != CT_OK) return st;
     std::string what = std::string("'") + path + "'";
     std::shared_ptr<caffe2::serialize::ReadAdapterInterface> rai;
     st = with_code(ct_fn_, CT_ERR_IO, "", [&] {
       rai = std::make_shared<caffe2::serialize::FileAdapter>(path);
       return CT_OK;
     });
-    if (st != CT_OK)
-      return st;
+    if (st != CT_OK) return st;
     return load_impl(ct_fn_, out, std::move(rai), what, dev);
   });
 }
 
-ct_status ct_module_load_buffer(ct_module **out, const void *data, size_t size,
-                                int32_t device_type, int32_t device_index) {
+ct_status ct_module_load_buffer(ct_module **out, const void *data, size_t size, int32_t device_type,
+                                int32_t device_index) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(data);
     c10::optional<c10::Device> dev;
     ct_status st = map_location(ct_fn_, device_type, device_index, &dev);
-    if (st != CT_OK)
-      return st;
-    return load_impl(ct_fn_, out, std::make_shared<ct::BorrowedReader>(data, size),
-                     "the buffer", dev);
+    if (st != CT_OK) return st;
+    return load_impl(ct_fn_, out, std::make_shared<ct::BorrowedReader>(data, size), "the buffer",
+                     dev);
   });
 }
 
@@ -312,13 +284,10 @@ ct_status ct_module_extra_files(ct_value **out, const ct_module *m) {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
     std::vector<const std::pair<const std::string, std::string> *> items;
-    for (const auto &kv : m->extra_files)
-      items.push_back(&kv);
-    std::sort(items.begin(), items.end(),
-              [](auto *a, auto *b) { return a->first < b->first; });
+    for (const auto &kv : m->extra_files) items.push_back(&kv);
+    std::sort(items.begin(), items.end(), [](auto *a, auto *b) { return a->first < b->first; });
     c10::Dict<std::string, std::string> d;
-    for (auto *kv : items)
-      d.insert(kv->first, kv->second);
+    for (auto *kv : items) d.insert(kv->first, kv->second);
     *out = ct::new_value(IValue(std::move(d)));
     return CT_OK;
   });
@@ -326,24 +295,21 @@ ct_status ct_module_extra_files(ct_value **out, const ct_module *m) {
 
 // ---- Calls -------------------------------------------------------------------
 
-ct_status ct_module_forward(ct_value **out, ct_module *m,
-                            const ct_value *const *args, size_t n) {
+ct_status ct_module_forward(ct_value **out, ct_module *m, const ct_value *const *args, size_t n) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
     torch::jit::Function *fn = nullptr;
     ct_status st = find_method(ct_fn_, m, "forward", &fn);
-    if (st != CT_OK)
-      return st;
+    if (st != CT_OK) return st;
     IValue self(m->m._ivalue());
     return ct::invoke(ct_fn_, *fn, &self, out, args, n, nullptr, nullptr, 0);
   });
 }
 
 ct_status ct_module_call(ct_value **out, ct_module *m, const char *method,
-                         const ct_value *const *args, size_t n,
-                         const char *const *kwnames,
+                         const ct_value *const *args, size_t n, const char *const *kwnames,
                          const ct_value *const *kwvalues, size_t nkw) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
@@ -352,8 +318,7 @@ ct_status ct_module_call(ct_value **out, ct_module *m, const char *method,
     CT_CHECK_NOT_NULL(method);
     torch::jit::Function *fn = nullptr;
     ct_status st = find_method(ct_fn_, m, method, &fn);
-    if (st != CT_OK)
-      return st;
+    if (st != CT_OK) return st;
     IValue self(m->m._ivalue());
     return ct::invoke(ct_fn_, *fn, &self, out, args, n, kwnames, kwvalues, nkw);
   });
@@ -380,8 +345,8 @@ ct_status ct_module_forward_tensors(ct_tensor **outputs, size_t n_outputs, size_
     std::vector<at::Tensor> ts;
     if (!result_tensors(result, &ts))
       return ct::set_error(CT_ERR_TYPE,
-                           "%s: %s returned %s, not a Tensor or a tuple or list of Tensors",
-                           ct_fn_, name, ct::value_type_name(result).c_str());
+                           "%s: %s returned %s, not a Tensor or a tuple or list of Tensors", ct_fn_,
+                           name, ct::value_type_name(result).c_str());
     if (n_returned) *n_returned = ts.size();
     if (ts.size() > n_outputs)
       return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: %s returned %zu tensors, n_outputs is %zu",
@@ -407,8 +372,7 @@ ct_status ct_module_methods(ct_value **out, const ct_module *m) {
   });
 }
 
-ct_status ct_module_named_parameters(ct_value **out, const ct_module *m,
-                                     int32_t recurse) {
+ct_status ct_module_named_parameters(ct_value **out, const ct_module *m, int32_t recurse) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -417,8 +381,7 @@ ct_status ct_module_named_parameters(ct_value **out, const ct_module *m,
   });
 }
 
-ct_status ct_module_named_buffers(ct_value **out, const ct_module *m,
-                                  int32_t recurse) {
+ct_status ct_module_named_buffers(ct_value **out, const ct_module *m, int32_t recurse) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -427,22 +390,19 @@ ct_status ct_module_named_buffers(ct_value **out, const ct_module *m,
   });
 }
 
-ct_status ct_module_named_attributes(ct_value **out, const ct_module *m,
-                                     int32_t recurse) {
+ct_status ct_module_named_attributes(ct_value **out, const ct_module *m, int32_t recurse) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
     c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
-    for (const auto &nv : m->m.named_attributes(recurse != 0))
-      d.insert(IValue(nv.name), nv.value);
+    for (const auto &nv : m->m.named_attributes(recurse != 0)) d.insert(IValue(nv.name), nv.value);
     *out = ct::new_value(IValue(std::move(d)));
     return CT_OK;
   });
 }
 
-ct_status ct_module_named_children(ct_value **out, const ct_module *m,
-                                   int32_t recurse) {
+ct_status ct_module_named_children(ct_value **out, const ct_module *m, int32_t recurse) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -450,8 +410,7 @@ ct_status ct_module_named_children(ct_value **out, const ct_module *m,
     c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
     if (recurse) {
       for (const auto &nv : m->m.named_modules())
-        if (!nv.name.empty())
-          d.insert(IValue(nv.name), IValue(nv.value._ivalue()));
+        if (!nv.name.empty()) d.insert(IValue(nv.name), IValue(nv.value._ivalue()));
     } else {
       for (const auto &nv : m->m.named_children())
         d.insert(IValue(nv.name), IValue(nv.value._ivalue()));
@@ -461,8 +420,7 @@ ct_status ct_module_named_children(ct_value **out, const ct_module *m,
   });
 }
 
-ct_status ct_module_get_attr(ct_value **out, const ct_module *m,
-                             const char *name) {
+ct_status ct_module_get_attr(ct_value **out, const ct_module *m, const char *name) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -471,15 +429,13 @@ ct_status ct_module_get_attr(ct_value **out, const ct_module *m,
     c10::intrusive_ptr<c10::ivalue::Object> owner;
     std::string last;
     ct_status st = resolve_owner(ct_fn_, m->m, name, &owner, &last);
-    if (st != CT_OK)
-      return st;
+    if (st != CT_OK) return st;
     *out = ct::new_value(owner->getAttr(last));
     return CT_OK;
   });
 }
 
-ct_status ct_module_set_attr(ct_module *m, const char *name,
-                             const ct_value *v) {
+ct_status ct_module_set_attr(ct_module *m, const char *name, const ct_value *v) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
@@ -488,14 +444,12 @@ ct_status ct_module_set_attr(ct_module *m, const char *name,
     c10::intrusive_ptr<c10::ivalue::Object> owner;
     std::string last;
     ct_status st = resolve_owner(ct_fn_, m->m, name, &owner, &last);
-    if (st != CT_OK)
-      return st;
+    if (st != CT_OK) return st;
     const TypePtr &t = owner->type()->getAttribute(last);
     IValue c;
     if (!ct::coerce(v->v, t, &c))
-      return ct::set_error(
-          CT_ERR_TYPE, "%s: attribute '%s' has type %s, got %s", ct_fn_, name,
-          t->annotation_str().c_str(), ct::value_type_name(v->v).c_str());
+      return ct::set_error(CT_ERR_TYPE, "%s: attribute '%s' has type %s, got %s", ct_fn_, name,
+                           t->annotation_str().c_str(), ct::value_type_name(v->v).c_str());
     owner->setAttr(last, std::move(c));
     return CT_OK;
   });
@@ -503,41 +457,35 @@ ct_status ct_module_set_attr(ct_module *m, const char *name,
 
 // ---- State -------------------------------------------------------------------
 
-ct_status ct_module_to(ct_module *m, int32_t device_type, int32_t device_index,
-                       int32_t dtype, int32_t non_blocking) {
+ct_status ct_module_to(ct_module *m, int32_t device_type, int32_t device_index, int32_t dtype,
+                       int32_t non_blocking) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
     c10::optional<c10::Device> dev;
     ct_status st = map_location(ct_fn_, device_type, device_index, &dev);
-    if (st != CT_OK)
-      return st;
+    if (st != CT_OK) return st;
     c10::optional<c10::ScalarType> st_dtype;
     if (dtype != CT_DTYPE_KEEP) {
       c10::ScalarType s;
       st = ct::check_dtype(ct_fn_, dtype, &s);
-      if (st != CT_OK)
-        return st;
+      if (st != CT_OK) return st;
       if (!c10::isFloatingType(s))
-        return ct::set_error(CT_ERR_TYPE, "%s: dtype must be floating, got %s",
-                             ct_fn_, c10::toString(s));
+        return ct::set_error(CT_ERR_TYPE, "%s: dtype must be floating, got %s", ct_fn_,
+                             c10::toString(s));
       st_dtype = s;
     }
-    if (!dev && !st_dtype)
-      return CT_OK;
+    if (!dev && !st_dtype) return CT_OK;
     auto move = [&](const at::Tensor &t) {
-      c10::ScalarType target =
-          (st_dtype && t.is_floating_point()) ? *st_dtype : t.scalar_type();
+      c10::ScalarType target = (st_dtype && t.is_floating_point()) ? *st_dtype : t.scalar_type();
       at::Tensor nt = t.to(dev.value_or(t.device()), target, non_blocking != 0);
       if (!nt.is_same(t)) {
         torch::autograd::Variable var = t;
         var.set_data(nt);
       }
     };
-    for (const at::Tensor &p : m->m.parameters(true))
-      move(p);
-    for (const at::Tensor &b : m->m.buffers(true))
-      move(b);
+    for (const at::Tensor &p : m->m.parameters(true)) move(p);
+    for (const at::Tensor &b : m->m.buffers(true)) move(b);
     return CT_OK;
   });
 }
@@ -555,16 +503,13 @@ ct_status ct_module_train(ct_module *m, int32_t on) {
 }
 
 ct_status ct_module_eval(ct_module *m) {
-  if (!m)
-    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "ct_module_eval: argument 'm' is NULL");
+  if (!m) return ct::set_error(CT_ERR_INVALID_ARGUMENT, "ct_module_eval: argument 'm' is NULL");
   return ct_module_train(m, 0);
 }
 
 int32_t ct_module_is_training(const ct_module *m) {
-  if (!m)
-    return -1;
-  return ct::guard_value<int32_t>(-1,
-                                  [&] { return m->m.is_training() ? 1 : 0; });
+  if (!m) return -1;
+  return ct::guard_value<int32_t>(-1, [&] { return m->m.is_training() ? 1 : 0; });
 }
 
 ct_status ct_module_clone(ct_module **out, const ct_module *m) {
@@ -578,16 +523,14 @@ ct_status ct_module_clone(ct_module **out, const ct_module *m) {
   });
 }
 
-ct_status ct_module_save(const ct_module *m, const char *path,
-                         const ct_value *extra_files) {
+ct_status ct_module_save(const ct_module *m, const char *path, const ct_value *extra_files) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
     CT_CHECK_NOT_NULL(path);
     torch::jit::ExtraFilesMap extra;
     ct_status st = check_extra_files(ct_fn_, extra_files, &extra);
-    if (st != CT_OK)
-      return st;
+    if (st != CT_OK) return st;
     std::string prefix = std::string("cannot save to '") + path + "': ";
     return with_code(ct_fn_, CT_ERR_IO, prefix.c_str(), [&] {
       m->m.save(path, extra);
@@ -596,8 +539,7 @@ ct_status ct_module_save(const ct_module *m, const char *path,
   });
 }
 
-ct_status ct_module_save_buffer(void **data_out, size_t *size_out,
-                                const ct_module *m,
+ct_status ct_module_save_buffer(void **data_out, size_t *size_out, const ct_module *m,
                                 const ct_value *extra_files) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
@@ -606,15 +548,13 @@ ct_status ct_module_save_buffer(void **data_out, size_t *size_out,
     CT_CHECK_NOT_NULL(m);
     torch::jit::ExtraFilesMap extra;
     ct_status st = check_extra_files(ct_fn_, extra_files, &extra);
-    if (st != CT_OK)
-      return st;
+    if (st != CT_OK) return st;
     std::ostringstream os;
     st = with_code(ct_fn_, CT_ERR_IO, "cannot save: ", [&] {
       m->m.save(os, extra);
       return CT_OK;
     });
-    if (st != CT_OK)
-      return st;
+    if (st != CT_OK) return st;
     const std::string bytes = os.str();
     ct::copy_out(bytes.data(), bytes.size(), data_out, size_out);
     return CT_OK;
@@ -633,15 +573,13 @@ ct_status ct_module_freeze(ct_module **out, const ct_module *m) {
   });
 }
 
-ct_status ct_module_optimize_for_inference(ct_module **out,
-                                           const ct_module *m) {
+ct_status ct_module_optimize_for_inference(ct_module **out, const ct_module *m) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(m);
     torch::jit::Module c = m->m.clone();
-    if (c._ivalue()->type()->hasAttribute("training"))
-      c.eval();
+    if (c._ivalue()->type()->hasAttribute("training")) c.eval();
     *out = new ct_module{torch::jit::optimize_for_inference(c), m->extra_files};
     return CT_OK;
   });
@@ -655,19 +593,16 @@ ct_status ct_module_new(ct_module **out, const char *class_name) {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(class_name);
     if (!valid_identifier(class_name))
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: '%s' is not a valid class name", ct_fn_,
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: '%s' is not a valid class name", ct_fn_,
                            class_name);
-    torch::jit::Module mod(
-        c10::QualifiedName(std::string("__torch__.") + class_name));
+    torch::jit::Module mod(c10::QualifiedName(std::string("__torch__.") + class_name));
     mod.register_attribute("training", c10::BoolType::get(), IValue(true));
     *out = new ct_module{std::move(mod), {}};
     return CT_OK;
   });
 }
 
-ct_status ct_module_register_parameter(ct_module *m, const char *name,
-                                       const ct_tensor *t,
+ct_status ct_module_register_parameter(ct_module *m, const char *name, const ct_tensor *t,
                                        int32_t requires_grad) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
@@ -675,11 +610,9 @@ ct_status ct_module_register_parameter(ct_module *m, const char *name,
     CT_CHECK_NOT_NULL(name);
     CT_CHECK_NOT_NULL(t);
     ct_status st = check_new_name(ct_fn_, m->m, name);
-    if (st != CT_OK)
-      return st;
+    if (st != CT_OK) return st;
     if (!t->t.defined())
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: tensor is undefined",
-                           ct_fn_);
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: tensor is undefined", ct_fn_);
     if (requires_grad && !(t->t.is_floating_point() || t->t.is_complex()))
       return ct::set_error(CT_ERR_TYPE,
                            "%s: only floating point and complex tensors can "
@@ -693,37 +626,32 @@ ct_status ct_module_register_parameter(ct_module *m, const char *name,
   });
 }
 
-ct_status ct_module_register_buffer(ct_module *m, const char *name,
-                                    const ct_tensor *t) {
+ct_status ct_module_register_buffer(ct_module *m, const char *name, const ct_tensor *t) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
     CT_CHECK_NOT_NULL(name);
     CT_CHECK_NOT_NULL(t);
     ct_status st = check_new_name(ct_fn_, m->m, name);
-    if (st != CT_OK)
-      return st;
+    if (st != CT_OK) return st;
     m->m.register_buffer(name, t->t);
     return CT_OK;
   });
 }
 
-ct_status ct_module_register_module(ct_module *m, const char *name,
-                                    const ct_module *child) {
+ct_status ct_module_register_module(ct_module *m, const char *name, const ct_module *child) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
     CT_CHECK_NOT_NULL(name);
     CT_CHECK_NOT_NULL(child);
     ct_status st = check_new_name(ct_fn_, m->m, name);
-    if (st != CT_OK)
-      return st;
+    if (st != CT_OK) return st;
     // A cycle would make every recursive walk (parameters, train, clone,
     // save) loop or overflow the stack: refuse it when it is made.
     if (child->m._ivalue().get() == m->m._ivalue().get())
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: a module cannot contain itself (that would make a cycle)",
-                           ct_fn_);
+                           "%s: a module cannot contain itself (that would make a cycle)", ct_fn_);
     for (const torch::jit::Module &sub : child->m.modules())
       if (sub._ivalue().get() == m->m._ivalue().get())
         return ct::set_error(CT_ERR_INVALID_ARGUMENT,
@@ -740,22 +668,19 @@ ct_status ct_module_define(ct_module *m, const char *source) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
     CT_CHECK_NOT_NULL(source);
-    if (ct_status s = ct::check_source_nesting(ct_fn_, source))
-      return s;
+    if (ct_status s = ct::check_source_nesting(ct_fn_, source)) return s;
     return with_code(ct_fn_, CT_ERR_TORCH, "", [&] {
       // All or nothing: a failed define leaves no half-built method behind.
       auto type = m->m.type();
       std::unordered_set<std::string> before;
-      for (torch::jit::Function *fn : type->methods())
-        before.insert(fn->name());
+      for (torch::jit::Function *fn : type->methods()) before.insert(fn->name());
       ct::RegistryRead registry_read;
       try {
         m->m.define(source, ct::op_resolver());
       } catch (...) {
         std::vector<std::string> added;
         for (torch::jit::Function *fn : type->methods())
-          if (!before.count(fn->name()))
-            added.push_back(fn->name());
+          if (!before.count(fn->name())) added.push_back(fn->name());
         for (const std::string &n : added) {
           c10::QualifiedName q = type->getMethod(n).qualname();
           type->unsafeRemoveMethod(n);
@@ -768,4 +693,4 @@ ct_status ct_module_define(ct_module *m, const char *source) {
   });
 }
 
-} // extern "C"
+}  // extern "C"

@@ -43,7 +43,8 @@ Overload make_overload(std::shared_ptr<torch::jit::Operator> op) {
     o.args.push_back(std::move(ai));
   }
   o.first_tail_default = o.args.size();
-  while (o.first_tail_default > 0 && o.args[o.first_tail_default - 1].has_def) --o.first_tail_default;
+  while (o.first_tail_default > 0 && o.args[o.first_tail_default - 1].has_def)
+    --o.first_tail_default;
   for (size_t i = 0; i < o.args.size(); ++i) {
     o.kinds.push_back(o.args[i].kind);
     const IValue &d = o.defaults[i];
@@ -125,7 +126,6 @@ using ct::Overload;
 
 // ---- C API --------------------------------------------------------------------
 
-
 extern "C" {
 
 ct_status ct_op_find(ct_op **out, const char *name, const char *overload) {
@@ -145,13 +145,12 @@ void ct_op_free(ct_op *op) { delete op; }
 
 size_t ct_op_num_overloads(const ct_op *op) { return op ? op->overloads.size() : 0; }
 
-#define CT_CHECK_OVERLOAD(op, ov)                                                          \
-  do {                                                                                     \
-    CT_CHECK_NOT_NULL(op);                                                                 \
-    if ((ov) >= (op)->overloads.size())                                                    \
-      return ct::set_error(CT_ERR_INDEX, "%s: overload index %zu out of range (%s has %zu)", \
-                           ct_fn_, (size_t)(ov), (op)->name.c_str(),                      \
-                           (op)->overloads.size());                                        \
+#define CT_CHECK_OVERLOAD(op, ov)                                                             \
+  do {                                                                                        \
+    CT_CHECK_NOT_NULL(op);                                                                    \
+    if ((ov) >= (op)->overloads.size())                                                       \
+      return ct::set_error(CT_ERR_INDEX, "%s: overload index %zu out of range (%s has %zu)",  \
+                           ct_fn_, (size_t)(ov), (op)->name.c_str(), (op)->overloads.size()); \
   } while (0)
 
 ct_status ct_op_schema(const char **out, const ct_op *op, size_t overload) {
@@ -181,8 +180,8 @@ ct_status ct_op_argument(const char **name, const char **type, const char **defa
     CT_CHECK_OVERLOAD(op, overload);
     const Overload &o = op->overloads[overload];
     if (i >= o.args.size())
-      return ct::set_error(CT_ERR_INDEX, "%s: argument index %zu out of range (%s has %zu)",
-                           ct_fn_, i, o.schema_str.c_str(), o.args.size());
+      return ct::set_error(CT_ERR_INDEX, "%s: argument index %zu out of range (%s has %zu)", ct_fn_,
+                           i, o.schema_str.c_str(), o.args.size());
     const ArgInfo &a = o.args[i];
     if (name) *name = a.name.c_str();
     if (type) *type = a.type.c_str();
@@ -209,8 +208,8 @@ ct_status ct_op_return(const char **name, const char **type, const ct_op *op, si
     CT_CHECK_OVERLOAD(op, overload);
     const Overload &o = op->overloads[overload];
     if (i >= o.rets.size())
-      return ct::set_error(CT_ERR_INDEX, "%s: return index %zu out of range (%s has %zu)",
-                           ct_fn_, i, o.schema_str.c_str(), o.rets.size());
+      return ct::set_error(CT_ERR_INDEX, "%s: return index %zu out of range (%s has %zu)", ct_fn_,
+                           i, o.schema_str.c_str(), o.rets.size());
     if (name) *name = o.rets[i].first.c_str();
     if (type) *type = o.rets[i].second.c_str();
     return CT_OK;

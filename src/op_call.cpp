@@ -65,10 +65,14 @@ void setup_typed(Overload &o) {
       aliases = true;
     }
     auto k = a.type()->kind();
-    if (k == TypeKind::TensorType) sig += 'T';
-    else if (k == TypeKind::NumberType) sig += 'S';
-    else if (k == TypeKind::IntType && !is_scalar_type_arg(a)) sig += 'I';
-    else return;
+    if (k == TypeKind::TensorType)
+      sig += 'T';
+    else if (k == TypeKind::NumberType)
+      sig += 'S';
+    else if (k == TypeKind::IntType && !is_scalar_type_arg(a))
+      sig += 'I';
+    else
+      return;
   }
   if (aliases && sig != "TII") return;
   auto h = c10::Dispatcher::singleton().findSchema(s.operator_name());
@@ -260,7 +264,6 @@ __attribute__((noinline)) ct_status call_op_general(const char *func, ct_value *
                        op->name.c_str(), detail.c_str());
 }
 
-
 inline ct_status call_op(const char *func, ct_value **out, const ct_op *op,
                          const ct_value *const *args, size_t n, const char *const *kwnames,
                          const ct_value *const *kwvalues, size_t nkw) {
@@ -281,10 +284,10 @@ inline ct_status call_op(const char *func, ct_value **out, const ct_op *op,
       }
       if (fast && o.typed != TS_NONE) {
         // Arguments are checked above; take them (or defaults) unboxed.
-        auto T = [&](size_t i) __attribute__((always_inline)) -> const at::Tensor & {
+        auto T = [&](size_t i) __attribute__((always_inline))->const at::Tensor & {
           return i < n ? args[i]->v.toTensor() : o.defaults[i].toTensor();
         };
-        auto S = [&](size_t i) __attribute__((always_inline)) -> c10::Scalar {
+        auto S = [&](size_t i) __attribute__((always_inline))->c10::Scalar {
           return i < n ? args[i]->v.toScalar() : o.default_scalars[i];
         };
         auto I = [&](size_t i) -> int64_t {
@@ -302,8 +305,8 @@ inline ct_status call_op(const char *func, ct_value **out, const ct_op *op,
 // ---- Tensors in, tensors out (ct_op_call_tensors).
 
 // Moves the result value's tensors into outputs[0..n_outputs).
-ct_status unpack_tensors(const char *func, ct_tensor **outputs, size_t n_outputs,
-                         const ct_op *op, IValue &&result) {
+ct_status unpack_tensors(const char *func, ct_tensor **outputs, size_t n_outputs, const ct_op *op,
+                         IValue &&result) {
   std::vector<IValue> items;
   if (result.isTuple()) {
     const auto &el = result.toTupleRef().elements();
@@ -323,8 +326,8 @@ ct_status unpack_tensors(const char *func, ct_tensor **outputs, size_t n_outputs
   return CT_OK;
 }
 
-ct_status call_op_tensors(const char *func, ct_tensor **outputs, size_t n_outputs,
-                          const ct_op *op, const ct_tensor *const *inputs, size_t n) {
+ct_status call_op_tensors(const char *func, ct_tensor **outputs, size_t n_outputs, const ct_op *op,
+                          const ct_tensor *const *inputs, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (!inputs[i])
       return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: inputs[%zu] is NULL", func, i);
@@ -333,10 +336,10 @@ ct_status call_op_tensors(const char *func, ct_tensor **outputs, size_t n_output
     bool tensors = o.callable && n <= o.n_positional && n >= o.first_tail_default;
     for (size_t i = 0; tensors && i < n; ++i) tensors = o.kinds[i] == FK_TENSOR;
     if (tensors && o.typed != TS_NONE) {
-      auto T = [&](size_t i) __attribute__((always_inline)) -> const at::Tensor & {
+      auto T = [&](size_t i) __attribute__((always_inline))->const at::Tensor & {
         return i < n ? inputs[i]->t : o.defaults[i].toTensor();
       };
-      auto S = [&](size_t i) __attribute__((always_inline)) -> const c10::Scalar & {
+      auto S = [&](size_t i) __attribute__((always_inline))->const c10::Scalar & {
         return o.default_scalars[i];  // Scalars here always come from defaults
       };
       auto I = [&](size_t i) -> int64_t { return o.defaults[i].toInt(); };
@@ -376,11 +379,12 @@ ct_status call_op_tensors_values(const char *func, ct_tensor **outputs, size_t n
     for (size_t i = 0; exact && i < nv; ++i) exact = fast_match(o.kinds[nt + i], values[i]->v);
     if (exact) {
       if (o.typed != TS_NONE) {
-        auto T = [&](size_t i) __attribute__((always_inline)) -> const at::Tensor & {
-          return i < nt ? tensors[i]->t : i < n ? values[i - nt]->v.toTensor()
-                                                : o.defaults[i].toTensor();
+        auto T = [&](size_t i) __attribute__((always_inline))->const at::Tensor & {
+          return i < nt  ? tensors[i]->t
+                 : i < n ? values[i - nt]->v.toTensor()
+                         : o.defaults[i].toTensor();
         };
-        auto S = [&](size_t i) __attribute__((always_inline)) -> c10::Scalar {
+        auto S = [&](size_t i) __attribute__((always_inline))->c10::Scalar {
           return i >= nt && i < n ? values[i - nt]->v.toScalar() : o.default_scalars[i];
         };
         auto I = [&](size_t i) -> int64_t {
@@ -401,11 +405,12 @@ ct_status call_op_tensors_values(const char *func, ct_tensor **outputs, size_t n
         outputs[0] = ct::new_tensor(std::move(st[0]).toTensor());
         return CT_OK;
       }
-      IValue res = st.size() == 1 ? std::move(st[0])
-                   : st.empty()   ? IValue()
-                                  : IValue(c10::ivalue::Tuple::create(std::vector<IValue>(
-                                        std::make_move_iterator(st.begin()),
-                                        std::make_move_iterator(st.end()))));
+      IValue res =
+          st.size() == 1 ? std::move(st[0])
+          : st.empty()
+              ? IValue()
+              : IValue(c10::ivalue::Tuple::create(std::vector<IValue>(
+                    std::make_move_iterator(st.begin()), std::make_move_iterator(st.end()))));
       return unpack_tensors(func, outputs, n_outputs, op, std::move(res));
     }
   }

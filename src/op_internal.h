@@ -48,10 +48,10 @@ struct Overload {
   std::string schema_str;
   std::vector<ArgInfo> args;
   std::vector<std::pair<std::string, std::string>> rets;
-  std::vector<c10::IValue> defaults;  // per argument; None where there is none
-  size_t n_positional = 0;       // arguments that may be given positionally
-  size_t first_tail_default = 0; // every argument from this index on has a default
-  std::vector<FastKind> kinds;   // per argument, contiguous (the fast path scans it)
+  std::vector<c10::IValue> defaults;         // per argument; None where there is none
+  size_t n_positional = 0;                   // arguments that may be given positionally
+  size_t first_tail_default = 0;             // every argument from this index on has a default
+  std::vector<FastKind> kinds;               // per argument, contiguous (the fast path scans it)
   std::vector<c10::Scalar> default_scalars;  // per argument; defaults of Scalar arguments
   size_t n_returns = 0;
   bool callable = false;  // has an operation; not vararg/varret

@@ -52,9 +52,9 @@ struct ct_package {
   std::unique_ptr<Loader> loader;
   std::unordered_map<std::string, std::string> metadata;
   std::vector<std::string> call_spec;
-  std::vector<std::string> constant_names;  // sorted
+  std::vector<std::string> constant_names;                   // sorted
   std::unordered_map<std::string, int32_t> constant_dtypes;  // name -> c10::ScalarType
-  size_t n_inputs = static_cast<size_t>(-1);  // from the in_spec; -1 unknown
+  size_t n_inputs = static_cast<size_t>(-1);                 // from the in_spec; -1 unknown
   int32_t device_type = CT_DEVICE_CPU;
   int32_t device_index = -1;
 #endif
@@ -127,8 +127,8 @@ ct_status load_file(const char *func, ct_package **out, const std::string &path,
   std::vector<std::string> names;
   if (bytes.size() < 4 || bytes[0] != 'P' || bytes[1] != 'K' || !zip_names(bytes, &names))
     return ct::set_error(CT_ERR_IO,
-                         "%s: '%s' is not an AOTInductor package (.pt2): not a zip archive",
-                         func, shown_as);
+                         "%s: '%s' is not an AOTInductor package (.pt2): not a zip archive", func,
+                         shown_as);
   const std::string dir = "data/aotinductor/" + name + "/";
   std::set<std::string> models;
   bool found = false;
@@ -143,11 +143,10 @@ ct_status load_file(const char *func, ct_package **out, const std::string &path,
   if (!found) {
     std::string list;
     for (const auto &m : models) list += (list.empty() ? "" : ", ") + m;
-    return ct::set_error(CT_ERR_IO,
-                         "%s: '%s' is not a loadable AOTInductor package with a model '%s': %s",
-                         func, shown_as, name.c_str(),
-                         models.empty() ? "no data/aotinductor/ models in the archive"
-                                        : ("it has " + list).c_str());
+    return ct::set_error(
+        CT_ERR_IO, "%s: '%s' is not a loadable AOTInductor package with a model '%s': %s", func,
+        shown_as, name.c_str(),
+        models.empty() ? "no data/aotinductor/ models in the archive" : ("it has " + list).c_str());
   }
   auto p = std::make_unique<ct_package>();
   try {
@@ -254,17 +253,15 @@ ct_status ct_package_load_buffer(ct_package **out, const void *data, size_t len,
 void ct_package_free(ct_package *p) {
   try {
     delete p;
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
-ct_status ct_package_run(ct_tensor **outputs, size_t n_outputs, size_t *n_returned,
-                         ct_package *p, const ct_tensor *const *inputs, size_t n_inputs) {
+ct_status ct_package_run(ct_tensor **outputs, size_t n_outputs, size_t *n_returned, ct_package *p,
+                         const ct_tensor *const *inputs, size_t n_inputs) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(p);
-    CT_CHECK_ARG(outputs != nullptr || n_outputs == 0, "%s: argument 'outputs' is NULL",
-                 ct_fn_);
+    CT_CHECK_ARG(outputs != nullptr || n_outputs == 0, "%s: argument 'outputs' is NULL", ct_fn_);
     CT_CHECK_ARG(inputs != nullptr || n_inputs == 0, "%s: argument 'inputs' is NULL", ct_fn_);
 #if CTORCH_HAVE_AOTI
     if (p->n_inputs != static_cast<size_t>(-1) && n_inputs != p->n_inputs)
@@ -281,8 +278,8 @@ ct_status ct_package_run(ct_tensor **outputs, size_t n_outputs, size_t *n_return
     std::vector<at::Tensor> res = p->loader->run(in);
     if (res.size() > n_outputs)
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: the model returned %zu tensors, more than n_outputs (%zu)",
-                           ct_fn_, res.size(), n_outputs);
+                           "%s: the model returned %zu tensors, more than n_outputs (%zu)", ct_fn_,
+                           res.size(), n_outputs);
     for (size_t i = 0; i < res.size(); ++i) outputs[i] = ct::new_tensor(std::move(res[i]));
     if (n_returned) *n_returned = res.size();
     return CT_OK;
@@ -363,17 +360,14 @@ ct_status ct_package_update_constants(ct_package *p, const char *const *names,
                              names[i]);
       const at::Tensor &t = tensors[i]->t;
       if (ct::device_type_code(t.device().type()) != p->device_type)
-        return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                             "%s: constant '%s' is on %s, the package runs on %s", ct_fn_,
-                             names[i], t.device().str().c_str(),
-                             p->metadata.count("AOTI_DEVICE_KEY")
-                                 ? p->metadata.at("AOTI_DEVICE_KEY").c_str()
-                                 : "?");
+        return ct::set_error(
+            CT_ERR_INVALID_ARGUMENT, "%s: constant '%s' is on %s, the package runs on %s", ct_fn_,
+            names[i], t.device().str().c_str(),
+            p->metadata.count("AOTI_DEVICE_KEY") ? p->metadata.at("AOTI_DEVICE_KEY").c_str() : "?");
       auto want = p->constant_dtypes.find(name);
-      if (want != p->constant_dtypes.end() &&
-          want->second != static_cast<int32_t>(t.scalar_type()))
-        return ct::set_error(CT_ERR_TYPE, "%s: constant '%s' is %s, the package expects %s",
-                             ct_fn_, names[i], c10::toString(t.scalar_type()),
+      if (want != p->constant_dtypes.end() && want->second != static_cast<int32_t>(t.scalar_type()))
+        return ct::set_error(CT_ERR_TYPE, "%s: constant '%s' is %s, the package expects %s", ct_fn_,
+                             names[i], c10::toString(t.scalar_type()),
                              c10::toString(static_cast<c10::ScalarType>(want->second)));
       if (!map.emplace(name, t).second)
         return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: constant '%s' given twice", ct_fn_,

@@ -58,14 +58,14 @@ using ct::value_type;
 enum class PkKind : uint8_t { Other, Mark, OrderedDictClass, EmptyTuple, Dict };
 
 struct PkItem {
-  size_t start; // offset of the first opcode that produced this item
+  size_t start;  // offset of the first opcode that produced this item
   PkKind kind;
 };
 
 struct PkEdit {
-  size_t pos;         // offset in the original stream
-  size_t erase;       // bytes replaced at pos (0: pure insertion)
-  std::string insert; // bytes written at pos
+  size_t pos;          // offset in the original stream
+  size_t erase;        // bytes replaced at pos (0: pure insertion)
+  std::string insert;  // bytes written at pos
 };
 
 // Returns true and fills *out when the stream was rewritten; false when it
@@ -79,34 +79,28 @@ bool rewrite_pickle(const char *data, size_t n, std::vector<char> *out) {
 
   auto need = [&](size_t k) { return k <= n - i; };
   auto le32 = [&](size_t at) -> uint32_t {
-    return uint32_t(p[at]) | uint32_t(p[at + 1]) << 8 |
-           uint32_t(p[at + 2]) << 16 | uint32_t(p[at + 3]) << 24;
+    return uint32_t(p[at]) | uint32_t(p[at + 1]) << 8 | uint32_t(p[at + 2]) << 16 |
+           uint32_t(p[at + 3]) << 24;
   };
   // Pops k items (none of them a mark); returns the start of the deepest.
   auto pop_n = [&](size_t k, size_t *start) -> bool {
-    if (stack.size() < k)
-      return false;
+    if (stack.size() < k) return false;
     for (size_t j = stack.size() - k; j < stack.size(); ++j)
-      if (stack[j].kind == PkKind::Mark)
-        return false;
-    if (k > 0)
-      *start = stack[stack.size() - k].start;
+      if (stack[j].kind == PkKind::Mark) return false;
+    if (k > 0) *start = stack[stack.size() - k].start;
     stack.resize(stack.size() - k);
     return true;
   };
   // Pops everything down to and including the topmost mark.
   auto pop_mark = [&](size_t *start) -> bool {
-    while (!stack.empty() && stack.back().kind != PkKind::Mark)
-      stack.pop_back();
-    if (stack.empty())
-      return false;
+    while (!stack.empty() && stack.back().kind != PkKind::Mark) stack.pop_back();
+    if (stack.empty()) return false;
     *start = stack.back().start;
     stack.pop_back();
     return true;
   };
   auto top_kind = [&](size_t from_top) {
-    return stack.size() > from_top ? stack[stack.size() - 1 - from_top].kind
-                                   : PkKind::Mark;
+    return stack.size() > from_top ? stack[stack.size() - 1 - from_top].kind : PkKind::Mark;
   };
 
   while (i < n) {
@@ -114,195 +108,164 @@ bool rewrite_pickle(const char *data, size_t n, std::vector<char> *out) {
     const unsigned char op = p[i++];
     size_t s = 0;
     switch (op) {
-    case 0x80: // PROTO
-      if (!need(1))
+      case 0x80:  // PROTO
+        if (!need(1)) return false;
+        i += 1;
+        break;
+      case '.':  // STOP
+        if (stack.size() != 1 || stack[0].kind == PkKind::Mark) return false;
+        i = n + 1;  // done
+        break;
+      case '(':  // MARK
+        stack.push_back({at, PkKind::Mark});
+        break;
+      case ')':  // EMPTY_TUPLE
+        stack.push_back({at, PkKind::EmptyTuple});
+        break;
+      case ']':   // EMPTY_LIST
+      case 'N':   // NONE
+      case 0x88:  // NEWTRUE
+      case 0x89:  // NEWFALSE
+        stack.push_back({at, PkKind::Other});
+        break;
+      case '}':  // EMPTY_DICT
+        stack.push_back({at, PkKind::Dict});
+        break;
+      case 'K':    // BININT1
+      case 'M':    // BININT2
+      case 'J':    // BININT
+      case 'G': {  // BINFLOAT
+        size_t k = op == 'K' ? 1 : op == 'M' ? 2 : op == 'J' ? 4 : 8;
+        if (!need(k)) return false;
+        i += k;
+        stack.push_back({at, PkKind::Other});
+        break;
+      }
+      case 0x8a:  // LONG1
+      case 'U':   // SHORT_BINSTRING
+      case 'C':   // SHORT_BINBYTES
+      case 0x8c:  // SHORT_BINUNICODE
+        if (!need(1) || !need(1 + size_t(p[i]))) return false;
+        i += 1 + size_t(p[i]);
+        stack.push_back({at, PkKind::Other});
+        break;
+      case 0x8b:   // LONG4
+      case 'T':    // BINSTRING
+      case 'B':    // BINBYTES
+      case 'X': {  // BINUNICODE
+        if (!need(4)) return false;
+        size_t len = le32(i);
+        if (!need(4 + len)) return false;
+        i += 4 + len;
+        stack.push_back({at, PkKind::Other});
+        break;
+      }
+      case 'c': {  // GLOBAL "module\nname\n"
+        const void *nl1 = std::memchr(p + i, '\n', n - i);
+        if (!nl1) return false;
+        size_t e1 = static_cast<const unsigned char *>(nl1) - p;
+        const void *nl2 = std::memchr(p + e1 + 1, '\n', n - e1 - 1);
+        if (!nl2) return false;
+        size_t e2 = static_cast<const unsigned char *>(nl2) - p;
+        std::string mod(data + i, e1 - i), name(data + e1 + 1, e2 - e1 - 1);
+        i = e2 + 1;
+        stack.push_back({at, mod == "collections" && name == "OrderedDict"
+                                 ? PkKind::OrderedDictClass
+                                 : PkKind::Other});
+        break;
+      }
+      case 'q':    // BINPUT
+      case 'r': {  // LONG_BINPUT
+        size_t k = op == 'q' ? 1 : 4;
+        if (!need(k) || stack.empty() || stack.back().kind == PkKind::Mark) return false;
+        memo[op == 'q' ? p[i] : le32(i)] = stack.back().kind;
+        i += k;
+        break;
+      }
+      case 'h':    // BINGET
+      case 'j': {  // LONG_BINGET
+        size_t k = op == 'h' ? 1 : 4;
+        if (!need(k)) return false;
+        auto it = memo.find(op == 'h' ? p[i] : le32(i));
+        if (it == memo.end()) return false;
+        i += k;
+        // A memoized dict may have been filled since: only the class and the
+        // empty tuple keep their meaning.
+        PkKind kind = it->second == PkKind::OrderedDictClass || it->second == PkKind::EmptyTuple
+                          ? it->second
+                          : PkKind::Other;
+        stack.push_back({at, kind});
+        break;
+      }
+      case 'R': {  // REDUCE: callable args -> result
+        bool odict = top_kind(1) == PkKind::OrderedDictClass && top_kind(0) == PkKind::EmptyTuple;
+        if (!pop_n(2, &s)) return false;
+        if (odict) edits.push_back({at, 1, std::string("\x81\x81}", 3)});
+        stack.push_back({s, odict ? PkKind::Dict : PkKind::Other});
+        break;
+      }
+      case 0x81:  // NEWOBJ: cls args -> obj
+        if (!pop_n(2, &s)) return false;
+        stack.push_back({s, PkKind::Other});
+        break;
+      case 'b': {  // BUILD: obj state -> obj
+        bool odict = top_kind(1) == PkKind::Dict && top_kind(0) != PkKind::Mark;
+        if (!pop_n(1, &s)) return false;
+        if (odict) edits.push_back({at, 1, std::string("\x81", 1)});
+        if (stack.empty() || stack.back().kind == PkKind::Mark) return false;
+        break;
+      }
+      case 'Q':  // BINPERSID: pid -> obj
+        if (!pop_n(1, &s)) return false;
+        stack.push_back({s, PkKind::Other});
+        break;
+      case 0x85:  // TUPLE1
+      case 0x86:  // TUPLE2
+      case 0x87:  // TUPLE3
+        if (!pop_n(size_t(op - 0x84), &s)) return false;
+        stack.push_back({s, PkKind::Other});
+        break;
+      case 't':  // TUPLE
+      case 'l':  // LIST
+        if (!pop_mark(&s)) return false;
+        stack.push_back({s, PkKind::Other});
+        break;
+      case 'd':  // DICT
+        if (!pop_mark(&s)) return false;
+        stack.push_back({s, PkKind::Dict});
+        break;
+      case 'a': {  // APPEND: list item -> list
+        if (!pop_n(1, &s)) return false;
+        if (stack.empty() || stack.back().kind == PkKind::Mark) return false;
+        edits.push_back({s, 0, std::string("(", 1)});
+        edits.push_back({at, 1, std::string("e", 1)});
+        break;
+      }
+      case 'e':  // APPENDS: list MARK items -> list
+      case 'u':  // SETITEMS: dict MARK k v ... -> dict
+        if (!pop_mark(&s) || stack.empty() || stack.back().kind == PkKind::Mark) return false;
+        break;
+      case 's':  // SETITEM: dict k v -> dict
+        if (!pop_n(2, &s) || stack.empty() || stack.back().kind == PkKind::Mark) return false;
+        edits.push_back({s, 0, std::string("(", 1)});
+        edits.push_back({at, 1, std::string("u", 1)});
+        break;
+      default:  // anything else: leave the stream alone
         return false;
-      i += 1;
-      break;
-    case '.': // STOP
-      if (stack.size() != 1 || stack[0].kind == PkKind::Mark)
-        return false;
-      i = n + 1; // done
-      break;
-    case '(': // MARK
-      stack.push_back({at, PkKind::Mark});
-      break;
-    case ')': // EMPTY_TUPLE
-      stack.push_back({at, PkKind::EmptyTuple});
-      break;
-    case ']':  // EMPTY_LIST
-    case 'N':  // NONE
-    case 0x88: // NEWTRUE
-    case 0x89: // NEWFALSE
-      stack.push_back({at, PkKind::Other});
-      break;
-    case '}': // EMPTY_DICT
-      stack.push_back({at, PkKind::Dict});
-      break;
-    case 'K':   // BININT1
-    case 'M':   // BININT2
-    case 'J':   // BININT
-    case 'G': { // BINFLOAT
-      size_t k = op == 'K' ? 1 : op == 'M' ? 2 : op == 'J' ? 4 : 8;
-      if (!need(k))
-        return false;
-      i += k;
-      stack.push_back({at, PkKind::Other});
-      break;
-    }
-    case 0x8a: // LONG1
-    case 'U':  // SHORT_BINSTRING
-    case 'C':  // SHORT_BINBYTES
-    case 0x8c: // SHORT_BINUNICODE
-      if (!need(1) || !need(1 + size_t(p[i])))
-        return false;
-      i += 1 + size_t(p[i]);
-      stack.push_back({at, PkKind::Other});
-      break;
-    case 0x8b:  // LONG4
-    case 'T':   // BINSTRING
-    case 'B':   // BINBYTES
-    case 'X': { // BINUNICODE
-      if (!need(4))
-        return false;
-      size_t len = le32(i);
-      if (!need(4 + len))
-        return false;
-      i += 4 + len;
-      stack.push_back({at, PkKind::Other});
-      break;
-    }
-    case 'c': { // GLOBAL "module\nname\n"
-      const void *nl1 = std::memchr(p + i, '\n', n - i);
-      if (!nl1)
-        return false;
-      size_t e1 = static_cast<const unsigned char *>(nl1) - p;
-      const void *nl2 = std::memchr(p + e1 + 1, '\n', n - e1 - 1);
-      if (!nl2)
-        return false;
-      size_t e2 = static_cast<const unsigned char *>(nl2) - p;
-      std::string mod(data + i, e1 - i), name(data + e1 + 1, e2 - e1 - 1);
-      i = e2 + 1;
-      stack.push_back({at, mod == "collections" && name == "OrderedDict"
-                               ? PkKind::OrderedDictClass
-                               : PkKind::Other});
-      break;
-    }
-    case 'q':   // BINPUT
-    case 'r': { // LONG_BINPUT
-      size_t k = op == 'q' ? 1 : 4;
-      if (!need(k) || stack.empty() || stack.back().kind == PkKind::Mark)
-        return false;
-      memo[op == 'q' ? p[i] : le32(i)] = stack.back().kind;
-      i += k;
-      break;
-    }
-    case 'h':   // BINGET
-    case 'j': { // LONG_BINGET
-      size_t k = op == 'h' ? 1 : 4;
-      if (!need(k))
-        return false;
-      auto it = memo.find(op == 'h' ? p[i] : le32(i));
-      if (it == memo.end())
-        return false;
-      i += k;
-      // A memoized dict may have been filled since: only the class and the
-      // empty tuple keep their meaning.
-      PkKind kind = it->second == PkKind::OrderedDictClass ||
-                            it->second == PkKind::EmptyTuple
-                        ? it->second
-                        : PkKind::Other;
-      stack.push_back({at, kind});
-      break;
-    }
-    case 'R': { // REDUCE: callable args -> result
-      bool odict = top_kind(1) == PkKind::OrderedDictClass &&
-                   top_kind(0) == PkKind::EmptyTuple;
-      if (!pop_n(2, &s))
-        return false;
-      if (odict)
-        edits.push_back({at, 1, std::string("\x81\x81}", 3)});
-      stack.push_back({s, odict ? PkKind::Dict : PkKind::Other});
-      break;
-    }
-    case 0x81: // NEWOBJ: cls args -> obj
-      if (!pop_n(2, &s))
-        return false;
-      stack.push_back({s, PkKind::Other});
-      break;
-    case 'b': { // BUILD: obj state -> obj
-      bool odict = top_kind(1) == PkKind::Dict && top_kind(0) != PkKind::Mark;
-      if (!pop_n(1, &s))
-        return false;
-      if (odict)
-        edits.push_back({at, 1, std::string("\x81", 1)});
-      if (stack.empty() || stack.back().kind == PkKind::Mark)
-        return false;
-      break;
-    }
-    case 'Q': // BINPERSID: pid -> obj
-      if (!pop_n(1, &s))
-        return false;
-      stack.push_back({s, PkKind::Other});
-      break;
-    case 0x85: // TUPLE1
-    case 0x86: // TUPLE2
-    case 0x87: // TUPLE3
-      if (!pop_n(size_t(op - 0x84), &s))
-        return false;
-      stack.push_back({s, PkKind::Other});
-      break;
-    case 't': // TUPLE
-    case 'l': // LIST
-      if (!pop_mark(&s))
-        return false;
-      stack.push_back({s, PkKind::Other});
-      break;
-    case 'd': // DICT
-      if (!pop_mark(&s))
-        return false;
-      stack.push_back({s, PkKind::Dict});
-      break;
-    case 'a': { // APPEND: list item -> list
-      if (!pop_n(1, &s))
-        return false;
-      if (stack.empty() || stack.back().kind == PkKind::Mark)
-        return false;
-      edits.push_back({s, 0, std::string("(", 1)});
-      edits.push_back({at, 1, std::string("e", 1)});
-      break;
-    }
-    case 'e': // APPENDS: list MARK items -> list
-    case 'u': // SETITEMS: dict MARK k v ... -> dict
-      if (!pop_mark(&s) || stack.empty() || stack.back().kind == PkKind::Mark)
-        return false;
-      break;
-    case 's': // SETITEM: dict k v -> dict
-      if (!pop_n(2, &s) || stack.empty() || stack.back().kind == PkKind::Mark)
-        return false;
-      edits.push_back({s, 0, std::string("(", 1)});
-      edits.push_back({at, 1, std::string("u", 1)});
-      break;
-    default: // anything else: leave the stream alone
-      return false;
     }
   }
-  if (i != n + 1 || edits.empty())
-    return false; // no STOP, or nothing to change
+  if (i != n + 1 || edits.empty()) return false;  // no STOP, or nothing to change
 
   // Insertions at an offset go before a replacement at the same offset.
-  std::stable_sort(edits.begin(), edits.end(),
-                   [](const PkEdit &a, const PkEdit &b) {
-                     if (a.pos != b.pos)
-                       return a.pos < b.pos;
-                     return a.erase < b.erase;
-                   });
+  std::stable_sort(edits.begin(), edits.end(), [](const PkEdit &a, const PkEdit &b) {
+    if (a.pos != b.pos) return a.pos < b.pos;
+    return a.erase < b.erase;
+  });
   std::vector<char> res;
   res.reserve(n + edits.size() * 2);
   size_t copied = 0;
   for (const PkEdit &e : edits) {
-    if (e.pos < copied)
-      return false; // overlapping edits: cannot happen, but be safe
+    if (e.pos < copied) return false;  // overlapping edits: cannot happen, but be safe
     res.insert(res.end(), data + copied, data + e.pos);
     res.insert(res.end(), e.insert.begin(), e.insert.end());
     copied = e.pos + e.erase;
@@ -315,13 +278,12 @@ bool rewrite_pickle(const char *data, size_t n, std::vector<char> *out) {
 // Unpickles one pickle stream of the archive, reading tensor data from
 // data/<key> records (what torch::jit::pickle_load does, plus shared
 // storages).
-c10::IValue unpickle_stream(caffe2::serialize::PyTorchStreamReader &reader,
-                            const char *pkl, size_t size, ct::RecordSizes *records) {
+c10::IValue unpickle_stream(caffe2::serialize::PyTorchStreamReader &reader, const char *pkl,
+                            size_t size, ct::RecordSizes *records) {
   records->clear();
   size_t pos = 0;
   auto read = [&](char *buf, size_t len) -> size_t {
-    if (pos >= size)
-      return 0;
+    if (pos >= size) return 0;
     len = std::min(size - pos, len);
     std::memcpy(buf, pkl + pos, len);
     pos += len;
@@ -338,8 +300,7 @@ c10::IValue unpickle_stream(caffe2::serialize::PyTorchStreamReader &reader,
   // storage, as Python's torch.load does; without it every view gets a copy.
   torch::jit::Unpickler unpickler(
       read, /*type_resolver=*/nullptr, /*obj_loader=*/nullptr, read_record,
-      /*device=*/{}, /*use_storage_device=*/false,
-      torch::jit::Unpickler::defaultTypeParser,
+      /*device=*/{}, /*use_storage_device=*/false, torch::jit::Unpickler::defaultTypeParser,
       std::make_shared<torch::jit::DeserializationStorageContext>());
   unpickler.set_version(reader.version());
   return unpickler.parse_ivalue();
@@ -355,16 +316,12 @@ void retag_dicts(const c10::IValue &root) {
   while (!todo.empty()) {
     c10::IValue v = std::move(todo.back());
     todo.pop_back();
-    if (!(v.isGenericDict() || v.isList() || v.isTuple()))
-      continue;
-    if (!seen.insert(v.internalToPointer()).second)
-      continue;
+    if (!(v.isGenericDict() || v.isList() || v.isTuple())) continue;
+    if (!seen.insert(v.internalToPointer()).second) continue;
     if (v.isList()) {
-      for (const c10::IValue &x : v.toListRef())
-        todo.push_back(x);
+      for (const c10::IValue &x : v.toListRef()) todo.push_back(x);
     } else if (v.isTuple()) {
-      for (const c10::IValue &x : v.toTupleRef().elements())
-        todo.push_back(x);
+      for (const c10::IValue &x : v.toTupleRef().elements()) todo.push_back(x);
     } else {
       auto d = v.toGenericDict();
       bool all_str = d.size() > 0, all_int = d.size() > 0;
@@ -377,22 +334,20 @@ void retag_dicts(const c10::IValue &root) {
         todo.push_back(kv.value());
       }
       if (d.keyType()->kind() == c10::AnyType::Kind && (all_str || all_int)) {
-        c10::TypePtr kt = all_str ? c10::TypePtr(c10::StringType::get())
-                                  : c10::TypePtr(c10::IntType::get());
+        c10::TypePtr kt =
+            all_str ? c10::TypePtr(c10::StringType::get()) : c10::TypePtr(c10::IntType::get());
         d.unsafeSetKeyType(kt);
-        if (d.valueType()->kind() == c10::AnyType::Kind)
-          d.unsafeSetValueType(unify_or_any(vtypes));
+        if (d.valueType()->kind() == c10::AnyType::Kind) d.unsafeSetValueType(unify_or_any(vtypes));
       }
     }
   }
 }
 
-ct_status unpickle(const char *func, const char *data, size_t size,
-                   ct_value **out, const char *what) {
+ct_status unpickle(const char *func, const char *data, size_t size, ct_value **out,
+                   const char *what) {
   std::string fixed_error;
   try {
-    caffe2::serialize::PyTorchStreamReader reader(
-        std::make_shared<ct::BorrowedReader>(data, size));
+    caffe2::serialize::PyTorchStreamReader reader(std::make_shared<ct::BorrowedReader>(data, size));
     at::DataPtr pkl;
     size_t pkl_size = 0;
     std::tie(pkl, pkl_size) = reader.getRecord("data.pkl");
@@ -412,12 +367,10 @@ ct_status unpickle(const char *func, const char *data, size_t size,
         fixed_error = ct::exception_text(e);
       }
     }
-    if (!done)
-      v = unpickle_stream(reader, pkl_data, pkl_size, &records);
+    if (!done) v = unpickle_stream(reader, pkl_data, pkl_size, &records);
     // A malformed file loads tensors that reach past their storages (#10).
     ct_status fit = ct::check_loaded_tensors(func, what, {{std::string(), v}}, &records);
-    if (fit != CT_OK)
-      return fit;
+    if (fit != CT_OK) return fit;
     retag_dicts(v);
     *out = ct::new_value(std::move(v));
     return CT_OK;
@@ -430,8 +383,7 @@ ct_status unpickle(const char *func, const char *data, size_t size,
     try {
       c10::IValue v = ct::load_checkpoint(data, size);
       ct_status fit = ct::check_loaded_tensors(func, what, {{std::string(), v}}, nullptr);
-      if (fit != CT_OK)
-        return fit;
+      if (fit != CT_OK) return fit;
       retag_dicts(v);
       *out = ct::new_value(std::move(v));
       return CT_OK;
@@ -440,12 +392,10 @@ ct_status unpickle(const char *func, const char *data, size_t size,
     } catch (const std::exception &e2) {
       if (size < 4 || std::memcmp(data, "PK\x03\x04", 4) != 0) msg = e2.what();
     }
-    return ct::set_error(CT_ERR_IO,
-                         "%s: %s is not a readable torch.save file\n%s", func,
-                         what, msg.c_str());
+    return ct::set_error(CT_ERR_IO, "%s: %s is not a readable torch.save file\n%s", func, what,
+                         msg.c_str());
   }
 }
-
 
 // torch.save's format for ct_pickle_save, with containers as Python writes
 // them: plain lists and dicts, no torch.jit._pickle globals (restore_type_tag,
@@ -491,7 +441,7 @@ std::vector<char> pickle_save_plain(const c10::IValue &v) {
   return out;
 }
 
-} // namespace
+}  // namespace
 
 extern "C" {
 
@@ -502,8 +452,7 @@ ct_status ct_pickle_load(ct_value **out, const char *path) {
     CT_CHECK_NOT_NULL(path);
     std::vector<char> bytes;
     ct_status st = ct::read_file(ct_fn_, path, &bytes);
-    if (st != CT_OK)
-      return st;
+    if (st != CT_OK) return st;
     std::string what = std::string("'") + path + "'";
     return unpickle(ct_fn_, bytes.data(), bytes.size(), out, what.c_str());
   });
@@ -514,8 +463,7 @@ ct_status ct_pickle_load_buffer(ct_value **out, const void *data, size_t size) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(data);
-    return unpickle(ct_fn_, static_cast<const char *>(data), size, out,
-                    "the buffer");
+    return unpickle(ct_fn_, static_cast<const char *>(data), size, out, "the buffer");
   });
 }
 
@@ -529,8 +477,7 @@ ct_status ct_pickle_save(const ct_value *v, const char *path) {
   });
 }
 
-ct_status ct_pickle_save_buffer(void **data_out, size_t *size_out,
-                                const ct_value *v) {
+ct_status ct_pickle_save_buffer(void **data_out, size_t *size_out, const ct_value *v) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(data_out);
@@ -542,4 +489,4 @@ ct_status ct_pickle_save_buffer(void **data_out, size_t *size_out,
   });
 }
 
-} // extern "C"
+}  // extern "C"

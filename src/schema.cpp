@@ -104,62 +104,81 @@ static bool coerce_list(const IValue &in, const c10::ListType &lt, IValue *out, 
   switch (elem->kind()) {
     case TypeKind::IntType: {
       c10::List<int64_t> l;
-      if (!coerce_list_elems<int64_t>(items, [](const IValue &e, int64_t *x) {
-            if (!e.isInt()) return false;
-            *x = e.toInt();
-            return true;
-          }, &l))
+      if (!coerce_list_elems<int64_t>(
+              items,
+              [](const IValue &e, int64_t *x) {
+                if (!e.isInt()) return false;
+                *x = e.toInt();
+                return true;
+              },
+              &l))
         return false;
       *out = IValue(std::move(l));
       return true;
     }
     case TypeKind::FloatType: {
       c10::List<double> l;
-      if (!coerce_list_elems<double>(items, [strict](const IValue &e, double *x) {
-            if (e.isDouble()) *x = e.toDouble();
-            else if (!strict && e.isInt()) *x = static_cast<double>(e.toInt());
-            else return false;
-            return true;
-          }, &l))
+      if (!coerce_list_elems<double>(
+              items,
+              [strict](const IValue &e, double *x) {
+                if (e.isDouble())
+                  *x = e.toDouble();
+                else if (!strict && e.isInt())
+                  *x = static_cast<double>(e.toInt());
+                else
+                  return false;
+                return true;
+              },
+              &l))
         return false;
       *out = IValue(std::move(l));
       return true;
     }
     case TypeKind::BoolType: {
       c10::List<bool> l;
-      if (!coerce_list_elems<bool>(items, [](const IValue &e, bool *x) {
-            if (!e.isBool()) return false;
-            *x = e.toBool();
-            return true;
-          }, &l))
+      if (!coerce_list_elems<bool>(
+              items,
+              [](const IValue &e, bool *x) {
+                if (!e.isBool()) return false;
+                *x = e.toBool();
+                return true;
+              },
+              &l))
         return false;
       *out = IValue(std::move(l));
       return true;
     }
     case TypeKind::TensorType: {
       c10::List<at::Tensor> l;
-      if (!coerce_list_elems<at::Tensor>(items, [](const IValue &e, at::Tensor *x) {
-            if (!e.isTensor()) return false;
-            *x = e.toTensor();
-            return true;
-          }, &l))
+      if (!coerce_list_elems<at::Tensor>(
+              items,
+              [](const IValue &e, at::Tensor *x) {
+                if (!e.isTensor()) return false;
+                *x = e.toTensor();
+                return true;
+              },
+              &l))
         return false;
       *out = IValue(std::move(l));
       return true;
     }
-    default:
-      break;
+    default: break;
   }
   if (elem->kind() == TypeKind::OptionalType &&
       elem->castRaw<c10::OptionalType>()->getElementType()->kind() == TypeKind::TensorType) {
     c10::List<c10::optional<at::Tensor>> l;
     if (!coerce_list_elems<c10::optional<at::Tensor>>(
-            items, [](const IValue &e, c10::optional<at::Tensor> *x) {
-              if (e.isNone()) *x = c10::nullopt;
-              else if (e.isTensor()) *x = e.toTensor();
-              else return false;
+            items,
+            [](const IValue &e, c10::optional<at::Tensor> *x) {
+              if (e.isNone())
+                *x = c10::nullopt;
+              else if (e.isTensor())
+                *x = e.toTensor();
+              else
+                return false;
               return true;
-            }, &l))
+            },
+            &l))
       return false;
     *out = IValue(std::move(l));
     return true;
@@ -177,9 +196,7 @@ static bool coerce_list(const IValue &in, const c10::ListType &lt, IValue *out, 
 
 bool coerce(const IValue &in, const TypePtr &type, IValue *out, bool strict) {
   switch (type->kind()) {
-    case TypeKind::AnyType:
-      *out = in;
-      return true;
+    case TypeKind::AnyType: *out = in; return true;
     case TypeKind::TensorType:
       if (!in.isTensor()) return false;
       *out = in;
@@ -232,8 +249,7 @@ bool coerce(const IValue &in, const TypePtr &type, IValue *out, bool strict) {
         return true;
       }
       return coerce(in, type->castRaw<c10::OptionalType>()->getElementType(), out, strict);
-    case TypeKind::ListType:
-      return coerce_list(in, *type->castRaw<c10::ListType>(), out, strict);
+    case TypeKind::ListType: return coerce_list(in, *type->castRaw<c10::ListType>(), out, strict);
     case TypeKind::TupleType: {
       const auto &tt = *type->castRaw<c10::TupleType>();
       std::vector<IValue> items;
@@ -273,8 +289,7 @@ bool coerce(const IValue &in, const TypePtr &type, IValue *out, bool strict) {
       *out = IValue(std::move(d));
       return true;
     }
-    default:
-      break;
+    default: break;
   }
   // Objects, unions, futures...: accept what the type system accepts.
   try {
@@ -282,16 +297,14 @@ bool coerce(const IValue &in, const TypePtr &type, IValue *out, bool strict) {
       *out = in;
       return true;
     }
-  } catch (...) {
-  }
+  } catch (...) {}
   return false;
 }
 
 // ---- Binding -----------------------------------------------------------------
 
 ct_status check_call_args(const char *func, const ct_value *const *args, size_t n,
-                          const char *const *kwnames, const ct_value *const *kwvalues,
-                          size_t nkw) {
+                          const char *const *kwnames, const ct_value *const *kwvalues, size_t nkw) {
   if (n > 0 && args == nullptr)
     return set_error(CT_ERR_INVALID_ARGUMENT, "%s: 'args' is NULL but n is %zu", func, n);
   if (nkw > 0 && (kwnames == nullptr || kwvalues == nullptr))
@@ -318,8 +331,8 @@ ct_status bind_call(const c10::FunctionSchema &schema, const ct_value *const *ar
   auto name = [&] { return op_display_name(schema); };
 
   if (n > npos) {
-    *why = name() + ": too many positional arguments: expected at most " +
-           std::to_string(npos) + ", got " + std::to_string(n);
+    *why = name() + ": too many positional arguments: expected at most " + std::to_string(npos) +
+           ", got " + std::to_string(n);
     return CT_ERR_INVALID_ARGUMENT;
   }
   // Slots for every parameter after `start`.
@@ -382,9 +395,8 @@ ct_status bind_call(const c10::FunctionSchema &schema, const ct_value *const *ar
       // A code LibTorch does not have would reach its kernels unchecked.
       if (v.toInt() < 0 || v.toInt() >= n_codes) {
         stack->resize(base);
-        *why = name() + ": argument '" + p.name() + "': unknown " + enum_name +
-               " code " + std::to_string(v.toInt()) + " (valid: 0 to " +
-               std::to_string(n_codes - 1) + ")";
+        *why = name() + ": argument '" + p.name() + "': unknown " + enum_name + " code " +
+               std::to_string(v.toInt()) + " (valid: 0 to " + std::to_string(n_codes - 1) + ")";
         return CT_ERR_INVALID_ARGUMENT;
       }
       c = v;
@@ -398,8 +410,8 @@ ct_status bind_call(const c10::FunctionSchema &schema, const ct_value *const *ar
     }
     if (!ok) {
       stack->resize(base);
-      *why = name() + ": argument '" + p.name() + "' expected " + arg_type_string(p) +
-             " but got " + value_type_name(v);
+      *why = name() + ": argument '" + p.name() + "' expected " + arg_type_string(p) + " but got " +
+             value_type_name(v);
       return CT_ERR_TYPE;
     }
     stack->push_back(std::move(c));

@@ -31,16 +31,14 @@ const char *enum_arg(const c10::Argument &a, int64_t *n);
 // Converts `in` to `type` where Python would; false if not convertible.
 // `strict` forbids lossy conversions (int -> float, str -> Device), for the
 // first pass of overload resolution.
-bool coerce(const c10::IValue &in, const c10::TypePtr &type, c10::IValue *out,
-            bool strict = false);
+bool coerce(const c10::IValue &in, const c10::TypePtr &type, c10::IValue *out, bool strict = false);
 
 // ---- Binding -----------------------------------------------------------------
 // Checks the argument arrays of a call: `args` may be NULL only when n == 0,
 // kwnames/kwvalues only when nkw == 0, and no entry is NULL. Sets the error
 // ("<func>: args[1] is NULL", ...) and returns non-OK otherwise.
 ct_status check_call_args(const char *func, const ct_value *const *args, size_t n,
-                          const char *const *kwnames, const ct_value *const *kwvalues,
-                          size_t nkw);
+                          const char *const *kwnames, const ct_value *const *kwvalues, size_t nkw);
 
 // Binds checked positional and keyword arguments to `schema` (after self
 // when `skip_self`), fills defaults and pushes the coerced values on *stack.

@@ -73,17 +73,16 @@ bool is_op_namespace(const std::string &ns) {
   std::string prefix = ns + "::";
   ct::RegistryRead registry_read;
   for (const auto &op : torch::jit::getAllOperators())
-    if (op->schema().name().compare(0, prefix.size(), prefix) == 0)
-      return true;
+    if (op->schema().name().compare(0, prefix.size(), prefix) == 0) return true;
   return false;
 }
 
 // `torch.ops` / `ops`: attributes are operator namespaces.
 struct OpsNamespaces : torch::jit::SugaredValue {
   std::string kind() const override { return "torch.ops"; }
-  std::shared_ptr<torch::jit::SugaredValue>
-  attr(const torch::jit::SourceRange & /*loc*/, torch::jit::GraphFunction & /*m*/,
-       const std::string &field) override {
+  std::shared_ptr<torch::jit::SugaredValue> attr(const torch::jit::SourceRange & /*loc*/,
+                                                 torch::jit::GraphFunction & /*m*/,
+                                                 const std::string &field) override {
     return std::make_shared<torch::jit::BuiltinModule>(field);
   }
 };
@@ -91,11 +90,10 @@ struct OpsNamespaces : torch::jit::SugaredValue {
 // `torch`: like the native resolver's BuiltinModule("aten"), plus `torch.ops`.
 struct TorchNamespace : torch::jit::BuiltinModule {
   TorchNamespace() : BuiltinModule("aten") {}
-  std::shared_ptr<torch::jit::SugaredValue>
-  attr(const torch::jit::SourceRange &loc, torch::jit::GraphFunction &m,
-       const std::string &field) override {
-    if (field == "ops")
-      return std::make_shared<OpsNamespaces>();
+  std::shared_ptr<torch::jit::SugaredValue> attr(const torch::jit::SourceRange &loc,
+                                                 torch::jit::GraphFunction &m,
+                                                 const std::string &field) override {
+    if (field == "ops") return std::make_shared<OpsNamespaces>();
     return BuiltinModule::attr(loc, m, field);
   }
 };
@@ -103,23 +101,20 @@ struct TorchNamespace : torch::jit::BuiltinModule {
 // Resolves `torch`, `ops`, and bare registered operator namespaces (`myns`),
 // then falls back to the native resolver.
 struct OpResolver : torch::jit::Resolver {
-  std::shared_ptr<torch::jit::SugaredValue>
-  resolveValue(const std::string &name, torch::jit::GraphFunction &m,
-               const torch::jit::SourceRange &loc) override {
-    if (name == "torch")
-      return std::make_shared<TorchNamespace>();
-    if (name == "ops")
-      return std::make_shared<OpsNamespaces>();
+  std::shared_ptr<torch::jit::SugaredValue> resolveValue(
+      const std::string &name, torch::jit::GraphFunction &m,
+      const torch::jit::SourceRange &loc) override {
+    if (name == "torch") return std::make_shared<TorchNamespace>();
+    if (name == "ops") return std::make_shared<OpsNamespaces>();
     static const char *const kExceptions[] = {
-        "Exception",      "RuntimeError",   "ValueError",          "TypeError",
-        "KeyError",       "IndexError",     "AssertionError",      "NotImplementedError",
+        "Exception",         "RuntimeError",   "ValueError",      "TypeError",
+        "KeyError",          "IndexError",     "AssertionError",  "NotImplementedError",
         "ZeroDivisionError", "AttributeError", "ArithmeticError", "OverflowError",
-        "LookupError",    "StopIteration"};
+        "LookupError",       "StopIteration"};
     for (const char *e : kExceptions)
       if (name == e)
         return std::make_shared<torch::jit::ExceptionValue>(std::string("builtins.") + e);
-    if (is_op_namespace(name))
-      return std::make_shared<torch::jit::BuiltinModule>(name);
+    if (is_op_namespace(name)) return std::make_shared<torch::jit::BuiltinModule>(name);
     return torch::jit::nativeResolver()->resolveValue(name, m, loc);
   }
   TypePtr resolveType(const std::string & /*name*/,
@@ -127,7 +122,6 @@ struct OpResolver : torch::jit::Resolver {
     return nullptr;
   }
 };
-
 
 }  // namespace
 
@@ -144,8 +138,7 @@ ct_status ct_script_compile(ct_script **out, const char *source) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(source);
-    if (ct_status s = ct::check_source_nesting(ct_fn_, source))
-      return s;
+    if (ct_status s = ct::check_source_nesting(ct_fn_, source)) return s;
     auto cu = std::make_shared<torch::jit::CompilationUnit>();
     {
       ct::RegistryRead registry_read;
@@ -164,30 +157,26 @@ ct_status ct_script_functions(ct_value **out, const ct_script *s) {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(s);
     c10::List<std::string> names;
-    for (torch::jit::Function *f : s->cu->get_functions())
-      names.push_back(f->name());
+    for (torch::jit::Function *f : s->cu->get_functions()) names.push_back(f->name());
     *out = ct::new_value(IValue(std::move(names)));
     return CT_OK;
   });
 }
 
-ct_status ct_script_call(ct_value **out, const ct_script *s,
-                         const char *function, const ct_value *const *args,
-                         size_t n, const char *const *kwnames,
+ct_status ct_script_call(ct_value **out, const ct_script *s, const char *function,
+                         const ct_value *const *args, size_t n, const char *const *kwnames,
                          const ct_value *const *kwvalues, size_t nkw) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(s);
     CT_CHECK_NOT_NULL(function);
-    torch::jit::Function *fn =
-        s->cu->find_function(c10::QualifiedName(function));
+    torch::jit::Function *fn = s->cu->find_function(c10::QualifiedName(function));
     if (!fn)
-      return ct::set_error(CT_ERR_NOT_FOUND,
-                           "%s: no function '%s' in the script", ct_fn_,
+      return ct::set_error(CT_ERR_NOT_FOUND, "%s: no function '%s' in the script", ct_fn_,
                            function);
     return ct::invoke(ct_fn_, *fn, nullptr, out, args, n, kwnames, kwvalues, nkw);
   });
 }
 
-} // extern "C"
+}  // extern "C"

@@ -15,8 +15,8 @@ namespace ct {
 // Checks and binds the arguments (self first when given), runs `fn` and
 // stores its result in *out (script.cpp).
 ct_status invoke(const char *func, torch::jit::Function &fn, const c10::IValue *self,
-                 ct_value **out, const ct_value *const *args, size_t n,
-                 const char *const *kwnames, const ct_value *const *kwvalues, size_t nkw);
+                 ct_value **out, const ct_value *const *args, size_t n, const char *const *kwnames,
+                 const ct_value *const *kwvalues, size_t nkw);
 
 // Resolves `torch`, `ops`, and registered operator namespaces in TorchScript
 // source (script.cpp).

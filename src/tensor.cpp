@@ -88,9 +88,13 @@ int32_t from_scalar_type(c10::ScalarType st) noexcept {
 // codes every supported release has (and for unknown codes).
 static const char *dtype_needs(int32_t dtype) noexcept {
   switch (dtype) {
-    case CT_UINT16: case CT_UINT32: case CT_UINT64: return "2.3";
-    case CT_FLOAT8_E4M3FN: case CT_FLOAT8_E5M2: return "2.1";
-    case CT_FLOAT8_E4M3FNUZ: case CT_FLOAT8_E5M2FNUZ: return "2.2";
+    case CT_UINT16:
+    case CT_UINT32:
+    case CT_UINT64: return "2.3";
+    case CT_FLOAT8_E4M3FN:
+    case CT_FLOAT8_E5M2: return "2.1";
+    case CT_FLOAT8_E4M3FNUZ:
+    case CT_FLOAT8_E5M2FNUZ: return "2.2";
     default: return nullptr;
   }
 }
@@ -160,8 +164,8 @@ ct_status to_device(const char *func, int32_t device_type, int32_t device_index,
     case CT_DEVICE_CPU:
       if (device_index != -1 && device_index != 0)
         return set_error(CT_ERR_INVALID_ARGUMENT,
-                         "%s: invalid CPU device index %d (the CPU device index is -1 or 0)",
-                         func, device_index);
+                         "%s: invalid CPU device index %d (the CPU device index is -1 or 0)", func,
+                         device_index);
       *out = c10::Device(c10::DeviceType::CPU);
       return CT_OK;
     case CT_DEVICE_CUDA:
@@ -172,9 +176,7 @@ ct_status to_device(const char *func, int32_t device_type, int32_t device_index,
                          func);
       *out = c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device_index));
       return CT_OK;
-    case CT_DEVICE_META:
-      *out = c10::Device(c10::DeviceType::Meta);
-      return CT_OK;
+    case CT_DEVICE_META: *out = c10::Device(c10::DeviceType::Meta); return CT_OK;
     default: break;
   }
   if (device_type < CT_DEVICE_MPS || device_type > CT_DEVICE_MAIA)
@@ -198,16 +200,14 @@ ct_status to_device(const char *func, int32_t device_type, int32_t device_index,
 ct_status check_sizes(const char *func, const int64_t *sizes, size_t ndim) noexcept {
   if (ndim > 0 && sizes == nullptr)
     return set_error(CT_ERR_INVALID_ARGUMENT, "%s: sizes is NULL but ndim is %zu", func, ndim);
-  if (ndim > 64)
-    return set_error(CT_ERR_INVALID_ARGUMENT, "%s: ndim %zu exceeds 64", func, ndim);
+  if (ndim > 64) return set_error(CT_ERR_INVALID_ARGUMENT, "%s: ndim %zu exceeds 64", func, ndim);
   int64_t numel = 1;
   for (size_t i = 0; i < ndim; ++i) {
     if (sizes[i] < 0)
       return set_error(CT_ERR_INVALID_ARGUMENT, "%s: negative size %lld in dimension %zu", func,
                        static_cast<long long>(sizes[i]), i);
     if (__builtin_mul_overflow(numel, sizes[i], &numel))
-      return set_error(CT_ERR_INVALID_ARGUMENT, "%s: the number of elements overflows int64",
-                       func);
+      return set_error(CT_ERR_INVALID_ARGUMENT, "%s: the number of elements overflows int64", func);
   }
   return CT_OK;
 }
@@ -218,8 +218,7 @@ ct_status check_extent(const char *func, const void *data, uint64_t byte_offset,
   int64_t numel = 1;
   for (size_t i = 0; i < ndim; ++i)
     if (__builtin_mul_overflow(numel, sizes[i], &numel))
-      return set_error(CT_ERR_INVALID_ARGUMENT, "%s: the number of elements overflows int64",
-                       func);
+      return set_error(CT_ERR_INVALID_ARGUMENT, "%s: the number of elements overflows int64", func);
   if (strides)
     for (size_t i = 0; i < ndim; ++i)
       if (strides[i] < 0)
@@ -233,8 +232,8 @@ ct_status check_extent(const char *func, const void *data, uint64_t byte_offset,
                      "%s: the byte size (%lld elements of %zu bytes) overflows int64", func,
                      static_cast<long long>(numel), element_size);
   if (byte_offset >= kMaxAddress)
-    return set_error(CT_ERR_INVALID_ARGUMENT, "%s: byte_offset %llu is beyond any address",
-                     func, static_cast<unsigned long long>(byte_offset));
+    return set_error(CT_ERR_INVALID_ARGUMENT, "%s: byte_offset %llu is beyond any address", func,
+                     static_cast<unsigned long long>(byte_offset));
   if (numel == 0) {
     // No element is read, but LibTorch still computes contiguous strides
     // (products of the sizes) and extents from sizes and strides: these
@@ -275,8 +274,8 @@ ct_status check_extent(const char *func, const void *data, uint64_t byte_offset,
   if (start < byte_offset || start >= kMaxAddress ||
       static_cast<uint64_t>(extent) > kMaxAddress - start)
     return set_error(CT_ERR_INVALID_ARGUMENT,
-                     "%s: the tensor's %lld bytes at address 0x%llx reach beyond any address",
-                     func, static_cast<long long>(extent), static_cast<unsigned long long>(start));
+                     "%s: the tensor's %lld bytes at address 0x%llx reach beyond any address", func,
+                     static_cast<long long>(extent), static_cast<unsigned long long>(start));
   if (check_alignment && element_size > 1) {
     // The full element size, complex types included: c10::complex<T> is
     // alignas(2 * sizeof(T)), and LibTorch's kernels use aligned vector loads
@@ -368,8 +367,8 @@ ct_status wrap_blob(const char *func, ct_tensor **out, void *data, const int64_t
   for (size_t i = 0; i < ndim; ++i) numel *= sizes[i];
   if (!data && numel > 0)
     return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument 'data' is NULL", func);
-  if (ct_status s = ct::check_extent(func, data, 0, sizes, strides, ndim, c10::elementSize(st),
-                                     false))
+  if (ct_status s =
+          ct::check_extent(func, data, 0, sizes, strides, ndim, c10::elementSize(st), false))
     return s;
   auto opts = at::TensorOptions().dtype(st).device(dev);
   at::IntArrayRef shape(sizes, ndim);
@@ -392,8 +391,10 @@ size_t ct_dtype_element_size(int32_t dtype) {
     case CT_UINT16: return 2;
     case CT_UINT32: return 4;
     case CT_UINT64: return 8;
-    case CT_FLOAT8_E4M3FN: case CT_FLOAT8_E5M2:
-    case CT_FLOAT8_E4M3FNUZ: case CT_FLOAT8_E5M2FNUZ: return 1;
+    case CT_FLOAT8_E4M3FN:
+    case CT_FLOAT8_E5M2:
+    case CT_FLOAT8_E4M3FNUZ:
+    case CT_FLOAT8_E5M2FNUZ: return 1;
     default: break;
   }
   c10::ScalarType st;
@@ -480,10 +481,9 @@ ct_status ct_tensor_ones(ct_tensor **out, const int64_t *sizes, size_t ndim, int
 ct_status ct_tensor_full(ct_tensor **out, const int64_t *sizes, size_t ndim, double value,
                          int32_t dtype, int32_t device_type, int32_t device_index,
                          int32_t requires_grad) {
-  return make_sized(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
-                    [value](at::IntArrayRef s, const at::TensorOptions &o) {
-                      return at::full(s, value, o);
-                    });
+  return make_sized(
+      __func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
+      [value](at::IntArrayRef s, const at::TensorOptions &o) { return at::full(s, value, o); });
 }
 
 ct_status ct_tensor_rand(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
@@ -498,40 +498,34 @@ ct_status ct_tensor_randn(ct_tensor **out, const int64_t *sizes, size_t ndim, in
                      [](at::IntArrayRef s, const at::TensorOptions &o) { return at::randn(s, o); });
 }
 
-ct_status ct_tensor_arange(ct_tensor **out, double start, double end, double step,
-                           int32_t dtype, int32_t device_type, int32_t device_index,
-                           int32_t requires_grad) {
+ct_status ct_tensor_arange(ct_tensor **out, double start, double end, double step, int32_t dtype,
+                           int32_t device_type, int32_t device_index, int32_t requires_grad) {
   if (!(step != 0.0) || (end - start) * step < 0)
-    return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                         "%s: step %g does not lead from %g to %g", __func__, step, start,
-                         end);
-  return make_sized(__func__, out, nullptr, 0, dtype, device_type, device_index, requires_grad,
-                    [=](at::IntArrayRef, const at::TensorOptions &o) {
-                      return at::arange(start, end, step, o);
-                    });
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: step %g does not lead from %g to %g",
+                         __func__, step, start, end);
+  return make_sized(
+      __func__, out, nullptr, 0, dtype, device_type, device_index, requires_grad,
+      [=](at::IntArrayRef, const at::TensorOptions &o) { return at::arange(start, end, step, o); });
 }
 
-ct_status ct_tensor_eye(ct_tensor **out, int64_t n, int64_t m, int32_t dtype,
-                        int32_t device_type, int32_t device_index, int32_t requires_grad) {
+ct_status ct_tensor_eye(ct_tensor **out, int64_t n, int64_t m, int32_t dtype, int32_t device_type,
+                        int32_t device_index, int32_t requires_grad) {
   if (n < 0)
     return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: n must be >= 0, got %lld", __func__,
                          static_cast<long long>(n));
-  return make_sized(__func__, out, nullptr, 0, dtype, device_type, device_index, requires_grad,
-                    [=](at::IntArrayRef, const at::TensorOptions &o) {
-                      return at::eye(n, m < 0 ? n : m, o);
-                    });
+  return make_sized(
+      __func__, out, nullptr, 0, dtype, device_type, device_index, requires_grad,
+      [=](at::IntArrayRef, const at::TensorOptions &o) { return at::eye(n, m < 0 ? n : m, o); });
 }
 
-ct_status ct_tensor_from_data(ct_tensor **out, const void *data, const int64_t *sizes,
-                              size_t ndim, int32_t dtype, int32_t device_type,
-                              int32_t device_index) {
+ct_status ct_tensor_from_data(ct_tensor **out, const void *data, const int64_t *sizes, size_t ndim,
+                              int32_t dtype, int32_t device_type, int32_t device_index) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     if (ct_status s = ct::check_sizes(ct_fn_, sizes, ndim)) return s;
     at::TensorOptions opts;
-    if (ct_status s = factory_options(ct_fn_, dtype, device_type, device_index, 0, &opts))
-      return s;
+    if (ct_status s = factory_options(ct_fn_, dtype, device_type, device_index, 0, &opts)) return s;
     at::IntArrayRef shape(sizes, ndim);
     int64_t numel = c10::multiply_integers(shape);
     if (!data && numel > 0)
@@ -550,16 +544,18 @@ ct_status ct_tensor_from_blob(ct_tensor **out, void *data, const int64_t *sizes,
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     std::function<void(void *)> del;
-    if (deleter) del = [deleter, ctx](void *p) { deleter(p, ctx); };
-    else del = [](void *) {};
+    if (deleter)
+      del = [deleter, ctx](void *p) { deleter(p, ctx); };
+    else
+      del = [](void *) {};
     return wrap_blob(ct_fn_, out, data, sizes, ndim, strides, dtype, device_type, device_index,
                      std::move(del));
   });
 }
 
-ct_status ct_tensor_from_blob_queued(ct_tensor **out, void *data, const int64_t *sizes,
-                                     size_t ndim, const int64_t *strides, int32_t dtype,
-                                     int32_t device_type, int32_t device_index, void *ctx) {
+ct_status ct_tensor_from_blob_queued(ct_tensor **out, void *data, const int64_t *sizes, size_t ndim,
+                                     const int64_t *strides, int32_t dtype, int32_t device_type,
+                                     int32_t device_index, void *ctx) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     return wrap_blob(ct_fn_, out, data, sizes, ndim, strides, dtype, device_type, device_index,
@@ -594,24 +590,26 @@ size_t ct_release_queue_length(void) {
 void ct_tensor_free(ct_tensor *t) { delete t; }
 
 // An undefined tensor is refused by name rather than by LibTorch's message.
-#define CT_CHECK_DEFINED(h)                                                              \
-  do {                                                                                   \
-    if (!(h)->t.defined())                                                               \
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is an undefined " \
-                           "tensor", ct_fn_, #h);                                        \
+#define CT_CHECK_DEFINED(h)                                     \
+  do {                                                          \
+    if (!(h)->t.defined())                                      \
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,             \
+                           "%s: argument '%s' is an undefined " \
+                           "tensor",                            \
+                           ct_fn_, #h);                         \
   } while (0)
 
-#define CT_UNARY_TENSOR_OP(fname, needs_defined, expr)         \
-  ct_status fname(ct_tensor **out, const ct_tensor *t) {       \
-    const char *const ct_fn_ = __func__;                       \
-    return ct::guard(ct_fn_, [&] {                             \
-      CT_CHECK_NOT_NULL(out);                                  \
-      CT_CHECK_NOT_NULL(t);                                    \
-      if (needs_defined) CT_CHECK_DEFINED(t);                  \
-      const at::Tensor &x = t->t;                              \
-      *out = ct::new_tensor(expr);                             \
-      return CT_OK;                                            \
-    });                                                        \
+#define CT_UNARY_TENSOR_OP(fname, needs_defined, expr)   \
+  ct_status fname(ct_tensor **out, const ct_tensor *t) { \
+    const char *const ct_fn_ = __func__;                 \
+    return ct::guard(ct_fn_, [&] {                       \
+      CT_CHECK_NOT_NULL(out);                            \
+      CT_CHECK_NOT_NULL(t);                              \
+      if (needs_defined) CT_CHECK_DEFINED(t);            \
+      const at::Tensor &x = t->t;                        \
+      *out = ct::new_tensor(expr);                       \
+      return CT_OK;                                      \
+    });                                                  \
   }
 
 CT_UNARY_TENSOR_OP(ct_tensor_ref, false, x)
@@ -749,8 +747,10 @@ ct_status ct_tensor_to_string(char **out, const ct_tensor *t) {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(t);
     std::ostringstream os;
-    if (t->t.defined()) os << t->t;
-    else os << "[ Tensor (undefined) ]";
+    if (t->t.defined())
+      os << t->t;
+    else
+      os << "[ Tensor (undefined) ]";
     *out = ct::dup_string(os.str());
     return CT_OK;
   });

@@ -29,10 +29,10 @@ bool to_memory_format(int32_t code, c10::MemoryFormat *out) {
   }
 }
 
-#define CT_CHECK_DEFINED(h)                                                               \
-  do {                                                                                    \
-    CT_CHECK_NOT_NULL(h);                                                                 \
-    if (!(h)->t.defined())                                                                \
+#define CT_CHECK_DEFINED(h)                                                                 \
+  do {                                                                                      \
+    CT_CHECK_NOT_NULL(h);                                                                   \
+    if (!(h)->t.defined())                                                                  \
       return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: the tensor is undefined", ct_fn_); \
   } while (0)
 
@@ -48,8 +48,7 @@ ct_status check_quantized(const char *ct_fn_, const at::Tensor &t, int per_chann
             q == c10::kPerChannelAffineFloatQParams;
   if (pc != (per_channel != 0))
     return ct::set_error(CT_ERR_TYPE, "%s: the tensor is quantized %s, not %s", ct_fn_,
-                         pc ? "per channel" : "per tensor",
-                         pc ? "per tensor" : "per channel");
+                         pc ? "per channel" : "per tensor", pc ? "per tensor" : "per channel");
   return CT_OK;
 }
 
@@ -102,8 +101,7 @@ ct_status ct_tensor_layout(int32_t *out, const ct_tensor *t) {
   });
 }
 
-ct_status ct_tensor_is_contiguous_format(int32_t *out, const ct_tensor *t,
-                                         int32_t memory_format) {
+ct_status ct_tensor_is_contiguous_format(int32_t *out, const ct_tensor *t, int32_t memory_format) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -116,8 +114,7 @@ ct_status ct_tensor_is_contiguous_format(int32_t *out, const ct_tensor *t,
   });
 }
 
-ct_status ct_tensor_contiguous_format(ct_tensor **out, const ct_tensor *t,
-                                      int32_t memory_format) {
+ct_status ct_tensor_contiguous_format(ct_tensor **out, const ct_tensor *t, int32_t memory_format) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -308,12 +305,11 @@ ct_status ct_tensor_sparse_indices(ct_tensor **out, const ct_tensor *t) {
 }
 
 ct_status ct_tensor_sparse_values(ct_tensor **out, const ct_tensor *t) {
-  return sparse_part(__func__, out, t,
-                     {c10::kSparse, c10::kSparseCsr, c10::kSparseCsc, c10::kSparseBsr,
-                      c10::kSparseBsc},
-                     "a sparse tensor", [](const at::Tensor &x) {
-                       return x.layout() == c10::kSparse ? x._values() : x.values();
-                     });
+  return sparse_part(
+      __func__, out, t,
+      {c10::kSparse, c10::kSparseCsr, c10::kSparseCsc, c10::kSparseBsr, c10::kSparseBsc},
+      "a sparse tensor",
+      [](const at::Tensor &x) { return x.layout() == c10::kSparse ? x._values() : x.values(); });
 }
 
 ct_status ct_tensor_sparse_compressed_indices(ct_tensor **out, const ct_tensor *t) {

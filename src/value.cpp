@@ -11,82 +11,51 @@
 namespace {
 
 int32_t tag_of(const c10::IValue &v) {
-  if (v.isNone())
-    return CT_VALUE_NONE;
-  if (v.isBool())
-    return CT_VALUE_BOOL;
-  if (v.isInt())
-    return CT_VALUE_INT;
-  if (v.isDouble())
-    return CT_VALUE_DOUBLE;
-  if (v.isString())
-    return CT_VALUE_STRING;
-  if (v.isTensor())
-    return CT_VALUE_TENSOR;
-  if (v.isDevice())
-    return CT_VALUE_DEVICE;
+  if (v.isNone()) return CT_VALUE_NONE;
+  if (v.isBool()) return CT_VALUE_BOOL;
+  if (v.isInt()) return CT_VALUE_INT;
+  if (v.isDouble()) return CT_VALUE_DOUBLE;
+  if (v.isString()) return CT_VALUE_STRING;
+  if (v.isTensor()) return CT_VALUE_TENSOR;
+  if (v.isDevice()) return CT_VALUE_DEVICE;
   if (v.isList()) {
-    if (v.isIntList())
-      return CT_VALUE_INT_LIST;
-    if (v.isDoubleList())
-      return CT_VALUE_DOUBLE_LIST;
-    if (v.isBoolList())
-      return CT_VALUE_BOOL_LIST;
-    if (v.isTensorList())
-      return CT_VALUE_TENSOR_LIST;
+    if (v.isIntList()) return CT_VALUE_INT_LIST;
+    if (v.isDoubleList()) return CT_VALUE_DOUBLE_LIST;
+    if (v.isBoolList()) return CT_VALUE_BOOL_LIST;
+    if (v.isTensorList()) return CT_VALUE_TENSOR_LIST;
     return CT_VALUE_LIST;
   }
-  if (v.isTuple())
-    return CT_VALUE_TUPLE;
-  if (v.isGenericDict())
-    return CT_VALUE_DICT;
-  if (v.isObject())
-    return CT_VALUE_OBJECT;
+  if (v.isTuple()) return CT_VALUE_TUPLE;
+  if (v.isGenericDict()) return CT_VALUE_DICT;
+  if (v.isObject()) return CT_VALUE_OBJECT;
   return CT_VALUE_OTHER;
 }
 
 const char *tag_name(int32_t tag) {
   switch (tag) {
-  case CT_VALUE_NONE:
-    return "none";
-  case CT_VALUE_BOOL:
-    return "bool";
-  case CT_VALUE_INT:
-    return "int";
-  case CT_VALUE_DOUBLE:
-    return "double";
-  case CT_VALUE_STRING:
-    return "string";
-  case CT_VALUE_TENSOR:
-    return "tensor";
-  case CT_VALUE_DEVICE:
-    return "device";
-  case CT_VALUE_LIST:
-    return "list";
-  case CT_VALUE_TUPLE:
-    return "tuple";
-  case CT_VALUE_DICT:
-    return "dict";
-  case CT_VALUE_INT_LIST:
-    return "int list";
-  case CT_VALUE_DOUBLE_LIST:
-    return "double list";
-  case CT_VALUE_BOOL_LIST:
-    return "bool list";
-  case CT_VALUE_TENSOR_LIST:
-    return "tensor list";
-  case CT_VALUE_OBJECT:
-    return "object";
-  default:
-    return "other";
+    case CT_VALUE_NONE: return "none";
+    case CT_VALUE_BOOL: return "bool";
+    case CT_VALUE_INT: return "int";
+    case CT_VALUE_DOUBLE: return "double";
+    case CT_VALUE_STRING: return "string";
+    case CT_VALUE_TENSOR: return "tensor";
+    case CT_VALUE_DEVICE: return "device";
+    case CT_VALUE_LIST: return "list";
+    case CT_VALUE_TUPLE: return "tuple";
+    case CT_VALUE_DICT: return "dict";
+    case CT_VALUE_INT_LIST: return "int list";
+    case CT_VALUE_DOUBLE_LIST: return "double list";
+    case CT_VALUE_BOOL_LIST: return "bool list";
+    case CT_VALUE_TENSOR_LIST: return "tensor list";
+    case CT_VALUE_OBJECT: return "object";
+    default: return "other";
   }
 }
 
 // "expected X, got <tag> (<type>)"
-ct_status type_error(const char *func, const char *expected,
-                     const c10::IValue &v) {
-  return ct::set_error(CT_ERR_TYPE, "%s: expected %s, got %s (%s)", func,
-                       expected, tag_name(tag_of(v)), ct::value_type_name(v).c_str());
+ct_status type_error(const char *func, const char *expected, const c10::IValue &v) {
+  return ct::set_error(CT_ERR_TYPE, "%s: expected %s, got %s (%s)", func, expected,
+                       tag_name(tag_of(v)), ct::value_type_name(v).c_str());
 }
 
 // `items` may be NULL only when n == 0, and no item may be NULL.
@@ -114,7 +83,7 @@ ct_status typed_list(const char *ct_fn_, ct_value **out, const C *items, size_t 
   });
 }
 
-} // namespace
+}  // namespace
 
 namespace ct {
 
@@ -131,22 +100,19 @@ std::string value_type_name(const c10::IValue &v) {
 // their unified type (tensor types without shapes). Items that do not unify
 // (e.g. a tensor and a string) give Any, which TorchScript also accepts.
 c10::TypePtr unify_or_any(const std::vector<c10::TypePtr> &types) {
-  if (types.empty())
-    return c10::AnyType::get();
+  if (types.empty()) return c10::AnyType::get();
   std::ostringstream why;
   auto t = c10::unifyTypeList(types, why);
-  if (!t)
-    return c10::AnyType::get();
+  if (!t) return c10::AnyType::get();
   return c10::unshapedType(*t);
 }
 
 c10::TypePtr value_type(const c10::IValue &v) {
-  if (v.isTensor())
-    return c10::TensorType::get();
+  if (v.isTensor()) return c10::TensorType::get();
   return c10::unshapedType(v.type());
 }
 
-} // namespace ct
+}  // namespace ct
 
 using ct::unify_or_any;
 using ct::value_type;
@@ -207,8 +173,7 @@ ct_status ct_value_from_string(ct_value **out, const char *s, size_t len) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
-    CT_CHECK_ARG(s != nullptr || len == 0,
-                 "%s: argument 's' is NULL with len %zu", ct_fn_, len);
+    CT_CHECK_ARG(s != nullptr || len == 0, "%s: argument 's' is NULL with len %zu", ct_fn_, len);
     *out = ct::new_value(c10::IValue(std::string(s ? s : "", len)));
     return CT_OK;
   });
@@ -224,15 +189,13 @@ ct_status ct_value_from_tensor(ct_value **out, const ct_tensor *t) {
   });
 }
 
-ct_status ct_value_from_device(ct_value **out, int32_t device_type,
-                               int32_t device_index) {
+ct_status ct_value_from_device(ct_value **out, int32_t device_type, int32_t device_index) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     c10::Device d(c10::kCPU);
     ct_status st = ct::to_device(ct_fn_, device_type, device_index, &d);
-    if (st != CT_OK)
-      return st;
+    if (st != CT_OK) return st;
     *out = ct::new_value(c10::IValue(d));
     return CT_OK;
   });
@@ -242,8 +205,7 @@ ct_status ct_value_from_device(ct_value **out, int32_t device_type,
 // with T gives Optional[T]). Items that do not unify give List[Any]. An empty
 // list is List[Any], coerced to the schema's list type when passed to a
 // method, function or op.
-ct_status ct_value_list(ct_value **out, const ct_value *const *items,
-                        size_t n) {
+ct_status ct_value_list(ct_value **out, const ct_value *const *items, size_t n) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -253,8 +215,7 @@ ct_status ct_value_list(ct_value **out, const ct_value *const *items,
     for (size_t i = 0; i < n; ++i) types.push_back(value_type(items[i]->v));
     c10::impl::GenericList list(unify_or_any(types));
     list.reserve(n);
-    for (size_t i = 0; i < n; ++i)
-      list.push_back(items[i]->v);
+    for (size_t i = 0; i < n; ++i) list.push_back(items[i]->v);
     *out = ct::new_value(c10::IValue(std::move(list)));
     return CT_OK;
   });
@@ -272,8 +233,7 @@ ct_status ct_value_bool_list(ct_value **out, const int32_t *items, size_t n) {
   return typed_list<bool>(__func__, out, items, n);  // nonzero is true
 }
 
-ct_status ct_value_tensor_list(ct_value **out, const ct_tensor *const *items,
-                               size_t n) {
+ct_status ct_value_tensor_list(ct_value **out, const ct_tensor *const *items, size_t n) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -286,8 +246,7 @@ ct_status ct_value_tensor_list(ct_value **out, const ct_tensor *const *items,
   });
 }
 
-ct_status ct_value_tuple(ct_value **out, const ct_value *const *items,
-                         size_t n) {
+ct_status ct_value_tuple(ct_value **out, const ct_value *const *items, size_t n) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -295,8 +254,7 @@ ct_status ct_value_tuple(ct_value **out, const ct_value *const *items,
     std::vector<c10::IValue> elems;
     elems.reserve(n);
     for (size_t i = 0; i < n; ++i) elems.push_back(items[i]->v);
-    *out = ct::new_value(
-        c10::IValue(c10::ivalue::Tuple::create(std::move(elems))));
+    *out = ct::new_value(c10::IValue(c10::ivalue::Tuple::create(std::move(elems))));
     return CT_OK;
   });
 }
@@ -304,22 +262,20 @@ ct_status ct_value_tuple(ct_value **out, const ct_value *const *items,
 // Key type: str, int or Tensor (all keys the same kind). Value type: the
 // unified type of the values, or Any when they do not unify (also for n == 0:
 // an empty dict is Dict[str, Any]).
-ct_status ct_value_dict(ct_value **out, const ct_value *const *keys,
-                        const ct_value *const *values, size_t n) {
+ct_status ct_value_dict(ct_value **out, const ct_value *const *keys, const ct_value *const *values,
+                        size_t n) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_ARG((keys != nullptr && values != nullptr) || n == 0,
-                 "%s: argument 'keys' or 'values' is NULL with n %zu", ct_fn_,
-                 n);
+                 "%s: argument 'keys' or 'values' is NULL with n %zu", ct_fn_, n);
     c10::TypePtr key_type = c10::StringType::get();
     std::vector<c10::TypePtr> vtypes;
     vtypes.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       if (!keys[i] || !values[i])
-        return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                             "%s: keys[%zu] or values[%zu] is NULL", ct_fn_, i,
-                             i);
+        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: keys[%zu] or values[%zu] is NULL",
+                             ct_fn_, i, i);
       const c10::IValue &k = keys[i]->v;
       c10::TypePtr kt;
       if (k.isString())
@@ -332,8 +288,7 @@ ct_status ct_value_dict(ct_value **out, const ct_value *const *keys,
         return ct::set_error(CT_ERR_TYPE,
                              "%s: dict keys must be strings, ints or tensors; "
                              "keys[%zu] is %s (%s)",
-                             ct_fn_, i, tag_name(tag_of(k)),
-                             ct::value_type_name(k).c_str());
+                             ct_fn_, i, tag_name(tag_of(k)), ct::value_type_name(k).c_str());
       if (i == 0)
         key_type = kt;
       else if (kt->kind() != key_type->kind())
@@ -346,8 +301,7 @@ ct_status ct_value_dict(ct_value **out, const ct_value *const *keys,
     }
     c10::impl::GenericDict d(key_type, unify_or_any(vtypes));
     d.reserve(n);
-    for (size_t i = 0; i < n; ++i)
-      d.insert_or_assign(keys[i]->v, values[i]->v);
+    for (size_t i = 0; i < n; ++i) d.insert_or_assign(keys[i]->v, values[i]->v);
     *out = ct::new_value(c10::IValue(std::move(d)));
     return CT_OK;
   });
@@ -358,8 +312,7 @@ ct_status ct_value_to_bool(int32_t *out, const ct_value *v) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
-    if (!v->v.isBool())
-      return type_error(ct_fn_, "bool", v->v);
+    if (!v->v.isBool()) return type_error(ct_fn_, "bool", v->v);
     *out = v->v.toBool() ? 1 : 0;
     return CT_OK;
   });
@@ -370,8 +323,7 @@ ct_status ct_value_to_int(int64_t *out, const ct_value *v) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
-    if (!v->v.isInt())
-      return type_error(ct_fn_, "int", v->v);
+    if (!v->v.isInt()) return type_error(ct_fn_, "int", v->v);
     *out = v->v.toInt();
     return CT_OK;
   });
@@ -397,12 +349,10 @@ ct_status ct_value_to_string(const char **out, size_t *len, const ct_value *v) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
-    if (!v->v.isString())
-      return type_error(ct_fn_, "string", v->v);
+    if (!v->v.isString()) return type_error(ct_fn_, "string", v->v);
     const std::string &s = v->v.toStringRef();
     *out = s.c_str();
-    if (len)
-      *len = s.size();
+    if (len) *len = s.size();
     return CT_OK;
   });
 }
@@ -412,28 +362,24 @@ ct_status ct_value_to_tensor(ct_tensor **out, const ct_value *v) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
-    if (!v->v.isTensor())
-      return type_error(ct_fn_, "tensor", v->v);
+    if (!v->v.isTensor()) return type_error(ct_fn_, "tensor", v->v);
     *out = ct::new_tensor(v->v.toTensor());
     return CT_OK;
   });
 }
 
-ct_status ct_value_to_device(int32_t *device_type, int32_t *device_index,
-                             const ct_value *v) {
+ct_status ct_value_to_device(int32_t *device_type, int32_t *device_index, const ct_value *v) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(device_type);
     CT_CHECK_NOT_NULL(device_index);
     CT_CHECK_NOT_NULL(v);
-    if (!v->v.isDevice())
-      return type_error(ct_fn_, "device", v->v);
+    if (!v->v.isDevice()) return type_error(ct_fn_, "device", v->v);
     c10::Device d = v->v.toDevice();
     int32_t code = ct::device_type_code(d.type());
     if (code == 0)
-      return ct::set_error(CT_ERR_NOT_SUPPORTED,
-                           "%s: device '%s' has no ctorch device code", ct_fn_,
-                           d.str().c_str());
+      return ct::set_error(CT_ERR_NOT_SUPPORTED, "%s: device '%s' has no ctorch device code",
+                           ct_fn_, d.str().c_str());
     *device_type = code;
     *device_index = d.index();
     return CT_OK;
@@ -491,16 +437,14 @@ ct_status ct_value_get(ct_value **out, const ct_value *v, size_t i) {
     if (x.isList()) {
       auto ref = x.toListRef();
       if (i >= ref.size())
-        return ct::set_error(
-            CT_ERR_INDEX, "%s: index %zu out of range for list of length %zu",
-            ct_fn_, i, ref.size());
+        return ct::set_error(CT_ERR_INDEX, "%s: index %zu out of range for list of length %zu",
+                             ct_fn_, i, ref.size());
       *out = ct::new_value(ref[i]);
     } else if (x.isTuple()) {
       const auto &el = x.toTupleRef().elements();
       if (i >= el.size())
-        return ct::set_error(
-            CT_ERR_INDEX, "%s: index %zu out of range for tuple of length %zu",
-            ct_fn_, i, el.size());
+        return ct::set_error(CT_ERR_INDEX, "%s: index %zu out of range for tuple of length %zu",
+                             ct_fn_, i, el.size());
       *out = ct::new_value(el[i]);
     } else {
       return type_error(ct_fn_, "list or tuple", x);
@@ -509,44 +453,35 @@ ct_status ct_value_get(ct_value **out, const ct_value *v, size_t i) {
   });
 }
 
-ct_status ct_value_dict_item(ct_value **key, ct_value **value,
-                             const ct_value *v, size_t i) {
+ct_status ct_value_dict_item(ct_value **key, ct_value **value, const ct_value *v, size_t i) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(v);
-    if (!v->v.isGenericDict())
-      return type_error(ct_fn_, "dict", v->v);
+    if (!v->v.isGenericDict()) return type_error(ct_fn_, "dict", v->v);
     auto d = v->v.toGenericDict();
     if (i >= d.size())
-      return ct::set_error(CT_ERR_INDEX,
-                           "%s: index %zu out of range for dict of length %zu",
+      return ct::set_error(CT_ERR_INDEX, "%s: index %zu out of range for dict of length %zu",
                            ct_fn_, i, d.size());
     auto it = d.begin();
-    for (size_t k = 0; k < i; ++k)
-      ++it;
+    for (size_t k = 0; k < i; ++k) ++it;
     std::unique_ptr<ct_value> kv(key ? ct::new_value(it->key()) : nullptr);
     std::unique_ptr<ct_value> vv(value ? ct::new_value(it->value()) : nullptr);
-    if (key)
-      *key = kv.release();
-    if (value)
-      *value = vv.release();
+    if (key) *key = kv.release();
+    if (value) *value = vv.release();
     return CT_OK;
   });
 }
 
-ct_status ct_value_dict_get(ct_value **out, const ct_value *v,
-                            const ct_value *key) {
+ct_status ct_value_dict_get(ct_value **out, const ct_value *v, const ct_value *key) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
     CT_CHECK_NOT_NULL(key);
-    if (!v->v.isGenericDict())
-      return type_error(ct_fn_, "dict", v->v);
+    if (!v->v.isGenericDict()) return type_error(ct_fn_, "dict", v->v);
     auto d = v->v.toGenericDict();
     const c10::IValue &k = key->v;
-    if (!(k.isString() || k.isInt() || k.isTensor() || k.isDouble() ||
-          k.isBool()))
+    if (!(k.isString() || k.isInt() || k.isTensor() || k.isDouble() || k.isBool()))
       return type_error(ct_fn_, "a string, int or tensor key", k);
     auto it = d.find(k);
     if (it == d.end()) {
@@ -555,32 +490,28 @@ ct_status ct_value_dict_get(ct_value **out, const ct_value *v,
         os << "<tensor>";
       else
         os << k;
-      return ct::set_error(CT_ERR_NOT_FOUND, "%s: key %s not found", ct_fn_,
-                           os.str().c_str());
+      return ct::set_error(CT_ERR_NOT_FOUND, "%s: key %s not found", ct_fn_, os.str().c_str());
     }
     *out = ct::new_value(it->value());
     return CT_OK;
   });
 }
 
-ct_status ct_value_dict_get_str(ct_value **out, const ct_value *v,
-                                const char *key) {
+ct_status ct_value_dict_get_str(ct_value **out, const ct_value *v, const char *key) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
     CT_CHECK_NOT_NULL(key);
-    if (!v->v.isGenericDict())
-      return type_error(ct_fn_, "dict", v->v);
+    if (!v->v.isGenericDict()) return type_error(ct_fn_, "dict", v->v);
     auto d = v->v.toGenericDict();
-    if (d.keyType()->kind() != c10::StringType::Kind &&
-        d.keyType()->kind() != c10::AnyType::Kind && d.size() > 0)
+    if (d.keyType()->kind() != c10::StringType::Kind && d.keyType()->kind() != c10::AnyType::Kind &&
+        d.size() > 0)
       return ct::set_error(CT_ERR_TYPE, "%s: dict has %s keys, not str", ct_fn_,
                            d.keyType()->annotation_str().c_str());
     auto it = d.find(c10::IValue(std::string(key)));
     if (it == d.end())
-      return ct::set_error(CT_ERR_NOT_FOUND, "%s: key '%s' not found", ct_fn_,
-                           key);
+      return ct::set_error(CT_ERR_NOT_FOUND, "%s: key '%s' not found", ct_fn_, key);
     *out = ct::new_value(it->value());
     return CT_OK;
   });
@@ -608,4 +539,4 @@ ct_status ct_value_type_str(char **out, const ct_value *v) {
   });
 }
 
-} // extern "C"
+}  // extern "C"

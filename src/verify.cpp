@@ -147,13 +147,12 @@ ct_status verify(const char *func, int what, const char *path) {
   }
   close(fds[0]);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     if (sig == SIGALRM)
-      return ct::set_error(CT_ERR_IO, "%s: loading '%s' did not finish within %u s (killed)",
-                           func, path, timeout);
+      return ct::set_error(CT_ERR_IO, "%s: loading '%s' did not finish within %u s (killed)", func,
+                           path, timeout);
     return ct::set_error(CT_ERR_IO, "%s: loading '%s' crashed the checking process: signal %d (%s)",
                          func, path, sig, strsignal(sig));
   }
@@ -184,24 +183,56 @@ ct_status check_source_nesting(const char *func, const char *src) noexcept {
     char c = *p;
     if (c == '\n') ++line;
     if (quote) {
-      if (c == '\\' && p[1]) ++p;
-      else if (c == quote) quote = 0;
+      if (c == '\\' && p[1])
+        ++p;
+      else if (c == quote)
+        quote = 0;
       continue;
     }
     switch (c) {
-      case '"': case '\'': quote = c; break;
-      case '#': while (p[1] && p[1] != '\n') ++p; break;
-      case '(': case '[': case '{':
-        if (++depth > kMaxSourceNesting)
-          return set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: brackets nest more than %d deep (line %d)", func,
-                           kMaxSourceNesting, line);
+      case '"':
+      case '\'': quote = c; break;
+      case '#':
+        while (p[1] && p[1] != '\n') ++p;
         break;
-      case ')': case ']': case '}': if (depth > 0) --depth; break;
-      case '\n': if (depth == 0) { ops = 0; stmt_line = line; } break;
-      case ';': if (depth == 0) { ops = 0; stmt_line = line; } break;
-      case '+': case '-': case '*': case '/': case '%': case '&': case '|': case '^':
-      case '~': case '<': case '>': case '=': case '!': case '@':
+      case '(':
+      case '[':
+      case '{':
+        if (++depth > kMaxSourceNesting)
+          return set_error(CT_ERR_INVALID_ARGUMENT, "%s: brackets nest more than %d deep (line %d)",
+                           func, kMaxSourceNesting, line);
+        break;
+      case ')':
+      case ']':
+      case '}':
+        if (depth > 0) --depth;
+        break;
+      case '\n':
+        if (depth == 0) {
+          ops = 0;
+          stmt_line = line;
+        }
+        break;
+      case ';':
+        if (depth == 0) {
+          ops = 0;
+          stmt_line = line;
+        }
+        break;
+      case '+':
+      case '-':
+      case '*':
+      case '/':
+      case '%':
+      case '&':
+      case '|':
+      case '^':
+      case '~':
+      case '<':
+      case '>':
+      case '=':
+      case '!':
+      case '@':
         if (++ops > kMaxStatementOperators)
           return set_error(CT_ERR_INVALID_ARGUMENT,
                            "%s: the statement starting on line %d has more than %d operators; "
@@ -211,8 +242,10 @@ ct_status check_source_nesting(const char *func, const char *src) noexcept {
       default:
         // Keywords that nest expressions: and, or, not.
         if ((c == 'a' || c == 'o' || c == 'n') && (p == src || !isalnum((unsigned char)p[-1]))) {
-          size_t k = std::strncmp(p, "and", 3) == 0 ? 3 : std::strncmp(p, "or", 2) == 0 ? 2
-                   : std::strncmp(p, "not", 3) == 0 ? 3 : 0;
+          size_t k = std::strncmp(p, "and", 3) == 0   ? 3
+                     : std::strncmp(p, "or", 2) == 0  ? 2
+                     : std::strncmp(p, "not", 3) == 0 ? 3
+                                                      : 0;
           if (k && !isalnum((unsigned char)p[k]) && p[k] != '_' && ++ops > kMaxStatementOperators)
             return set_error(CT_ERR_INVALID_ARGUMENT,
                              "%s: the statement starting on line %d has more than %d "
@@ -267,7 +300,7 @@ std::string tensor_misfit(const at::Tensor &t, const RecordSizes *records) {
     if (s < 0) return describe() + ": negative size";
     empty = empty || s == 0;
   }
-  if (empty) return std::string();  // no element is ever read
+  if (empty) return std::string();                // no element is ever read
   uint64_t last = static_cast<uint64_t>(offset);  // index of the last element
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (strides[i] < 0) return describe() + ": negative stride";
@@ -322,9 +355,9 @@ ct_status check_loaded_tensors(const char *func, const char *what,
       const auto &type = obj.type();
       size_t n = std::min(obj.slots().size(), type->numAttributes());
       for (size_t i = 0; i < n; ++i)
-        todo.emplace_back(path.empty() ? type->getAttributeName(i)
-                                       : path + "." + type->getAttributeName(i),
-                          obj.getSlot(i));
+        todo.emplace_back(
+            path.empty() ? type->getAttributeName(i) : path + "." + type->getAttributeName(i),
+            obj.getSlot(i));
     } else if (v.isTuple()) {
       const auto &el = v.toTupleRef().elements();
       for (size_t i = 0; i < el.size(); ++i)

@@ -72,10 +72,13 @@ static const struct {
 #define N_DTYPES (sizeof dtypes / sizeof dtypes[0])
 
 static int32_t dtype_from_name(const char *s) {
-  static const struct { const char *alias; int32_t code; } aliases[] = {
-      {"float", CT_FLOAT32}, {"f32", CT_FLOAT32}, {"double", CT_FLOAT64}, {"f64", CT_FLOAT64},
-      {"half", CT_FLOAT16},  {"f16", CT_FLOAT16}, {"long", CT_INT64},     {"int", CT_INT32},
-      {"i64", CT_INT64},     {"i32", CT_INT32},   {"bf16", CT_BFLOAT16}, {"u8", CT_UINT8}};
+  static const struct {
+    const char *alias;
+    int32_t code;
+  } aliases[] = {{"float", CT_FLOAT32}, {"f32", CT_FLOAT32},   {"double", CT_FLOAT64},
+                 {"f64", CT_FLOAT64},   {"half", CT_FLOAT16},  {"f16", CT_FLOAT16},
+                 {"long", CT_INT64},    {"int", CT_INT32},     {"i64", CT_INT64},
+                 {"i32", CT_INT32},     {"bf16", CT_BFLOAT16}, {"u8", CT_UINT8}};
   size_t i;
   for (i = 0; i < N_DTYPES; i++)
     if (!strcmp(s, dtypes[i].name)) return dtypes[i].code;
@@ -102,11 +105,16 @@ static void json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-    else if (c == '\n') fputs("\\n", f);
-    else if (c == '\t') fputs("\\t", f);
-    else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
+    if (c == '"' || c == '\\')
+      fprintf(f, "\\%c", c);
+    else if (c == '\n')
+      fputs("\\n", f);
+    else if (c == '\t')
+      fputs("\\t", f);
+    else if (c < 0x20)
+      fprintf(f, "\\u%04x", c);
+    else
+      fputc(c, f);
   }
   fputc('"', f);
 }
@@ -154,8 +162,16 @@ static int parse_long(const char *s, long lo, long hi, long *out) {
 /* "cpu", "cuda", "cuda:1" */
 static int parse_device(const char *s, int32_t *type, int32_t *index) {
   long idx;
-  if (!strcmp(s, "cpu")) { *type = CT_DEVICE_CPU; *index = -1; return 1; }
-  if (!strcmp(s, "cuda")) { *type = CT_DEVICE_CUDA; *index = -1; return 1; }
+  if (!strcmp(s, "cpu")) {
+    *type = CT_DEVICE_CPU;
+    *index = -1;
+    return 1;
+  }
+  if (!strcmp(s, "cuda")) {
+    *type = CT_DEVICE_CUDA;
+    *index = -1;
+    return 1;
+  }
   if (!strncmp(s, "cuda:", 5) && parse_long(s + 5, 0, 1024, &idx)) {
     *type = CT_DEVICE_CUDA;
     *index = (int32_t)idx;
@@ -187,11 +203,17 @@ static int npy_read(ct_tensor **out, const char *path, int32_t dev, int32_t idx)
     goto done;
   }
   hsize = pre[6] == 1 ? 2 : 4; /* header length: 2 bytes in version 1, 4 after */
-  if (fread(pre + 8, 1, hsize, f) != hsize) { fail("%s: truncated .npy header", path); goto done; }
+  if (fread(pre + 8, 1, hsize, f) != hsize) {
+    fail("%s: truncated .npy header", path);
+    goto done;
+  }
   hlen = pre[8] | (size_t)pre[9] << 8;
   if (hsize == 4) hlen |= (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
   hdr = malloc(hlen + 1);
-  if (!hdr || fread(hdr, 1, hlen, f) != hlen) { fail("%s: truncated .npy header", path); goto done; }
+  if (!hdr || fread(hdr, 1, hlen, f) != hlen) {
+    fail("%s: truncated .npy header", path);
+    goto done;
+  }
   hdr[hlen] = 0;
   if ((p = strstr(hdr, "'descr'")) && (p = strchr(p + 7, '\''))) {
     char descr[16] = {0};
@@ -200,11 +222,14 @@ static int npy_read(ct_tensor **out, const char *path, int32_t dev, int32_t idx)
     if (descr[0] == '=') descr[0] = '<';
     if (!strcmp(descr, "<b1")) strcpy(descr, "|b1");
     for (i = 0; i < N_DTYPES; i++)
-      if (dtypes[i].descr && (!strcmp(descr, dtypes[i].descr) ||
-                              (descr[0] == '<' && dtypes[i].descr[0] == '|' &&
-                               !strcmp(descr + 1, dtypes[i].descr + 1))))
+      if (dtypes[i].descr &&
+          (!strcmp(descr, dtypes[i].descr) || (descr[0] == '<' && dtypes[i].descr[0] == '|' &&
+                                               !strcmp(descr + 1, dtypes[i].descr + 1))))
         dtype = dtypes[i].code;
-    if (!dtype) { fail("%s: unsupported .npy dtype '%s' (little-endian numbers only)", path, descr); goto done; }
+    if (!dtype) {
+      fail("%s: unsupported .npy dtype '%s' (little-endian numbers only)", path, descr);
+      goto done;
+    }
   } else {
     fail("%s: .npy header has no 'descr'", path);
     goto done;
@@ -220,7 +245,10 @@ static int npy_read(ct_tensor **out, const char *path, int32_t dev, int32_t idx)
   }
   for (p++; *p && *p != ')';) {
     if (isdigit((unsigned char)*p)) {
-      if (ndim == 32) { fail("%s: more than 32 dimensions", path); goto done; }
+      if (ndim == 32) {
+        fail("%s: more than 32 dimensions", path);
+        goto done;
+      }
       sizes[ndim] = strtoll(p, &p, 10);
       numel *= sizes[ndim++];
     } else {
@@ -230,14 +258,20 @@ static int npy_read(ct_tensor **out, const char *path, int32_t dev, int32_t idx)
   {
     size_t nbytes = (size_t)numel * ct_dtype_element_size(dtype);
     data = malloc(nbytes ? nbytes : 1);
-    if (!data) { fail("%s: out of memory", path); goto done; }
+    if (!data) {
+      fail("%s: out of memory", path);
+      goto done;
+    }
     if (fread(data, 1, nbytes, f) != nbytes) {
       fail("%s: file ends before its %zu bytes of data", path, nbytes);
       goto done;
     }
   }
   st = ct_tensor_from_data(out, data, sizes, ndim, dtype, dev, idx);
-  if (st != CT_OK) { fail_ct(st, path); goto done; }
+  if (st != CT_OK) {
+    fail_ct(st, path);
+    goto done;
+  }
   rc = 0;
 done:
   free(data);
@@ -291,7 +325,10 @@ static int npy_write(const char *path, const ct_tensor *t) {
     fclose(f);
     goto done;
   }
-  if (fclose(f)) { fail("%s: %s", path, strerror(errno)); goto done; }
+  if (fclose(f)) {
+    fail("%s: %s", path, strerror(errno));
+    goto done;
+  }
   rc = 0;
 done:
   ct_tensor_free(cc);
@@ -309,7 +346,8 @@ static int make_input(ct_tensor **out, const char *spec, int32_t dev, int32_t id
   ct_status st;
   if (ends_with(spec, ".npy")) return npy_read(out, spec, dev, idx);
   if (strlen(spec) >= sizeof buf || !strchr(spec, ':'))
-    return fail("input '%s': expected FILE.npy or SHAPE:DTYPE[:FILL] (e.g. 1x3x224x224:float32)", spec);
+    return fail("input '%s': expected FILE.npy or SHAPE:DTYPE[:FILL] (e.g. 1x3x224x224:float32)",
+                spec);
   strcpy(buf, spec);
   shape = buf;
   dt = strchr(buf, ':');
@@ -320,7 +358,8 @@ static int make_input(ct_tensor **out, const char *spec, int32_t dev, int32_t id
     char *end;
     long long v = strtoll(p, &end, 10);
     if (end == p || v < 0 || ndim == 32 || (*end && *end != 'x' && *end != ','))
-      return fail("input '%s': bad shape '%s' (sizes joined by x, e.g. 2x3; empty for a scalar)", spec, shape);
+      return fail("input '%s': bad shape '%s' (sizes joined by x, e.g. 2x3; empty for a scalar)",
+                  spec, shape);
     sizes[ndim++] = v;
     p = *end ? end + 1 : end;
   }
@@ -379,10 +418,14 @@ static int flatten(output *outs, size_t *n, ct_value *v, const char *label) {
     for (i = 0; i < len; i++) {
       ct_value *k = NULL, *item = NULL;
       char l[128], *repr = NULL;
-      if (ct_value_dict_item(&k, &item, v, i) != CT_OK) return fail_ct(ct_last_error_code(), "output");
-      if (ct_value_tag(k) == CT_VALUE_STRING) snprintf(l, sizeof l, "%s[\"%s\"]", label, value_str(k));
-      else if (ct_value_to_repr(&repr, k) == CT_OK) snprintf(l, sizeof l, "%s[%s]", label, repr);
-      else snprintf(l, sizeof l, "%s[%zu]", label, i);
+      if (ct_value_dict_item(&k, &item, v, i) != CT_OK)
+        return fail_ct(ct_last_error_code(), "output");
+      if (ct_value_tag(k) == CT_VALUE_STRING)
+        snprintf(l, sizeof l, "%s[\"%s\"]", label, value_str(k));
+      else if (ct_value_to_repr(&repr, k) == CT_OK)
+        snprintf(l, sizeof l, "%s[%s]", label, repr);
+      else
+        snprintf(l, sizeof l, "%s[%zu]", label, i);
       ct_free(repr);
       ct_value_free(k);
       if (flatten(outs, n, item, l)) return EXIT_ERROR;
@@ -399,15 +442,15 @@ static int flatten(output *outs, size_t *n, ct_value *v, const char *label) {
 static double element(const ct_tensor *t, int64_t i) {
   const void *p = ct_tensor_data_ptr(t);
   switch (ct_tensor_dtype(t)) {
-  case CT_BOOL: return ((const uint8_t *)p)[i];
-  case CT_UINT8: return ((const uint8_t *)p)[i];
-  case CT_INT8: return ((const int8_t *)p)[i];
-  case CT_INT16: return ((const int16_t *)p)[i];
-  case CT_INT32: return ((const int32_t *)p)[i];
-  case CT_INT64: return (double)((const int64_t *)p)[i];
-  case CT_FLOAT32: return ((const float *)p)[i];
-  case CT_FLOAT64: return ((const double *)p)[i];
-  default: return NAN;
+    case CT_BOOL: return ((const uint8_t *)p)[i];
+    case CT_UINT8: return ((const uint8_t *)p)[i];
+    case CT_INT8: return ((const int8_t *)p)[i];
+    case CT_INT16: return ((const int16_t *)p)[i];
+    case CT_INT32: return ((const int32_t *)p)[i];
+    case CT_INT64: return (double)((const int64_t *)p)[i];
+    case CT_FLOAT32: return ((const float *)p)[i];
+    case CT_FLOAT64: return ((const double *)p)[i];
+    default: return NAN;
   }
 }
 
@@ -420,9 +463,13 @@ static int print_tensor(const char *label, const ct_tensor *t) {
   int32_t conv = (dt == CT_FLOAT16 || dt == CT_BFLOAT16) ? CT_FLOAT32 : CT_DTYPE_KEEP;
   ct_status st;
   shape_str(shape, sizeof shape, t);
-  printf("%s: %s%s %s%s", label, dtype_name(dt), shape, ct_device_type_name(ct_tensor_device_type(t)),
+  printf("%s: %s%s %s%s", label, dtype_name(dt), shape,
+         ct_device_type_name(ct_tensor_device_type(t)),
          ct_tensor_requires_grad(t) ? " requires_grad" : "");
-  if (dt == CT_COMPLEX64 || dt == CT_COMPLEX128) { printf("\n"); return 0; }
+  if (dt == CT_COMPLEX64 || dt == CT_COMPLEX128) {
+    printf("\n");
+    return 0;
+  }
   if ((st = ct_tensor_to(&c, t, CT_DEVICE_CPU, -1, conv, 0, 0)) != CT_OK ||
       (st = ct_tensor_contiguous(&cc, c)) != CT_OK) {
     printf("\n");
@@ -476,7 +523,8 @@ static int load_model(model *t, opts *o) {
   t->m = NULL;
   t->p = NULL;
   if (is_package(o->model)) {
-    if ((st = ct_package_load(&t->p, o->model, o->model_name)) != CT_OK) return fail_ct(st, o->model);
+    if ((st = ct_package_load(&t->p, o->model, o->model_name)) != CT_OK)
+      return fail_ct(st, o->model);
     /* inputs go where the package runs unless --device says otherwise */
     if (!o->device_given && (st = ct_package_device(&o->dev, &o->idx, t->p)) != CT_OK) {
       model_free(t);
@@ -556,7 +604,8 @@ static int parse_model_opts(opts *o, const char *cmd, int argc, char **argv, int
       o->device_given = 1;
     } else if (!strcmp(a, "--seed")) {
       NEED_VALUE();
-      if (!parse_long(argv[++i], 0, 0x7fffffffL, &v)) return usage_error(cmd, "bad seed '%s'", argv[i]);
+      if (!parse_long(argv[++i], 0, 0x7fffffffL, &v))
+        return usage_error(cmd, "bad seed '%s'", argv[i]);
       o->seed = v;
     } else if (!strcmp(a, "--eval")) {
       o->eval = 1;
@@ -566,13 +615,17 @@ static int parse_model_opts(opts *o, const char *cmd, int argc, char **argv, int
       NEED_VALUE();
       if (o->n_outs == MAX_OUTPUTS) return usage_error(cmd, "too many -o");
       o->outs[o->n_outs++] = argv[++i];
-    } else if (bench && (!strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--threads"))) {
+    } else if (bench &&
+               (!strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--threads"))) {
       NEED_VALUE();
       if (!parse_long(argv[++i], !strcmp(a, "--iters") || !strcmp(a, "--threads"), 100000000L, &v))
         return usage_error(cmd, "bad value '%s' for %s", argv[i], a);
-      if (!strcmp(a, "--iters")) o->iters = v;
-      else if (!strcmp(a, "--warmup")) o->warmup = v;
-      else o->threads = v;
+      if (!strcmp(a, "--iters"))
+        o->iters = v;
+      else if (!strcmp(a, "--warmup"))
+        o->warmup = v;
+      else
+        o->threads = v;
     } else if (a[0] == '-' && a[1]) {
       return usage_error(cmd, "unknown option '%s'", a);
     } else if (!o->model) {
@@ -613,15 +666,18 @@ static int cmd_info(int argc, char **argv) {
   int32_t ndev = ct_cuda_device_count();
   for (i = 0; i < argc; i++) {
     if (is_help(argv[i])) {
-      printf("Usage: %s info [--json]\n\n"
-             "Prints the ctorch and LibTorch versions, the ABI version (library and header),\n"
-             "whether CUDA is compiled in and available, the CUDA devices, the intra-op and\n"
-             "inter-op thread counts, and the file the library was loaded from.\n",
-             prog);
+      printf(
+          "Usage: %s info [--json]\n\n"
+          "Prints the ctorch and LibTorch versions, the ABI version (library and header),\n"
+          "whether CUDA is compiled in and available, the CUDA devices, the intra-op and\n"
+          "inter-op thread counts, and the file the library was loaded from.\n",
+          prog);
       return 0;
     }
-    if (!strcmp(argv[i], "--json")) json = 1;
-    else return usage_error("info", "unknown argument '%s'", argv[i]);
+    if (!strcmp(argv[i], "--json"))
+      json = 1;
+    else
+      return usage_error("info", "unknown argument '%s'", argv[i]);
   }
   memset(&dl, 0, sizeof dl);
   if (dladdr((void *)(uintptr_t)&ct_version, &dl) && dl.dli_fname) where = dl.dli_fname;
@@ -629,7 +685,8 @@ static int cmd_info(int argc, char **argv) {
   if (json) {
     printf("{\"ctorch\": ");
     json_str(stdout, ct_version());
-    printf(", \"abi\": %d, \"header_abi\": %d, \"libtorch\": ", (int)ct_abi_version(), CTORCH_ABI_VERSION);
+    printf(", \"abi\": %d, \"header_abi\": %d, \"libtorch\": ", (int)ct_abi_version(),
+           CTORCH_ABI_VERSION);
     json_str(stdout, ct_torch_version());
     printf(", \"library\": ");
     json_str(stdout, where);
@@ -644,7 +701,8 @@ static int cmd_info(int argc, char **argv) {
          (int)ct_abi_version(), CTORCH_VERSION_STRING, CTORCH_ABI_VERSION);
   printf("LibTorch    %s\n", ct_torch_version());
   printf("library     %s\n", where);
-  printf("CUDA        %s, %s, %d device(s)\n", ct_cuda_is_compiled() ? "compiled in" : "not compiled in",
+  printf("CUDA        %s, %s, %d device(s)\n",
+         ct_cuda_is_compiled() ? "compiled in" : "not compiled in",
          ct_cuda_is_available() ? "available" : "not available", (int)ndev);
   printf("threads     %d intra-op, %d inter-op\n", (int)ct_get_num_threads(),
          (int)ct_get_num_interop_threads());
@@ -700,10 +758,14 @@ static int print_tensors(ct_value *dict, const char *kind, int json, totals *tot
 }
 
 static void human_bytes(char *buf, size_t n, size_t bytes) {
-  if (bytes >= 1u << 30) snprintf(buf, n, "%.1f GiB", bytes / 1073741824.0);
-  else if (bytes >= 1u << 20) snprintf(buf, n, "%.1f MiB", bytes / 1048576.0);
-  else if (bytes >= 1u << 10) snprintf(buf, n, "%.1f KiB", bytes / 1024.0);
-  else snprintf(buf, n, "%zu bytes", bytes);
+  if (bytes >= 1u << 30)
+    snprintf(buf, n, "%.1f GiB", bytes / 1073741824.0);
+  else if (bytes >= 1u << 20)
+    snprintf(buf, n, "%.1f MiB", bytes / 1048576.0);
+  else if (bytes >= 1u << 10)
+    snprintf(buf, n, "%.1f KiB", bytes / 1024.0);
+  else
+    snprintf(buf, n, "%zu bytes", bytes);
 }
 
 /* Prints a List[str] value as JSON strings or as indented lines. */
@@ -746,18 +808,21 @@ static int inspect_package(const char *path, const char *model_name, int json) {
     json_str(stdout, path);
     printf(", \"kind\": \"aoti_package\", \"model_name\": ");
     json_str(stdout, model_name ? model_name : "model");
-    printf(", \"device\": \"%s\", \"device_index\": %d, \"metadata\": {",
-           ct_device_type_name(dev), (int)idx);
+    printf(", \"device\": \"%s\", \"device_index\": %d, \"metadata\": {", ct_device_type_name(dev),
+           (int)idx);
   } else {
-    printf("%s: AOTInductor package, model '%s', runs on %s", path, model_name ? model_name : "model",
-           ct_device_type_name(dev));
+    printf("%s: AOTInductor package, model '%s', runs on %s", path,
+           model_name ? model_name : "model", ct_device_type_name(dev));
     if (idx >= 0) printf(":%d", (int)idx);
     printf("\nmetadata:\n");
   }
   ct_value_len(&n, meta);
   for (k = 0; k < n; k++) {
     ct_value *key = NULL, *val = NULL;
-    if ((st = ct_value_dict_item(&key, &val, meta, k)) != CT_OK) { fail_ct(st, path); goto done; }
+    if ((st = ct_value_dict_item(&key, &val, meta, k)) != CT_OK) {
+      fail_ct(st, path);
+      goto done;
+    }
     if (json) {
       if (k) printf(", ");
       json_str(stdout, value_str(key));
@@ -771,11 +836,15 @@ static int inspect_package(const char *path, const char *model_name, int json) {
   }
   n = 0;
   ct_value_len(&n, consts);
-  if (json) printf("}, \"constants\": [");
-  else printf("constants (%zu):\n", n);
+  if (json)
+    printf("}, \"constants\": [");
+  else
+    printf("constants (%zu):\n", n);
   if (print_str_list(consts, json, "  ")) goto done;
-  if (json) printf("], \"call_spec\": [");
-  else printf("call spec (in_spec, out_spec):\n");
+  if (json)
+    printf("], \"call_spec\": [");
+  else
+    printf("call spec (in_spec, out_spec):\n");
   if (print_str_list(spec, json, "  ")) goto done;
   if (json) printf("]}\n");
   rc = 0;
@@ -798,31 +867,36 @@ static int cmd_inspect(int argc, char **argv) {
   ct_status st;
   for (i = 0; i < argc; i++) {
     if (is_help(argv[i])) {
-      printf("Usage: %s inspect MODEL [--json] [--model-name NAME]\n\n"
-             "Loads a TorchScript archive (torch.jit.save) on the CPU and lists its methods\n"
-             "with their schemas, its parameters and buffers (name, dtype, shape, with totals),\n"
-             "its submodules and the extra files stored in the archive. --json prints the same\n"
-             "as one JSON object.\n\n"
-             "A MODEL whose name ends in .pt2 is an AOTInductor package\n"
-             "(torch._inductor.aoti_compile_and_package): its device, metadata, constant names\n"
-             "and call spec are listed; --model-name picks the model inside it (default:\n"
-             "model). Packages need LibTorch >= 2.6; an older LibTorch reports that it is not\n"
-             "supported (exit status 1).\n",
-             prog);
+      printf(
+          "Usage: %s inspect MODEL [--json] [--model-name NAME]\n\n"
+          "Loads a TorchScript archive (torch.jit.save) on the CPU and lists its methods\n"
+          "with their schemas, its parameters and buffers (name, dtype, shape, with totals),\n"
+          "its submodules and the extra files stored in the archive. --json prints the same\n"
+          "as one JSON object.\n\n"
+          "A MODEL whose name ends in .pt2 is an AOTInductor package\n"
+          "(torch._inductor.aoti_compile_and_package): its device, metadata, constant names\n"
+          "and call spec are listed; --model-name picks the model inside it (default:\n"
+          "model). Packages need LibTorch >= 2.6; an older LibTorch reports that it is not\n"
+          "supported (exit status 1).\n",
+          prog);
       return 0;
     }
-    if (!strcmp(argv[i], "--json")) json = 1;
+    if (!strcmp(argv[i], "--json"))
+      json = 1;
     else if (!strcmp(argv[i], "--model-name")) {
       if (i + 1 >= argc) return usage_error("inspect", "--model-name needs a value");
       model_name = argv[++i];
-    }
-    else if (argv[i][0] == '-' && argv[i][1]) return usage_error("inspect", "unknown option '%s'", argv[i]);
-    else if (!path) path = argv[i];
-    else return usage_error("inspect", "one model file only");
+    } else if (argv[i][0] == '-' && argv[i][1])
+      return usage_error("inspect", "unknown option '%s'", argv[i]);
+    else if (!path)
+      path = argv[i];
+    else
+      return usage_error("inspect", "one model file only");
   }
   if (!path) return usage_error("inspect", "no model file given");
   if (is_package(path)) return inspect_package(path, model_name, json);
-  if (model_name) return usage_error("inspect", "--model-name applies to AOTInductor packages (.pt2) only");
+  if (model_name)
+    return usage_error("inspect", "--model-name applies to AOTInductor packages (.pt2) only");
   if ((st = ct_module_load(&m, path, CT_DEVICE_CPU, -1)) != CT_OK) return fail_ct(st, path);
   if ((st = ct_module_methods(&methods, m)) != CT_OK ||
       (st = ct_module_named_parameters(&params, m, 1)) != CT_OK ||
@@ -849,7 +923,10 @@ static int cmd_inspect(int argc, char **argv) {
   if (!json) printf("methods (%zu):\n", n);
   for (k = 0; k < n; k++) {
     ct_value *name = NULL, *schema = NULL;
-    if ((st = ct_value_dict_item(&name, &schema, methods, k)) != CT_OK) { fail_ct(st, path); goto done; }
+    if ((st = ct_value_dict_item(&name, &schema, methods, k)) != CT_OK) {
+      fail_ct(st, path);
+      goto done;
+    }
     if (json) {
       printf("%s{\"name\": ", k ? ", " : "");
       json_str(stdout, value_str(name));
@@ -873,7 +950,8 @@ static int cmd_inspect(int argc, char **argv) {
     char hb[64];
     size_t nb = 0;
     human_bytes(hb, sizeof hb, tp.bytes);
-    printf("  total: %lld parameters, %lld elements, %s\n", (long long)tp.count, (long long)tp.numel, hb);
+    printf("  total: %lld parameters, %lld elements, %s\n", (long long)tp.count,
+           (long long)tp.numel, hb);
     ct_value_len(&nb, bufs);
     printf("buffers (%zu):\n", nb);
   }
@@ -881,16 +959,22 @@ static int cmd_inspect(int argc, char **argv) {
   if (!json) {
     char hb[64];
     human_bytes(hb, sizeof hb, tb.bytes);
-    printf("  total: %lld buffers, %lld elements, %s\n", (long long)tb.count, (long long)tb.numel, hb);
+    printf("  total: %lld buffers, %lld elements, %s\n", (long long)tb.count, (long long)tb.numel,
+           hb);
   }
   n = 0;
   ct_value_len(&n, kids);
-  if (json) printf(", \"submodules\": [");
-  else printf("submodules (%zu):\n", n);
+  if (json)
+    printf(", \"submodules\": [");
+  else
+    printf("submodules (%zu):\n", n);
   for (k = 0; k < n; k++) {
     ct_value *name = NULL, *obj = NULL;
     char *t = NULL;
-    if ((st = ct_value_dict_item(&name, &obj, kids, k)) != CT_OK) { fail_ct(st, path); goto done; }
+    if ((st = ct_value_dict_item(&name, &obj, kids, k)) != CT_OK) {
+      fail_ct(st, path);
+      goto done;
+    }
     t = value_type(obj);
     if (json) {
       printf("%s{\"name\": ", k ? ", " : "");
@@ -907,13 +991,18 @@ static int cmd_inspect(int argc, char **argv) {
   }
   n = 0;
   ct_value_len(&n, extra);
-  if (json) printf("], \"extra_files\": [");
-  else printf("extra files (%zu):\n", n);
+  if (json)
+    printf("], \"extra_files\": [");
+  else
+    printf("extra files (%zu):\n", n);
   for (k = 0; k < n; k++) {
     ct_value *name = NULL, *content = NULL;
     const char *s = NULL;
     size_t len = 0;
-    if ((st = ct_value_dict_item(&name, &content, extra, k)) != CT_OK) { fail_ct(st, path); goto done; }
+    if ((st = ct_value_dict_item(&name, &content, extra, k)) != CT_OK) {
+      fail_ct(st, path);
+      goto done;
+    }
     ct_value_to_string(&s, &len, content);
     if (json) {
       printf("%s{\"name\": ", k ? ", " : "");
@@ -972,15 +1061,16 @@ static int cmd_run(int argc, char **argv) {
   ct_status st;
   for (i2 = 0; i2 < argc; i2++)
     if (is_help(argv[i2])) {
-      printf("Usage: %s run MODEL [--method M] [-o OUT.npy]... INPUTS...\n\n"
-             "Runs a method of a TorchScript model (or an AOTInductor package) once and prints\n"
-             "each output in short form (dtype, shape, device, the first and last elements),\n"
-             "or writes it to .npy. Outputs that are tuples, lists or dicts are flattened in\n"
-             "order.\n\n%s"
-             "  -o FILE.npy, --output     write the next tensor output to FILE.npy instead of\n"
-             "                            printing it (repeat for several outputs; bfloat16 is\n"
-             "                            written as float32)\n",
-             prog, inputs_help);
+      printf(
+          "Usage: %s run MODEL [--method M] [-o OUT.npy]... INPUTS...\n\n"
+          "Runs a method of a TorchScript model (or an AOTInductor package) once and prints\n"
+          "each output in short form (dtype, shape, device, the first and last elements),\n"
+          "or writes it to .npy. Outputs that are tuples, lists or dicts are flattened in\n"
+          "order.\n\n%s"
+          "  -o FILE.npy, --output     write the next tensor output to FILE.npy instead of\n"
+          "                            printing it (repeat for several outputs; bfloat16 is\n"
+          "                            written as float32)\n",
+          prog, inputs_help);
       return 0;
     }
   if ((rc = parse_model_opts(&o, "run", argc, argv, 0))) return rc;
@@ -1001,10 +1091,13 @@ static int cmd_run(int argc, char **argv) {
     }
     rc = 0;
     for (i = 0; i < np; i++) {
-      if (!rc && (st = ct_value_from_tensor(&outs[n].v, pt[i])) != CT_OK) rc = fail_ct(st, "output");
+      if (!rc && (st = ct_value_from_tensor(&outs[n].v, pt[i])) != CT_OK)
+        rc = fail_ct(st, "output");
       if (!rc) {
-        if (np == 1) snprintf(outs[n].label, sizeof outs[n].label, "output");
-        else snprintf(outs[n].label, sizeof outs[n].label, "output[%zu]", i);
+        if (np == 1)
+          snprintf(outs[n].label, sizeof outs[n].label, "output");
+        else
+          snprintf(outs[n].label, sizeof outs[n].label, "output[%zu]", i);
         n++;
       }
       ct_tensor_free(pt[i]);
@@ -1086,21 +1179,23 @@ static int cmd_bench(int argc, char **argv) {
   ct_status st = CT_OK;
   for (k = 0; k < argc; k++)
     if (is_help(argv[k])) {
-      printf("Usage: %s bench MODEL INPUTS... [--iters N] [--warmup W] [--threads T] [--json]\n\n"
-             "Times a method of a TorchScript model (or an AOTInductor package) on the same\n"
-             "inputs: W warm-up calls (default 10), then N timed calls (default 100), with grad\n"
-             "mode off. Prints the latency percentiles (p50, p90, p99), mean, min, max and the\n"
-             "throughput in calls per second. A progress bar is drawn on stderr when it is a\n"
-             "terminal, never when piped. CUDA work is synchronized after every call.\n\n%s"
-             "  --iters N                 timed calls (default 100)\n"
-             "  --warmup W                untimed calls first (default 10)\n"
-             "  --threads T               intra-op threads (ct_set_num_threads)\n"
-             "  --json                    print the results as one JSON object\n",
-             prog, inputs_help);
+      printf(
+          "Usage: %s bench MODEL INPUTS... [--iters N] [--warmup W] [--threads T] [--json]\n\n"
+          "Times a method of a TorchScript model (or an AOTInductor package) on the same\n"
+          "inputs: W warm-up calls (default 10), then N timed calls (default 100), with grad\n"
+          "mode off. Prints the latency percentiles (p50, p90, p99), mean, min, max and the\n"
+          "throughput in calls per second. A progress bar is drawn on stderr when it is a\n"
+          "terminal, never when piped. CUDA work is synchronized after every call.\n\n%s"
+          "  --iters N                 timed calls (default 100)\n"
+          "  --warmup W                untimed calls first (default 10)\n"
+          "  --threads T               intra-op threads (ct_set_num_threads)\n"
+          "  --json                    print the results as one JSON object\n",
+          prog, inputs_help);
       return 0;
     }
   if ((rc = parse_model_opts(&o, "bench", argc, argv, 1))) return rc;
-  if (o.threads > 0 && (st = ct_set_num_threads((int32_t)o.threads)) != CT_OK) return fail_ct(st, "--threads");
+  if (o.threads > 0 && (st = ct_set_num_threads((int32_t)o.threads)) != CT_OK)
+    return fail_ct(st, "--threads");
   if ((rc = load_model(&t, &o))) return rc;
   if ((rc = make_inputs(&in, &o, t.m != NULL))) {
     model_free(&t);
@@ -1125,8 +1220,10 @@ static int cmd_bench(int argc, char **argv) {
     ct_value_free(res);
     for (j = 0; j < np; j++) ct_tensor_free(pt[j]);
     if (tty && st == CT_OK) {
-      if (timed) progress("bench", i - o.warmup, o.iters);
-      else progress("warmup", i, o.warmup);
+      if (timed)
+        progress("bench", i - o.warmup, o.iters);
+      else
+        progress("warmup", i, o.warmup);
     }
   }
   inputs_free(&in);
@@ -1146,11 +1243,12 @@ static int cmd_bench(int argc, char **argv) {
       json_str(stdout, o.model);
       printf(", \"method\": ");
       json_str(stdout, o.method ? o.method : "forward");
-      printf(", \"iters\": %ld, \"warmup\": %ld, \"threads\": %d, \"unit\": \"ms\", "
-             "\"p50\": %.6f, \"p90\": %.6f, \"p99\": %.6f, \"mean\": %.6f, \"min\": %.6f, "
-             "\"max\": %.6f, \"throughput_per_s\": %.3f}\n",
-             o.iters, o.warmup, (int)ct_get_num_threads(), p50 * 1e3, p90 * 1e3, p99 * 1e3,
-             mean * 1e3, lat[0] * 1e3, lat[n - 1] * 1e3, 1.0 / mean);
+      printf(
+          ", \"iters\": %ld, \"warmup\": %ld, \"threads\": %d, \"unit\": \"ms\", "
+          "\"p50\": %.6f, \"p90\": %.6f, \"p99\": %.6f, \"mean\": %.6f, \"min\": %.6f, "
+          "\"max\": %.6f, \"throughput_per_s\": %.3f}\n",
+          o.iters, o.warmup, (int)ct_get_num_threads(), p50 * 1e3, p90 * 1e3, p99 * 1e3, mean * 1e3,
+          lat[0] * 1e3, lat[n - 1] * 1e3, 1.0 / mean);
     } else {
       printf("%s %s: %ld calls after %ld warm-up, %d thread(s)\n", o.model,
              o.method ? o.method : "forward", o.iters, o.warmup, (int)ct_get_num_threads());
@@ -1181,10 +1279,11 @@ static int verify_one(const char *path, int kind) {
   ct_status st, st2;
   char *msg;
   if (!kind && is_package(path))
-    return fail("%s: AOTInductor packages (.pt2) hold compiled native code that loading runs; "
-                "no check can make an untrusted one safe (use --module or --pickle to check the "
-                "file as another kind)",
-                path);
+    return fail(
+        "%s: AOTInductor packages (.pt2) hold compiled native code that loading runs; "
+        "no check can make an untrusted one safe (use --module or --pickle to check the "
+        "file as another kind)",
+        path);
   if (kind != 'p') {
     st = ct_module_verify(path);
     if (st == CT_OK) {
@@ -1201,8 +1300,9 @@ static int verify_one(const char *path, int kind) {
       free(msg);
       return 0;
     }
-    fprintf(stderr, "%s: %s: neither a loadable TorchScript archive nor a loadable torch.save file\n",
-            prog, path);
+    fprintf(stderr,
+            "%s: %s: neither a loadable TorchScript archive nor a loadable torch.save file\n", prog,
+            path);
     print_indented("as TorchScript", st, msg ? msg : "?");
     print_indented("as torch.save", st2, ct_last_error());
     free(msg);
@@ -1219,33 +1319,36 @@ static int cmd_verify(int argc, char **argv) {
   long v;
   for (i = 0; i < argc; i++)
     if (is_help(argv[i])) {
-      printf("Usage: %s verify [--module | --pickle] [--timeout S] FILE...\n\n"
-             "Checks untrusted model files without risking this process: each FILE is loaded\n"
-             "(and a module inspected: methods, attributes, parameters, children, its code\n"
-             "printed again) in a short-lived child process (ct_module_verify,\n"
-             "ct_pickle_verify). A file that loads is reported as ok; a load error, a crash\n"
-             "of the child or a timeout is reported with the library's message. The file is\n"
-             "not kept: load it again afterwards.\n\n"
-             "By default a FILE is tried as a TorchScript archive (torch.jit.save), then as a\n"
-             "torch.save file. AOTInductor packages (.pt2) are refused: loading one runs its\n"
-             "compiled code.\n\n"
-             "  --module                  check as a TorchScript archive only\n"
-             "  --pickle                  check as a torch.save file only\n"
-             "  --timeout S               kill a check after S seconds (default 120;\n"
-             "                            sets CTORCH_VERIFY_TIMEOUT)\n\n"
-             "Exit status: 0 every FILE is ok, 1 one or more failed, 2 bad usage.\n",
-             prog);
+      printf(
+          "Usage: %s verify [--module | --pickle] [--timeout S] FILE...\n\n"
+          "Checks untrusted model files without risking this process: each FILE is loaded\n"
+          "(and a module inspected: methods, attributes, parameters, children, its code\n"
+          "printed again) in a short-lived child process (ct_module_verify,\n"
+          "ct_pickle_verify). A file that loads is reported as ok; a load error, a crash\n"
+          "of the child or a timeout is reported with the library's message. The file is\n"
+          "not kept: load it again afterwards.\n\n"
+          "By default a FILE is tried as a TorchScript archive (torch.jit.save), then as a\n"
+          "torch.save file. AOTInductor packages (.pt2) are refused: loading one runs its\n"
+          "compiled code.\n\n"
+          "  --module                  check as a TorchScript archive only\n"
+          "  --pickle                  check as a torch.save file only\n"
+          "  --timeout S               kill a check after S seconds (default 120;\n"
+          "                            sets CTORCH_VERIFY_TIMEOUT)\n\n"
+          "Exit status: 0 every FILE is ok, 1 one or more failed, 2 bad usage.\n",
+          prog);
       return 0;
     }
   for (i = 0; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--module") || !strcmp(a, "--pickle")) {
       int k = a[2] == 'm' ? 'm' : 'p';
-      if (kind && kind != k) return usage_error("verify", "--module and --pickle exclude each other");
+      if (kind && kind != k)
+        return usage_error("verify", "--module and --pickle exclude each other");
       kind = k;
     } else if (!strcmp(a, "--timeout")) {
       if (i + 1 >= argc) return usage_error("verify", "--timeout needs a value");
-      if (!parse_long(argv[++i], 1, 86399, &v)) return usage_error("verify", "bad timeout '%s'", argv[i]);
+      if (!parse_long(argv[++i], 1, 86399, &v))
+        return usage_error("verify", "bad timeout '%s'", argv[i]);
       setenv("CTORCH_VERIFY_TIMEOUT", argv[i], 1);
     } else if (a[0] == '-' && a[1]) {
       return usage_error("verify", "unknown option '%s'", a);

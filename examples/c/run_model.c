@@ -13,13 +13,13 @@
 
 #include "ctorch.h"
 
-#define CHECK(call)                                                   \
-  do {                                                                \
-    ct_status st_ = (call);                                           \
-    if (st_ != CT_OK) {                                               \
+#define CHECK(call)                                                              \
+  do {                                                                           \
+    ct_status st_ = (call);                                                      \
+    if (st_ != CT_OK) {                                                          \
       fprintf(stderr, "%s failed (%d): %s\n", #call, (int)st_, ct_last_error()); \
-      exit(1);                                                        \
-    }                                                                 \
+      exit(1);                                                                   \
+    }                                                                            \
   } while (0)
 
 static const char *DEMO_SRC =

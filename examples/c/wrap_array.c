@@ -10,12 +10,12 @@ static void on_release(void *data, void *ctx) {
   printf("deleter: torch released the buffer (%s)\n", (const char *)ctx);
 }
 
-#define CHECK(call)                                             \
-  do {                                                          \
-    if ((call) != CT_OK) {                                      \
+#define CHECK(call)                                               \
+  do {                                                            \
+    if ((call) != CT_OK) {                                        \
       fprintf(stderr, "%s failed: %s\n", #call, ct_last_error()); \
-      return 1;                                                 \
-    }                                                           \
+      return 1;                                                   \
+    }                                                             \
   } while (0)
 
 int main(void) {

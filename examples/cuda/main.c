@@ -16,14 +16,14 @@
 
 int h_launch(const float *x, float *y, int64_t n, void *stream); /* h_kernel.cu */
 
-#define CHECK(call)                                                             \
-  do {                                                                          \
-    ct_status st_ = (call);                                                     \
-    if (st_ != CT_OK) {                                                         \
-      fprintf(stderr, "%s:%d: %s failed (%d): %s\n", __FILE__, __LINE__, #call, \
-              (int)st_, ct_last_error());                                       \
-      return 1;                                                                 \
-    }                                                                           \
+#define CHECK(call)                                                                       \
+  do {                                                                                    \
+    ct_status st_ = (call);                                                               \
+    if (st_ != CT_OK) {                                                                   \
+      fprintf(stderr, "%s:%d: %s failed (%d): %s\n", __FILE__, __LINE__, #call, (int)st_, \
+              ct_last_error());                                                           \
+      return 1;                                                                           \
+    }                                                                                     \
   } while (0)
 
 int main(void) {
@@ -43,8 +43,8 @@ int main(void) {
   /* Raw device pointers (contiguous float32) and torch's current stream. */
   void *stream = NULL;
   CHECK(ct_cuda_current_stream(&stream, 0));
-  int err = h_launch((const float *)ct_tensor_data_ptr(x), (float *)ct_tensor_data_ptr(y), n,
-                     stream);
+  int err =
+      h_launch((const float *)ct_tensor_data_ptr(x), (float *)ct_tensor_data_ptr(y), n, stream);
   if (err != 0) {
     fprintf(stderr, "kernel launch failed: cudaError %d\n", err);
     return 1;
@@ -62,8 +62,8 @@ int main(void) {
   const double got = *(const float *)ct_tensor_data_ptr(s_cpu);
   /* sum_{i<n} (i^2 + 1); every partial sum is an integer < 2^24: exact. */
   const double want = (double)(n - 1) * n * (2 * n - 1) / 6.0 + (double)n;
-  printf("y[:4] = %g %g %g %g ... y[%lld] = %g\n", yc[0], yc[1], yc[2], yc[3],
-         (long long)(n - 1), yc[n - 1]);
+  printf("y[:4] = %g %g %g %g ... y[%lld] = %g\n", yc[0], yc[1], yc[2], yc[3], (long long)(n - 1),
+         yc[n - 1]);
   printf("sum(h(x)) = %.1f (expected %.1f)\n", got, want);
 
   int bad = got != want;

@@ -19,8 +19,12 @@ static ct_tensor *call1(const char *name, const ct_tensor *a, const ct_tensor *b
   ct_value_free(vb);
   return t;
 }
-static ct_tensor *mul(const ct_tensor *a, const ct_tensor *b) { return call1("aten::mul.Tensor", a, b); }
-static ct_tensor *add(const ct_tensor *a, const ct_tensor *b) { return call1("aten::add.Tensor", a, b); }
+static ct_tensor *mul(const ct_tensor *a, const ct_tensor *b) {
+  return call1("aten::mul.Tensor", a, b);
+}
+static ct_tensor *add(const ct_tensor *a, const ct_tensor *b) {
+  return call1("aten::add.Tensor", a, b);
+}
 static ct_tensor *tsum(const ct_tensor *a) { return call1("aten::sum", a, NULL); }
 static ct_tensor *tsin(const ct_tensor *a) { return call1("aten::sin", a, NULL); }
 static ct_tensor *tcos(const ct_tensor *a) { return call1("aten::cos", a, NULL); }
@@ -31,7 +35,9 @@ static ct_tensor *f64(const double *x, int64_t n, int32_t requires_grad) {
   if (requires_grad) CT_OK_OR_FAIL(ct_tensor_set_requires_grad(t, 1));
   return t;
 }
-static double d_at(const ct_tensor *t, int64_t i) { return ((const double *)ct_tensor_data_ptr(t))[i]; }
+static double d_at(const ct_tensor *t, int64_t i) {
+  return ((const double *)ct_tensor_data_ptr(t))[i];
+}
 static double scalar(const ct_tensor *t) { return d_at(t, 0); }
 
 /* ---- Plain autograd. ------------------------------------------------------ */
@@ -249,8 +255,8 @@ static ct_status f_forward(void *ctx, const ct_tensor *const *in, size_t n_in, c
   return CT_OK;
 }
 
-static ct_status f_backward(void *ctx, const ct_tensor *const *gout, size_t n_out,
-                            ct_tensor **gin, size_t n_in) {
+static ct_status f_backward(void *ctx, const ct_tensor *const *gout, size_t n_out, ct_tensor **gin,
+                            size_t n_in) {
   fctx *c = (fctx *)ctx;
   c->backward_calls++;
   c->backward_thread = pthread_self();
@@ -297,8 +303,8 @@ static double custom_loss_value(const double *a, const double *b) {
   ct_tensor *out[2] = {NULL, NULL};
   fctx *c = fctx_new();
   int before = g_destroyed;
-  CT_OK_OR_FAIL(ct_autograd_function_apply(out, 2, in, 2, "F", f_forward, f_backward, c,
-                                           fctx_destroy));
+  CT_OK_OR_FAIL(
+      ct_autograd_function_apply(out, 2, in, 2, "F", f_forward, f_backward, c, fctx_destroy));
   /* No input requires grad: no graph, destroy already ran. */
   assert_int_equal(g_destroyed, before + 1);
   ct_tensor *l = loss_of(out[0], out[1]);
@@ -408,8 +414,8 @@ static void test_custom_function_paths(void **state) {
   before = g_destroyed;
   ct_grad_mode_set(0);
   fctx *c = fctx_new();
-  CT_OK_OR_FAIL(ct_autograd_function_apply(out, 2, in, 2, NULL, f_forward, f_backward, c,
-                                           fctx_destroy));
+  CT_OK_OR_FAIL(
+      ct_autograd_function_apply(out, 2, in, 2, NULL, f_forward, f_backward, c, fctx_destroy));
   ct_grad_mode_set(1);
   assert_int_equal(g_destroyed, before + 1);
   assert_int_equal(ct_tensor_requires_grad(out[0]), 0);
@@ -421,9 +427,9 @@ static void test_custom_function_paths(void **state) {
   c = fctx_new();
   c->fail_forward = 1;
   out[0] = out[1] = (ct_tensor *)1;
-  CT_EXPECT_ERROR(ct_autograd_function_apply(out, 2, in, 2, "Boom", f_forward, f_backward, c,
-                                             fctx_destroy),
-                  CT_ERR_CALLBACK, "forward exploded on purpose");
+  CT_EXPECT_ERROR(
+      ct_autograd_function_apply(out, 2, in, 2, "Boom", f_forward, f_backward, c, fctx_destroy),
+      CT_ERR_CALLBACK, "forward exploded on purpose");
   assert_int_equal(g_destroyed, before + 1);
   assert_ptr_equal(out[0], (ct_tensor *)1);
 
@@ -431,29 +437,29 @@ static void test_custom_function_paths(void **state) {
   before = g_destroyed;
   c = fctx_new();
   c->null_output = 1;
-  CT_EXPECT_ERROR(ct_autograd_function_apply(out, 2, in, 2, NULL, f_forward, f_backward, c,
-                                             fctx_destroy),
-                  CT_ERR_CALLBACK, "forward stored no tensor in outputs[1]");
+  CT_EXPECT_ERROR(
+      ct_autograd_function_apply(out, 2, in, 2, NULL, f_forward, f_backward, c, fctx_destroy),
+      CT_ERR_CALLBACK, "forward stored no tensor in outputs[1]");
   assert_int_equal(g_destroyed, before + 1);
 
   /* Invalid arguments: destroy still runs exactly once. */
   before = g_destroyed;
-  CT_EXPECT_ERROR(ct_autograd_function_apply(out, 2, in, 2, NULL, NULL, f_backward, fctx_new(),
-                                             fctx_destroy),
-                  CT_ERR_INVALID_ARGUMENT, "forward");
+  CT_EXPECT_ERROR(
+      ct_autograd_function_apply(out, 2, in, 2, NULL, NULL, f_backward, fctx_new(), fctx_destroy),
+      CT_ERR_INVALID_ARGUMENT, "forward");
   CT_EXPECT_ERROR(ct_autograd_function_apply(NULL, 2, in, 2, NULL, f_forward, f_backward,
                                              fctx_new(), fctx_destroy),
                   CT_ERR_INVALID_ARGUMENT, "outputs");
-  CT_EXPECT_ERROR(ct_autograd_function_apply(out, 0, in, 2, NULL, f_forward, f_backward,
-                                             fctx_new(), fctx_destroy),
+  CT_EXPECT_ERROR(ct_autograd_function_apply(out, 0, in, 2, NULL, f_forward, f_backward, fctx_new(),
+                                             fctx_destroy),
                   CT_ERR_INVALID_ARGUMENT, "n_outputs");
   const ct_tensor *badin[2] = {a, NULL};
   CT_EXPECT_ERROR(ct_autograd_function_apply(out, 2, badin, 2, NULL, f_forward, f_backward,
                                              fctx_new(), fctx_destroy),
                   CT_ERR_INVALID_ARGUMENT, "inputs[1]");
-  CT_EXPECT_ERROR(ct_autograd_function_apply(out, 2, in, 2, NULL, f_forward, NULL, fctx_new(),
-                                             fctx_destroy),
-                  CT_ERR_INVALID_ARGUMENT, "backward");
+  CT_EXPECT_ERROR(
+      ct_autograd_function_apply(out, 2, in, 2, NULL, f_forward, NULL, fctx_new(), fctx_destroy),
+      CT_ERR_INVALID_ARGUMENT, "backward");
   assert_int_equal(g_destroyed, before + 5);
   assert_ptr_equal(out[0], (ct_tensor *)1);
   /* destroy may be NULL. */
@@ -471,8 +477,8 @@ static void test_custom_function_paths(void **state) {
   before = g_destroyed;
   c = fctx_new();
   c->fail_backward = 1;
-  CT_OK_OR_FAIL(ct_autograd_function_apply(out, 2, in, 2, "Bad", f_forward, f_backward, c,
-                                           fctx_destroy));
+  CT_OK_OR_FAIL(
+      ct_autograd_function_apply(out, 2, in, 2, "Bad", f_forward, f_backward, c, fctx_destroy));
   ct_tensor *l = loss_of(out[0], out[1]);
   CT_EXPECT_ERROR(ct_tensor_backward(l, NULL, 0, 0), CT_ERR_CALLBACK,
                   "backward exploded on purpose");
@@ -484,8 +490,8 @@ static void test_custom_function_paths(void **state) {
   /* Backward returns a gradient of the wrong shape. */
   c = fctx_new();
   c->bad_shape = 1;
-  CT_OK_OR_FAIL(ct_autograd_function_apply(out, 2, in, 2, "Shape", f_forward, f_backward, c,
-                                           fctx_destroy));
+  CT_OK_OR_FAIL(
+      ct_autograd_function_apply(out, 2, in, 2, "Shape", f_forward, f_backward, c, fctx_destroy));
   l = loss_of(out[0], out[1]);
   CT_EXPECT_ERROR(ct_tensor_backward(l, NULL, 0, 0), CT_ERR_CALLBACK, "shape [] for input 0");
   ct_tensor_free(l);
@@ -499,8 +505,8 @@ static void test_custom_function_paths(void **state) {
   const ct_tensor *in2[2] = {a, b2};
   c = fctx_new();
   c->null_grad_b = 1;
-  CT_OK_OR_FAIL(ct_autograd_function_apply(out, 2, in2, 2, "Half", f_forward, f_backward, c,
-                                           fctx_destroy));
+  CT_OK_OR_FAIL(
+      ct_autograd_function_apply(out, 2, in2, 2, "Half", f_forward, f_backward, c, fctx_destroy));
   l = loss_of(out[0], out[1]);
   CT_OK_OR_FAIL(ct_tensor_backward(l, NULL, 0, 0));
   ct_tensor *g = (ct_tensor *)1;
@@ -516,8 +522,8 @@ static void test_custom_function_paths(void **state) {
 
   /* Only one output used: the other's gradient arrives as zeros. */
   c = fctx_new();
-  CT_OK_OR_FAIL(ct_autograd_function_apply(out, 2, in2, 2, "One", f_forward, f_backward, c,
-                                           fctx_destroy));
+  CT_OK_OR_FAIL(
+      ct_autograd_function_apply(out, 2, in2, 2, "One", f_forward, f_backward, c, fctx_destroy));
   l = tsum(out[1]);
   CT_OK_OR_FAIL(ct_tensor_set_grad(a, NULL));
   CT_OK_OR_FAIL(ct_tensor_backward(l, NULL, 0, 0));

@@ -129,8 +129,8 @@ static void test_optimizer_checkpoint(void **state) {
   assert_memory_equal(s, "cat", 3);
   /* Non-objects have no class. */
   CT_EXPECT_ERROR(ct_value_object_class(&s, ck), CT_ERR_TYPE, "not an object");
-  ct_value *all[] = {ck, ref, acc, model, opt, st, groups, k0, s0, g0, args, ast, aargs, name,
-                     betas, resume, classes, c0};
+  ct_value *all[] = {ck, ref,  acc, model, opt,  st,    groups, k0,      s0,
+                     g0, args, ast, aargs, name, betas, resume, classes, c0};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) ct_value_free(all[i]);
 }
 

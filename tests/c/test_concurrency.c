@@ -183,8 +183,7 @@ static void *error_worker(void *arg) {
     ct_tensor *t = NULL;
     char needle[64];
     snprintf(needle, sizeof needle, "negative size %lld", (long long)bad);
-    if (ct_tensor_zeros(&t, &bad, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 0) !=
-            CT_ERR_INVALID_ARGUMENT ||
+    if (ct_tensor_zeros(&t, &bad, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 0) != CT_ERR_INVALID_ARGUMENT ||
         !strstr(ct_last_error(), needle))
       return (void *)1;
     if (ct_set_error(CT_ERR_CALLBACK, needle) != CT_ERR_CALLBACK ||

@@ -15,13 +15,13 @@
 #define N_ELEMS 1024
 
 /* Every GPU test starts with this: a visible skip, with the reason. */
-#define REQUIRE_GPU()                                                       \
-  do {                                                                      \
-    if (!ct_cuda_is_available()) {                                          \
+#define REQUIRE_GPU()                                                              \
+  do {                                                                             \
+    if (!ct_cuda_is_available()) {                                                 \
       print_message("skipped: no usable CUDA device (ct_cuda_is_compiled()=%d)\n", \
-                    (int)ct_cuda_is_compiled());                            \
-      skip();                                                               \
-    }                                                                       \
+                    (int)ct_cuda_is_compiled());                                   \
+      skip();                                                                      \
+    }                                                                              \
   } while (0)
 
 /* ---- Feature queries: every build --------------------------------------- */
@@ -52,13 +52,13 @@ static void test_feature_queries_consistent(void **state) {
 
 /* The message names the function; in a CPU-only build it also says that
  * this build has no CUDA. */
-#define EXPECT_NO_CUDA(call, fname)                                                     \
-  do {                                                                                  \
-    CT_EXPECT_ERROR(call, CT_ERR_NOT_SUPPORTED, fname);                                 \
-    if (!ct_cuda_is_compiled() &&                                                       \
-        strstr(ct_last_error(), "CUDA is not supported in this build of ctorch") == NULL) \
-      fail_msg("%s: unexpected message '%s'", #call, ct_last_error());                  \
-    if (!ct_cuda_is_compiled() && strstr(ct_last_error(), "has no CUDA)") == NULL)      \
+#define EXPECT_NO_CUDA(call, fname)                                                          \
+  do {                                                                                       \
+    CT_EXPECT_ERROR(call, CT_ERR_NOT_SUPPORTED, fname);                                      \
+    if (!ct_cuda_is_compiled() &&                                                            \
+        strstr(ct_last_error(), "CUDA is not supported in this build of ctorch") == NULL)    \
+      fail_msg("%s: unexpected message '%s'", #call, ct_last_error());                       \
+    if (!ct_cuda_is_compiled() && strstr(ct_last_error(), "has no CUDA)") == NULL)           \
       fail_msg("%s: message lacks the LibTorch version note: '%s'", #call, ct_last_error()); \
   } while (0)
 
@@ -201,8 +201,7 @@ static void test_streams(void **state) {
   CT_EXPECT_ERROR(ct_cuda_current_stream(&s0, ct_cuda_device_count()), CT_ERR_INDEX,
                   "out of range");
   /* The per-thread default stream cannot be torch's current stream. */
-  CT_EXPECT_ERROR(ct_cuda_set_stream(NULL, 0, (void *)2), CT_ERR_INVALID_ARGUMENT,
-                  "per-thread");
+  CT_EXPECT_ERROR(ct_cuda_set_stream(NULL, 0, (void *)2), CT_ERR_INVALID_ARGUMENT, "per-thread");
   /* Default-stream round trip and stream-to-stream waits on pseudo-handles. */
   void *prev = (void *)0xdead;
   CT_OK_OR_FAIL(ct_cuda_set_device(0));

@@ -16,8 +16,8 @@ static void test_import_versioned_zero_copy(void **state) {
   float data[6] = {1, 2, 3, 4, 5, 6};
   producer_deletes = 0;
   ct_tensor *t = NULL, *t2 = NULL;
-  CT_OK_OR_FAIL(ct_tensor_from_dlpack_versioned(
-      &t, make_versioned(data, kDLFloat, 32, 2, SZ23, NULL, 0, 0)));
+  CT_OK_OR_FAIL(
+      ct_tensor_from_dlpack_versioned(&t, make_versioned(data, kDLFloat, 32, 2, SZ23, NULL, 0, 0)));
   assert_ptr_equal(ct_tensor_data_ptr(t), data);
   assert_int_equal(ct_tensor_dtype(t), CT_FLOAT32);
   assert_int_equal(ct_tensor_sizes(t)[1], 3);
@@ -70,11 +70,11 @@ static void test_import_dtypes(void **state) {
   struct {
     uint8_t code, bits;
     int32_t dtype;
-  } cases[] = {{kDLBool, 8, CT_BOOL},       {kDLUInt, 8, CT_UINT8},      {kDLInt, 8, CT_INT8},
-               {kDLInt, 16, CT_INT16},      {kDLInt, 32, CT_INT32},      {kDLInt, 64, CT_INT64},
-               {kDLFloat, 16, CT_FLOAT16},  {kDLBfloat, 16, CT_BFLOAT16}, {kDLFloat, 32, CT_FLOAT32},
-               {kDLFloat, 64, CT_FLOAT64},  {kDLComplex, 64, CT_COMPLEX64},
-               {kDLComplex, 128, CT_COMPLEX128}};
+  } cases[] = {
+      {kDLBool, 8, CT_BOOL},      {kDLUInt, 8, CT_UINT8},         {kDLInt, 8, CT_INT8},
+      {kDLInt, 16, CT_INT16},     {kDLInt, 32, CT_INT32},         {kDLInt, 64, CT_INT64},
+      {kDLFloat, 16, CT_FLOAT16}, {kDLBfloat, 16, CT_BFLOAT16},   {kDLFloat, 32, CT_FLOAT32},
+      {kDLFloat, 64, CT_FLOAT64}, {kDLComplex, 64, CT_COMPLEX64}, {kDLComplex, 128, CT_COMPLEX128}};
   static uint8_t buf[64];
   int64_t shape[1] = {2};
   producer_deletes = 0;
@@ -101,17 +101,17 @@ static void test_import_failures_delete_once(void **state) {
   int64_t neg[1] = {-2};
   ct_tensor *t = NULL;
   producer_deletes = 0;
-  CT_EXPECT_ERROR(ct_tensor_from_dlpack_versioned(
-                      &t, make_versioned(data, kDLFloat, 24, 2, SZ23, NULL, 0, 0)),
-                  CT_ERR_TYPE, "unsupported DLPack dtype (code 2, bits 24");
+  CT_EXPECT_ERROR(
+      ct_tensor_from_dlpack_versioned(&t, make_versioned(data, kDLFloat, 24, 2, SZ23, NULL, 0, 0)),
+      CT_ERR_TYPE, "unsupported DLPack dtype (code 2, bits 24");
   assert_int_equal(producer_deletes, 1);
   CT_EXPECT_ERROR(ct_tensor_from_dlpack_versioned(
                       &t, make_versioned(data, kDLOpaqueHandle, 8, 2, SZ23, NULL, 0, 0)),
                   CT_ERR_TYPE, "unsupported DLPack dtype");
   assert_int_equal(producer_deletes, 2);
-  CT_EXPECT_ERROR(ct_tensor_from_dlpack_versioned(
-                      &t, make_versioned(data, kDLFloat, 32, 1, neg, NULL, 0, 0)),
-                  CT_ERR_INVALID_ARGUMENT, "negative size");
+  CT_EXPECT_ERROR(
+      ct_tensor_from_dlpack_versioned(&t, make_versioned(data, kDLFloat, 32, 1, neg, NULL, 0, 0)),
+      CT_ERR_INVALID_ARGUMENT, "negative size");
   assert_int_equal(producer_deletes, 3);
   DLManagedTensorVersioned *m = make_versioned(data, kDLFloat, 32, 2, SZ23, NULL, 0, 0);
   m->version.major = 2;
@@ -135,12 +135,11 @@ static void test_import_failures_delete_once(void **state) {
                       NULL, make_versioned(data, kDLFloat, 32, 2, SZ23, NULL, 0, 0)),
                   CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
   assert_int_equal(producer_deletes, 7);
-  CT_EXPECT_ERROR(ct_tensor_from_dlpack(NULL, make_legacy(data, 2, SZ23)),
-                  CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_tensor_from_dlpack(NULL, make_legacy(data, 2, SZ23)), CT_ERR_INVALID_ARGUMENT,
+                  "'out' is NULL");
   assert_int_equal(producer_deletes, 8);
   m = make_versioned(NULL, kDLFloat, 32, 2, SZ23, NULL, 0, 0);
-  CT_EXPECT_ERROR(ct_tensor_from_dlpack_versioned(&t, m), CT_ERR_INVALID_ARGUMENT,
-                  "data is NULL");
+  CT_EXPECT_ERROR(ct_tensor_from_dlpack_versioned(&t, m), CT_ERR_INVALID_ARGUMENT, "data is NULL");
   assert_int_equal(producer_deletes, 9);
   CT_EXPECT_ERROR(ct_tensor_from_dlpack_versioned(&t, NULL), CT_ERR_INVALID_ARGUMENT,
                   "'src' is NULL");

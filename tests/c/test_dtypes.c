@@ -58,8 +58,8 @@ static ct_tensor *call1(const char *op, const ct_tensor *t, ct_value *extra) {
   ct_value *out = NULL;
   ct_tensor *r = NULL;
   CT_OK_OR_FAIL(ct_value_from_tensor(&args[0], t));
-  CT_OK_OR_FAIL(ct_op_call_name(&out, op, (const ct_value *const *)args, extra ? 2 : 1, NULL,
-                                NULL, 0));
+  CT_OK_OR_FAIL(
+      ct_op_call_name(&out, op, (const ct_value *const *)args, extra ? 2 : 1, NULL, NULL, 0));
   CT_OK_OR_FAIL(ct_value_to_tensor(&r, out));
   ct_value_free(out);
   ct_value_free(args[0]);
@@ -70,13 +70,21 @@ static ct_tensor *call1(const char *op, const ct_tensor *t, ct_value *extra) {
 
 static void test_codes(void **state) {
   (void)state;
-  static const struct { int32_t code; const char *name; size_t size; } dts[] = {
-      {CT_UINT16, "uint16", 2},         {CT_UINT32, "uint32", 4},
-      {CT_UINT64, "uint64", 8},         {CT_FLOAT8_E4M3FN, "float8_e4m3fn", 1},
-      {CT_FLOAT8_E5M2, "float8_e5m2", 1}, {CT_FLOAT8_E4M3FNUZ, "float8_e4m3fnuz", 1},
-      {CT_FLOAT8_E5M2FNUZ, "float8_e5m2fnuz", 1}, {CT_QINT8, "qint8", 1},
-      {CT_QUINT8, "quint8", 1},         {CT_QINT32, "qint32", 4},
-      {CT_QUINT4X2, "quint4x2", 1}};
+  static const struct {
+    int32_t code;
+    const char *name;
+    size_t size;
+  } dts[] = {{CT_UINT16, "uint16", 2},
+             {CT_UINT32, "uint32", 4},
+             {CT_UINT64, "uint64", 8},
+             {CT_FLOAT8_E4M3FN, "float8_e4m3fn", 1},
+             {CT_FLOAT8_E5M2, "float8_e5m2", 1},
+             {CT_FLOAT8_E4M3FNUZ, "float8_e4m3fnuz", 1},
+             {CT_FLOAT8_E5M2FNUZ, "float8_e5m2fnuz", 1},
+             {CT_QINT8, "qint8", 1},
+             {CT_QUINT8, "quint8", 1},
+             {CT_QINT32, "qint32", 4},
+             {CT_QUINT4X2, "quint4x2", 1}};
   for (size_t i = 0; i < sizeof dts / sizeof dts[0]; ++i) {
     assert_string_equal(ct_dtype_name(dts[i].code), dts[i].name);
     assert_int_equal(ct_dtype_element_size(dts[i].code), dts[i].size);
@@ -92,15 +100,28 @@ static void test_codes(void **state) {
   assert_int_equal(sscanf(ct_torch_version(), "%d.%d", &major, &minor), 2);
   int at_least_2_3 = major > 2 || (major == 2 && minor >= 3);
   for (int32_t c = CT_UINT16; c <= CT_FLOAT8_E5M2FNUZ; ++c)
-    if (major < 2) assert_int_equal(ct_dtype_is_supported(c), 0);
-    else if (at_least_2_3) assert_int_equal(ct_dtype_is_supported(c), 1);
+    if (major < 2)
+      assert_int_equal(ct_dtype_is_supported(c), 0);
+    else if (at_least_2_3)
+      assert_int_equal(ct_dtype_is_supported(c), 1);
 
-  static const struct { int32_t code; const char *name; } devs[] = {
-      {CT_DEVICE_META, "meta"}, {CT_DEVICE_MPS, "mps"}, {CT_DEVICE_XPU, "xpu"},
-      {CT_DEVICE_HIP, "hip"}, {CT_DEVICE_PRIVATEUSE1, "privateuseone"}, {CT_DEVICE_XLA, "xla"},
-      {CT_DEVICE_HPU, "hpu"}, {CT_DEVICE_MTIA, "mtia"}, {CT_DEVICE_LAZY, "lazy"},
-      {CT_DEVICE_IPU, "ipu"}, {CT_DEVICE_VE, "ve"}, {CT_DEVICE_VULKAN, "vulkan"},
-      {CT_DEVICE_METAL, "metal"}, {CT_DEVICE_MAIA, "maia"}};
+  static const struct {
+    int32_t code;
+    const char *name;
+  } devs[] = {{CT_DEVICE_META, "meta"},
+              {CT_DEVICE_MPS, "mps"},
+              {CT_DEVICE_XPU, "xpu"},
+              {CT_DEVICE_HIP, "hip"},
+              {CT_DEVICE_PRIVATEUSE1, "privateuseone"},
+              {CT_DEVICE_XLA, "xla"},
+              {CT_DEVICE_HPU, "hpu"},
+              {CT_DEVICE_MTIA, "mtia"},
+              {CT_DEVICE_LAZY, "lazy"},
+              {CT_DEVICE_IPU, "ipu"},
+              {CT_DEVICE_VE, "ve"},
+              {CT_DEVICE_VULKAN, "vulkan"},
+              {CT_DEVICE_METAL, "metal"},
+              {CT_DEVICE_MAIA, "maia"}};
   for (size_t i = 0; i < sizeof devs / sizeof devs[0]; ++i)
     assert_string_equal(ct_device_type_name(devs[i].code), devs[i].name);
   assert_string_equal(ct_device_type_name(17), "unknown");
@@ -144,8 +165,8 @@ static void check_new_dtype(int32_t code, const char *name, const ct_value *ref,
   ct_tensor *bits = ref_tensor(ref, key);
   int64_t nbytes = ct_tensor_numel(bits);
   int64_t count = nbytes / (int64_t)ct_dtype_element_size(code);
-  CT_OK_OR_FAIL(ct_tensor_from_data(&t, ct_tensor_data_ptr(bits), &count, 1, code,
-                                    CT_DEVICE_CPU, -1));
+  CT_OK_OR_FAIL(
+      ct_tensor_from_data(&t, ct_tensor_data_ptr(bits), &count, 1, code, CT_DEVICE_CPU, -1));
   assert_int_equal(ct_tensor_dtype(t), code);
   assert_int_equal(ct_tensor_element_size(t), ct_dtype_element_size(code));
   /* Converted by LibTorch = converted by PyTorch. */
@@ -158,10 +179,12 @@ static void check_new_dtype(int32_t code, const char *name, const ct_value *ref,
   DLManagedTensorVersioned *dl = NULL;
   CT_OK_OR_FAIL(ct_tensor_to_dlpack_versioned(&dl, t, 0, -1));
   assert_int_equal(dl->dl_tensor.dtype.bits, ct_dtype_element_size(code) * 8);
-  static const struct { int32_t code; uint8_t dl; } map[] = {
-      {CT_UINT16, kDLUInt}, {CT_UINT32, kDLUInt}, {CT_UINT64, kDLUInt},
-      {CT_FLOAT8_E4M3FN, 10}, {CT_FLOAT8_E5M2, 12}, {CT_FLOAT8_E4M3FNUZ, 11},
-      {CT_FLOAT8_E5M2FNUZ, 13}};
+  static const struct {
+    int32_t code;
+    uint8_t dl;
+  } map[] = {{CT_UINT16, kDLUInt},    {CT_UINT32, kDLUInt}, {CT_UINT64, kDLUInt},
+             {CT_FLOAT8_E4M3FN, 10},  {CT_FLOAT8_E5M2, 12}, {CT_FLOAT8_E4M3FNUZ, 11},
+             {CT_FLOAT8_E5M2FNUZ, 13}};
   for (size_t i = 0; i < sizeof map / sizeof map[0]; ++i)
     if (map[i].code == code) assert_int_equal(dl->dl_tensor.dtype.code, map[i].dl);
   assert_ptr_equal(dl->dl_tensor.data, ct_tensor_data_ptr(t));
@@ -341,8 +364,9 @@ static void test_quantized_model(void **state) {
                   "not a quantized dtype");
   CT_EXPECT_ERROR(ct_tensor_q_scheme(NULL, x), CT_ERR_INVALID_ARGUMENT, "NULL");
 
-  ct_tensor *all[] = {x, qx, y, yi, yf, want, wantf, y2, y2i, w, ws, wz, wi, ws_ref, wz_ref,
-                      wi_ref, wf, wq, wqi, wm, wmi, qt, qti, q4, q4i, qt_ref, q4_ref};
+  ct_tensor *all[] = {x,   qx, y,   yi, yf,     want,   wantf,  y2,     y2i,
+                      w,   ws, wz,  wi, ws_ref, wz_ref, wi_ref, wf,     wq,
+                      wqi, wm, wmi, qt, qti,    q4,     q4i,    qt_ref, q4_ref};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) ct_tensor_free(all[i]);
   ct_value_free(arg);
   ct_value_free(res);
@@ -476,8 +500,8 @@ static void test_sparse(void **state) {
   CT_OK_OR_FAIL(ct_tensor_sparse_values(&bval, bsr));
   assert_int_equal(ct_tensor_ndim(bval), 3);
 
-  ct_tensor *all[] = {dense, coo, idx, val, back, csr, crow, col, cval, cback, csc, ccol, row,
-                      bsr, bcrow, bval};
+  ct_tensor *all[] = {dense, coo,   idx, val,  back, csr, crow,  col,
+                      cval,  cback, csc, ccol, row,  bsr, bcrow, bval};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) ct_tensor_free(all[i]);
   ct_value_free(bs);
 }
@@ -489,8 +513,8 @@ static void test_mkldnn(void **state) {
   ct_tensor *dense = test_tensor_f32(d, sz, 2), *mk = NULL, *back = NULL;
   ct_value *arg = NULL, *out = NULL;
   CT_OK_OR_FAIL(ct_value_from_tensor(&arg, dense));
-  if (ct_op_call_name(&out, "aten::to_mkldnn", (const ct_value *const *)&arg, 1, NULL, NULL,
-                      0) != CT_OK) {
+  if (ct_op_call_name(&out, "aten::to_mkldnn", (const ct_value *const *)&arg, 1, NULL, NULL, 0) !=
+      CT_OK) {
     print_message("[ SKIPPED ] this LibTorch has no mkldnn tensors: %s\n", ct_last_error());
     ct_value_free(arg);
     ct_tensor_free(dense);

@@ -80,9 +80,9 @@ static void test_register_errors(void **state) {
   (void)state;
   CT_EXPECT_ERROR(ct_op_register("myns::scale(Tensor x, float a) -> Tensor", scale_fn, NULL),
                   CT_ERR_INVALID_ARGUMENT, "already registered");
-  CT_EXPECT_ERROR(ct_op_register("aten::add.Tensor(Tensor self, Tensor other) -> Tensor", scale_fn,
-                                 NULL),
-                  CT_ERR_INVALID_ARGUMENT, "already registered");
+  CT_EXPECT_ERROR(
+      ct_op_register("aten::add.Tensor(Tensor self, Tensor other) -> Tensor", scale_fn, NULL),
+      CT_ERR_INVALID_ARGUMENT, "already registered");
   CT_EXPECT_ERROR(ct_op_register("myns::bad(Tensor x", scale_fn, NULL), CT_ERR_INVALID_ARGUMENT,
                   "bad schema");
   CT_EXPECT_ERROR(ct_op_register("noname(Tensor x) -> Tensor", scale_fn, NULL),
@@ -139,17 +139,18 @@ static void test_call_foreign(void **state) {
   assert_int_equal(g_scale_calls, before);
 
   /* Failing callback: CT_ERR_CALLBACK with its message. */
-  CT_EXPECT_ERROR(ct_op_call_name(&out, "myns::fail", (const ct_value *const *)args, 1, NULL, NULL,
-                                  0),
-                  CT_ERR_CALLBACK, "boom from C");
+  CT_EXPECT_ERROR(
+      ct_op_call_name(&out, "myns::fail", (const ct_value *const *)args, 1, NULL, NULL, 0),
+      CT_ERR_CALLBACK, "boom from C");
   /* Result of the wrong type. */
-  CT_EXPECT_ERROR(ct_op_call_name(&out, "myns::wrong", (const ct_value *const *)args, 1, NULL, NULL,
-                                  0),
-                  CT_ERR_CALLBACK, "expected Tensor but the callback returned int");
+  CT_EXPECT_ERROR(
+      ct_op_call_name(&out, "myns::wrong", (const ct_value *const *)args, 1, NULL, NULL, 0),
+      CT_ERR_CALLBACK, "expected Tensor but the callback returned int");
   assert_null(out);
 
   /* Several results. */
-  CT_OK_OR_FAIL(ct_op_call_name(&out, "myns::pair", (const ct_value *const *)args, 1, NULL, NULL, 0));
+  CT_OK_OR_FAIL(
+      ct_op_call_name(&out, "myns::pair", (const ct_value *const *)args, 1, NULL, NULL, 0));
   assert_int_equal(ct_value_tag(out), CT_VALUE_TUPLE);
   ct_value *second = NULL;
   CT_OK_OR_FAIL(ct_value_get(&second, out, 1));

@@ -84,7 +84,8 @@ static void test_switch(void **state) {
     assert_non_null(strstr(ct_last_error(), ct_torch_version()));
     assert_int_equal(ct_cpu_fuser_is_enabled(), 0);
   }
-  if (torch_major() >= 2) print_message("CPU fusion backend present: %s\n", st == CT_OK ? "yes" : "no");
+  if (torch_major() >= 2)
+    print_message("CPU fusion backend present: %s\n", st == CT_OK ? "yes" : "no");
 }
 
 /* CTORCH_CPU_FUSER=1 turns fusion on where LibTorch has a backend, =0 off;

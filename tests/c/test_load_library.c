@@ -24,8 +24,7 @@ static void test_custom_op_library(void **state) {
   (void)state;
   if (!g_lib[0]) skip(); /* no torchvision: reported as skipped */
   ct_module *m = NULL;
-  CT_EXPECT_ERROR(ct_module_load(&m, g_model, CT_DEVICE_KEEP, -1), CT_ERR_IO,
-                  "torchvision::nms");
+  CT_EXPECT_ERROR(ct_module_load(&m, g_model, CT_DEVICE_KEEP, -1), CT_ERR_IO, "torchvision::nms");
   assert_null(m);
   CT_EXPECT_ERROR(ct_load_library("/nonexistent/libtorchvision.so"), CT_ERR_IO, "cannot load");
   CT_OK_OR_FAIL(ct_load_library(g_lib));

@@ -17,8 +17,7 @@ static const char *model_path(const char *name, const char *suffix) {
 
 static ct_module *load_model(const char *name) {
   ct_module *m = NULL;
-  CT_OK_OR_FAIL(
-      ct_module_load(&m, model_path(name, ".pt"), CT_DEVICE_KEEP, -1));
+  CT_OK_OR_FAIL(ct_module_load(&m, model_path(name, ".pt"), CT_DEVICE_KEEP, -1));
   return m;
 }
 
@@ -35,21 +34,18 @@ static ct_value *io_get(const ct_value *io, const char *key) {
 }
 
 static int is_seq(int32_t tag) {
-  return tag == CT_VALUE_LIST || tag == CT_VALUE_TUPLE ||
-         tag == CT_VALUE_INT_LIST || tag == CT_VALUE_DOUBLE_LIST ||
-         tag == CT_VALUE_BOOL_LIST || tag == CT_VALUE_TENSOR_LIST;
+  return tag == CT_VALUE_LIST || tag == CT_VALUE_TUPLE || tag == CT_VALUE_INT_LIST ||
+         tag == CT_VALUE_DOUBLE_LIST || tag == CT_VALUE_BOOL_LIST || tag == CT_VALUE_TENSOR_LIST;
 }
 
 /* Structural comparison; tensors within float tolerance and same dtype. */
-static void compare(const ct_value *got, const ct_value *want,
-                    const char *where) {
+static void compare(const ct_value *got, const ct_value *want, const char *where) {
   int32_t tg = ct_value_tag(got), tw = ct_value_tag(want);
   if (is_seq(tg) && is_seq(tw)) {
     size_t ng, nw;
     CT_OK_OR_FAIL(ct_value_len(&ng, got));
     CT_OK_OR_FAIL(ct_value_len(&nw, want));
-    if (ng != nw)
-      fail_msg("%s: length %zu != %zu", where, ng, nw);
+    if (ng != nw) fail_msg("%s: length %zu != %zu", where, ng, nw);
     if ((tg == CT_VALUE_TUPLE) != (tw == CT_VALUE_TUPLE))
       fail_msg("%s: tuple vs list (%d, %d)", where, tg, tw);
     for (size_t i = 0; i < ng; ++i) {
@@ -64,113 +60,99 @@ static void compare(const ct_value *got, const ct_value *want,
     }
     return;
   }
-  if (tg != tw)
-    fail_msg("%s: tag %d != %d", where, tg, tw);
+  if (tg != tw) fail_msg("%s: tag %d != %d", where, tg, tw);
   switch (tg) {
-  case CT_VALUE_NONE:
-    return;
-  case CT_VALUE_BOOL:
-  case CT_VALUE_INT: {
-    int64_t a, b;
-    if (tg == CT_VALUE_BOOL) {
-      int32_t x, y;
-      CT_OK_OR_FAIL(ct_value_to_bool(&x, got));
-      CT_OK_OR_FAIL(ct_value_to_bool(&y, want));
-      a = x, b = y;
-    } else {
-      CT_OK_OR_FAIL(ct_value_to_int(&a, got));
-      CT_OK_OR_FAIL(ct_value_to_int(&b, want));
+    case CT_VALUE_NONE: return;
+    case CT_VALUE_BOOL:
+    case CT_VALUE_INT: {
+      int64_t a, b;
+      if (tg == CT_VALUE_BOOL) {
+        int32_t x, y;
+        CT_OK_OR_FAIL(ct_value_to_bool(&x, got));
+        CT_OK_OR_FAIL(ct_value_to_bool(&y, want));
+        a = x, b = y;
+      } else {
+        CT_OK_OR_FAIL(ct_value_to_int(&a, got));
+        CT_OK_OR_FAIL(ct_value_to_int(&b, want));
+      }
+      if (a != b) fail_msg("%s: %ld != %ld", where, (long)a, (long)b);
+      return;
     }
-    if (a != b)
-      fail_msg("%s: %ld != %ld", where, (long)a, (long)b);
-    return;
-  }
-  case CT_VALUE_DOUBLE: {
-    double a, b;
-    CT_OK_OR_FAIL(ct_value_to_double(&a, got));
-    CT_OK_OR_FAIL(ct_value_to_double(&b, want));
-    if (a != b)
-      fail_msg("%s: %g != %g", where, a, b);
-    return;
-  }
-  case CT_VALUE_STRING: {
-    const char *a, *b;
-    CT_OK_OR_FAIL(ct_value_to_string(&a, NULL, got));
-    CT_OK_OR_FAIL(ct_value_to_string(&b, NULL, want));
-    if (strcmp(a, b))
-      fail_msg("%s: '%s' != '%s'", where, a, b);
-    return;
-  }
-  case CT_VALUE_TENSOR: {
-    ct_tensor *a = NULL, *b = NULL;
-    CT_OK_OR_FAIL(ct_value_to_tensor(&a, got));
-    CT_OK_OR_FAIL(ct_value_to_tensor(&b, want));
-    if (ct_tensor_dtype(a) != ct_tensor_dtype(b))
-      fail_msg("%s: dtype %d != %d", where, ct_tensor_dtype(a),
-               ct_tensor_dtype(b));
-    if (ct_tensor_ndim(a) != ct_tensor_ndim(b))
-      fail_msg("%s: ndim differs", where);
-    for (int64_t d = 0; d < ct_tensor_ndim(a); ++d)
-      if (ct_tensor_sizes(a)[d] != ct_tensor_sizes(b)[d])
-        fail_msg("%s: shape differs", where);
-    int32_t ok = 0;
-    if (ct_tensor_dtype(a) == CT_FLOAT32 || ct_tensor_dtype(a) == CT_FLOAT64)
-      CT_OK_OR_FAIL(ct_tensor_allclose(&ok, a, b, 1e-4, 1e-5, 0));
-    else
-      CT_OK_OR_FAIL(ct_tensor_equal(&ok, a, b));
-    if (!ok)
-      fail_msg("%s: tensors differ", where);
-    ct_tensor_free(a);
-    ct_tensor_free(b);
-    return;
-  }
-  case CT_VALUE_DICT: {
-    size_t ng, nw;
-    CT_OK_OR_FAIL(ct_value_len(&ng, got));
-    CT_OK_OR_FAIL(ct_value_len(&nw, want));
-    if (ng != nw)
-      fail_msg("%s: dict size %zu != %zu", where, ng, nw);
-    for (size_t i = 0; i < nw; ++i) {
-      ct_value *k = NULL, *b = NULL, *a = NULL;
-      CT_OK_OR_FAIL(ct_value_dict_item(&k, &b, want, i));
-      CT_OK_OR_FAIL(ct_value_dict_get(&a, got, k));
-      char w[256];
-      snprintf(w, sizeof w, "%s{%zu}", where, i);
-      compare(a, b, w);
-      ct_value_free(k);
-      ct_value_free(a);
-      ct_value_free(b);
+    case CT_VALUE_DOUBLE: {
+      double a, b;
+      CT_OK_OR_FAIL(ct_value_to_double(&a, got));
+      CT_OK_OR_FAIL(ct_value_to_double(&b, want));
+      if (a != b) fail_msg("%s: %g != %g", where, a, b);
+      return;
     }
-    return;
-  }
-  default:
-    fail_msg("%s: cannot compare tag %d", where, tg);
+    case CT_VALUE_STRING: {
+      const char *a, *b;
+      CT_OK_OR_FAIL(ct_value_to_string(&a, NULL, got));
+      CT_OK_OR_FAIL(ct_value_to_string(&b, NULL, want));
+      if (strcmp(a, b)) fail_msg("%s: '%s' != '%s'", where, a, b);
+      return;
+    }
+    case CT_VALUE_TENSOR: {
+      ct_tensor *a = NULL, *b = NULL;
+      CT_OK_OR_FAIL(ct_value_to_tensor(&a, got));
+      CT_OK_OR_FAIL(ct_value_to_tensor(&b, want));
+      if (ct_tensor_dtype(a) != ct_tensor_dtype(b))
+        fail_msg("%s: dtype %d != %d", where, ct_tensor_dtype(a), ct_tensor_dtype(b));
+      if (ct_tensor_ndim(a) != ct_tensor_ndim(b)) fail_msg("%s: ndim differs", where);
+      for (int64_t d = 0; d < ct_tensor_ndim(a); ++d)
+        if (ct_tensor_sizes(a)[d] != ct_tensor_sizes(b)[d]) fail_msg("%s: shape differs", where);
+      int32_t ok = 0;
+      if (ct_tensor_dtype(a) == CT_FLOAT32 || ct_tensor_dtype(a) == CT_FLOAT64)
+        CT_OK_OR_FAIL(ct_tensor_allclose(&ok, a, b, 1e-4, 1e-5, 0));
+      else
+        CT_OK_OR_FAIL(ct_tensor_equal(&ok, a, b));
+      if (!ok) fail_msg("%s: tensors differ", where);
+      ct_tensor_free(a);
+      ct_tensor_free(b);
+      return;
+    }
+    case CT_VALUE_DICT: {
+      size_t ng, nw;
+      CT_OK_OR_FAIL(ct_value_len(&ng, got));
+      CT_OK_OR_FAIL(ct_value_len(&nw, want));
+      if (ng != nw) fail_msg("%s: dict size %zu != %zu", where, ng, nw);
+      for (size_t i = 0; i < nw; ++i) {
+        ct_value *k = NULL, *b = NULL, *a = NULL;
+        CT_OK_OR_FAIL(ct_value_dict_item(&k, &b, want, i));
+        CT_OK_OR_FAIL(ct_value_dict_get(&a, got, k));
+        char w[256];
+        snprintf(w, sizeof w, "%s{%zu}", where, i);
+        compare(a, b, w);
+        ct_value_free(k);
+        ct_value_free(a);
+        ct_value_free(b);
+      }
+      return;
+    }
+    default: fail_msg("%s: cannot compare tag %d", where, tg);
   }
 }
 
 /* Runs `method` on io[inputs_key] and compares with io[output_key]. */
-static void run_and_compare(ct_module *m, const ct_value *io,
-                            const char *inputs_key, const char *output_key) {
+static void run_and_compare(ct_module *m, const ct_value *io, const char *inputs_key,
+                            const char *output_key) {
   ct_value *inputs = io_get(io, inputs_key), *want = io_get(io, output_key);
   size_t n;
   CT_OK_OR_FAIL(ct_value_len(&n, inputs));
   ct_value *args[8] = {0};
   assert_true(n <= 8);
-  for (size_t i = 0; i < n; ++i)
-    CT_OK_OR_FAIL(ct_value_get(&args[i], inputs, i));
+  for (size_t i = 0; i < n; ++i) CT_OK_OR_FAIL(ct_value_get(&args[i], inputs, i));
   ct_value *got = NULL;
   CT_OK_OR_FAIL(ct_module_forward(&got, m, (const ct_value *const *)args, n));
   compare(got, want, output_key);
   ct_value_free(got);
-  for (size_t i = 0; i < n; ++i)
-    ct_value_free(args[i]);
+  for (size_t i = 0; i < n; ++i) ct_value_free(args[i]);
   ct_value_free(inputs);
   ct_value_free(want);
 }
 
 /* Names in dict `d` (in order) equal the strings in list io[key]. */
-static void check_names(const ct_value *d, const ct_value *io,
-                        const char *key) {
+static void check_names(const ct_value *d, const ct_value *io, const char *key) {
   ct_value *names = io_get(io, key);
   size_t n, nd;
   CT_OK_OR_FAIL(ct_value_len(&n, names));
@@ -207,8 +189,7 @@ static void simple_model(const char *name) {
 
 static void test_resnet18(void **state) {
   (void)state;
-  if (access(model_path("resnet18", ".pt"), R_OK) != 0)
-    skip();
+  if (access(model_path("resnet18", ".pt"), R_OK) != 0) skip();
   simple_model("resnet18");
 }
 
@@ -278,8 +259,8 @@ static void test_multi(void **state) {
     CT_OK_OR_FAIL(ct_value_dict_item(&keys[i], &vals[i], kw, i));
     CT_OK_OR_FAIL(ct_value_to_string(&names[i], NULL, keys[i]));
   }
-  CT_OK_OR_FAIL(ct_module_call(&out, m, "decode", a2, 1, names,
-                               (const ct_value *const *)vals, nkw));
+  CT_OK_OR_FAIL(
+      ct_module_call(&out, m, "decode", a2, 1, names, (const ct_value *const *)vals, nkw));
   want = io_get(io, "decode_out");
   compare(out, want, "decode");
   ct_value_free(want);
@@ -321,8 +302,7 @@ static void test_noncontig(void **state) {
   (void)state;
   simple_model("noncontig");
   ct_module *m = load_model("noncontig");
-  ct_value *io = load_io("noncontig"), *inputs = io_get(io, "inputs"),
-           *x = NULL, *out = NULL;
+  ct_value *io = load_io("noncontig"), *inputs = io_get(io, "inputs"), *x = NULL, *out = NULL;
   CT_OK_OR_FAIL(ct_value_get(&x, inputs, 0));
   const ct_value *a[1] = {x};
   CT_OK_OR_FAIL(ct_module_forward(&out, m, a, 1));
@@ -342,8 +322,7 @@ static void test_extra_files(void **state) {
   (void)state;
   simple_model("with_meta");
   ct_module *m = load_model("with_meta");
-  ct_value *io = load_io("with_meta"), *meta = io_get(io, "meta"), *ef = NULL,
-           *v = NULL;
+  ct_value *io = load_io("with_meta"), *meta = io_get(io, "meta"), *ef = NULL, *v = NULL;
   CT_OK_OR_FAIL(ct_module_extra_files(&ef, m));
   size_t n;
   CT_OK_OR_FAIL(ct_value_len(&n, ef));
@@ -421,9 +400,8 @@ static void test_pickles(void **state) {
   ct_value_free(v);
   /* A pickle is not a module; a module is not a pickle of data. */
   ct_module *m = NULL;
-  CT_EXPECT_ERROR(
-      ct_module_load(&m, model_path("state_dict", ".pt"), CT_DEVICE_KEEP, -1),
-      CT_ERR_IO, "torch.save pickle");
+  CT_EXPECT_ERROR(ct_module_load(&m, model_path("state_dict", ".pt"), CT_DEVICE_KEEP, -1),
+                  CT_ERR_IO, "torch.save pickle");
   assert_null(m);
 }
 
@@ -447,8 +425,7 @@ static void *resnet_thread(void *p) {
     int32_t eq = 0;
     ct_value_to_tensor(&g, out);
     ct_value_to_tensor(&w, a->want);
-    if (ct_tensor_equal(&eq, g, w) != CT_OK || !eq)
-      a->fails++;
+    if (ct_tensor_equal(&eq, g, w) != CT_OK || !eq) a->fails++;
     ct_tensor_free(g);
     ct_tensor_free(w);
     ct_value_free(out);
@@ -458,11 +435,9 @@ static void *resnet_thread(void *p) {
 
 static void test_resnet_threads(void **state) {
   (void)state;
-  if (access(model_path("resnet18", ".pt"), R_OK) != 0)
-    skip();
+  if (access(model_path("resnet18", ".pt"), R_OK) != 0) skip();
   ct_module *m = load_model("resnet18");
-  ct_value *io = load_io("resnet18"), *inputs = io_get(io, "inputs"), *x = NULL,
-           *ref = NULL;
+  ct_value *io = load_io("resnet18"), *inputs = io_get(io, "inputs"), *x = NULL, *ref = NULL;
   CT_OK_OR_FAIL(ct_value_get(&x, inputs, 0));
   const ct_value *a[1] = {x};
   CT_OK_OR_FAIL(ct_module_forward(&ref, m, a, 1));
@@ -472,10 +447,8 @@ static void test_resnet_threads(void **state) {
     args[i].m = m, args[i].x = x, args[i].want = ref, args[i].fails = 0;
     assert_int_equal(pthread_create(&th[i], NULL, resnet_thread, &args[i]), 0);
   }
-  for (int i = 0; i < 8; ++i)
-    pthread_join(th[i], NULL);
-  for (int i = 0; i < 8; ++i)
-    assert_int_equal(args[i].fails, 0);
+  for (int i = 0; i < 8; ++i) pthread_join(th[i], NULL);
+  for (int i = 0; i < 8; ++i) assert_int_equal(args[i].fails, 0);
   ct_value_free(ref);
   ct_value_free(x);
   ct_value_free(inputs);
@@ -495,11 +468,10 @@ static void test_c_module_for_python(void **state) {
   CT_OK_OR_FAIL(ct_tensor_randn(&w, ws, 2, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
   CT_OK_OR_FAIL(ct_tensor_randn(&x, xs, 2, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
   CT_OK_OR_FAIL(ct_module_register_parameter(m, "weight", w, 1));
-  CT_OK_OR_FAIL(ct_module_define(
-      m, "def forward(self, x, k: int = 2):\n"
-         "    return torch.relu(torch.matmul(x, self.weight)) * k\n"));
-  ct_value *xv = NULL, *out = NULL, *inputs = NULL, *io = NULL, *kin = NULL,
-           *kout = NULL;
+  CT_OK_OR_FAIL(ct_module_define(m,
+                                 "def forward(self, x, k: int = 2):\n"
+                                 "    return torch.relu(torch.matmul(x, self.weight)) * k\n"));
+  ct_value *xv = NULL, *out = NULL, *inputs = NULL, *io = NULL, *kin = NULL, *kout = NULL;
   CT_OK_OR_FAIL(ct_value_from_tensor(&xv, x));
   const ct_value *args[1] = {xv};
   CT_OK_OR_FAIL(ct_module_forward(&out, m, args, 1));
@@ -529,24 +501,16 @@ int main(void) {
   }
   snprintf(g_dir, sizeof g_dir, "%s", d);
   if (access(model_path("gate", ".pt"), R_OK) != 0) {
-    fprintf(stderr,
-            "no models in %s (run tests/models/make_models.py); skipping\n",
-            g_dir);
+    fprintf(stderr, "no models in %s (run tests/models/make_models.py); skipping\n", g_dir);
     return 77;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_resnet18),
-      cmocka_unit_test(test_gate),
-      cmocka_unit_test(test_lstm),
-      cmocka_unit_test(test_containers),
-      cmocka_unit_test(test_multi),
-      cmocka_unit_test(test_convbn),
-      cmocka_unit_test(test_dtypes),
-      cmocka_unit_test(test_noncontig),
-      cmocka_unit_test(test_extra_files),
-      cmocka_unit_test(test_pickles),
-      cmocka_unit_test(test_resnet_threads),
-      cmocka_unit_test(test_c_module_for_python),
+      cmocka_unit_test(test_resnet18),       cmocka_unit_test(test_gate),
+      cmocka_unit_test(test_lstm),           cmocka_unit_test(test_containers),
+      cmocka_unit_test(test_multi),          cmocka_unit_test(test_convbn),
+      cmocka_unit_test(test_dtypes),         cmocka_unit_test(test_noncontig),
+      cmocka_unit_test(test_extra_files),    cmocka_unit_test(test_pickles),
+      cmocka_unit_test(test_resnet_threads), cmocka_unit_test(test_c_module_for_python),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,8 +74,7 @@ static void expect_tensor(const ct_value *v, const float *expected, int64_t n) {
   CT_OK_OR_FAIL(ct_tensor_contiguous(&c, t));
   const float *p = (const float *)ct_tensor_data_ptr(c);
   for (int64_t i = 0; i < n; ++i)
-    if (p[i] != expected[i])
-      fail_msg("element %ld: %f != %f", (long)i, p[i], expected[i]);
+    if (p[i] != expected[i]) fail_msg("element %ld: %f != %f", (long)i, p[i], expected[i]);
   ct_tensor_free(c);
   ct_tensor_free(t);
 }
@@ -88,8 +87,7 @@ static void test_build_and_forward(void **state) {
   m = make_net();
   /* Without the source, there is no forward yet. */
   ct_value *out = NULL;
-  CT_EXPECT_ERROR(ct_module_forward(&out, m, NULL, 0), CT_ERR_NOT_FOUND,
-                  "has no method 'forward'");
+  CT_EXPECT_ERROR(ct_module_forward(&out, m, NULL, 0), CT_ERR_NOT_FOUND, "has no method 'forward'");
   CT_OK_OR_FAIL(ct_module_define(m, NET_SRC));
   ct_tensor *x = tensor2x2(1, 0, 0, 1);
   ct_value *xv = tensor_value(x);
@@ -122,17 +120,12 @@ static void test_build_and_forward(void **state) {
   CT_EXPECT_ERROR(ct_module_forward(&out, m, bad, 1), CT_ERR_TYPE,
                   "forward: argument 'x' expected Tensor but got int");
   assert_non_null(
-      strstr(ct_last_error(),
-             "schema: forward(__torch__.Net self, Tensor x) -> Tensor"));
-  CT_EXPECT_ERROR(ct_module_forward(NULL, m, args, 1), CT_ERR_INVALID_ARGUMENT,
-                  "'out' is NULL");
-  CT_EXPECT_ERROR(ct_module_forward(&out, NULL, args, 1),
-                  CT_ERR_INVALID_ARGUMENT, "'m' is NULL");
-  CT_EXPECT_ERROR(ct_module_forward(&out, m, NULL, 1), CT_ERR_INVALID_ARGUMENT,
-                  "'args' is NULL");
+      strstr(ct_last_error(), "schema: forward(__torch__.Net self, Tensor x) -> Tensor"));
+  CT_EXPECT_ERROR(ct_module_forward(NULL, m, args, 1), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_module_forward(&out, NULL, args, 1), CT_ERR_INVALID_ARGUMENT, "'m' is NULL");
+  CT_EXPECT_ERROR(ct_module_forward(&out, m, NULL, 1), CT_ERR_INVALID_ARGUMENT, "'args' is NULL");
   const ct_value *holes[1] = {NULL};
-  CT_EXPECT_ERROR(ct_module_forward(&out, m, holes, 1), CT_ERR_INVALID_ARGUMENT,
-                  "args[0] is NULL");
+  CT_EXPECT_ERROR(ct_module_forward(&out, m, holes, 1), CT_ERR_INVALID_ARGUMENT, "args[0] is NULL");
   assert_null(out);
 
   ct_value_free(iv);
@@ -176,26 +169,25 @@ static void test_call_kwargs(void **state) {
   /* Keyword errors. */
   const char *kbad[1] = {"nope"};
   const ct_value *kvb[1] = {o};
-  CT_EXPECT_ERROR(ct_module_call(&out, m, "scaled", args, 1, kbad, kvb, 1),
-                  CT_ERR_INVALID_ARGUMENT,
+  CT_EXPECT_ERROR(ct_module_call(&out, m, "scaled", args, 1, kbad, kvb, 1), CT_ERR_INVALID_ARGUMENT,
                   "scaled: unknown keyword argument 'nope'");
   const char *kx[1] = {"x"};
-  CT_EXPECT_ERROR(ct_module_call(&out, m, "scaled", args, 1, kx, args, 1),
-                  CT_ERR_INVALID_ARGUMENT, "multiple values for argument 'x'");
+  CT_EXPECT_ERROR(ct_module_call(&out, m, "scaled", args, 1, kx, args, 1), CT_ERR_INVALID_ARGUMENT,
+                  "multiple values for argument 'x'");
   CT_OK_OR_FAIL(ct_value_from_string(&s, "a", 1));
   const char *kf[1] = {"factor"};
   const ct_value *kvs[1] = {s};
-  CT_EXPECT_ERROR(ct_module_call(&out, m, "scaled", args, 1, kf, kvs, 1),
-                  CT_ERR_TYPE, "argument 'factor' expected float but got str");
+  CT_EXPECT_ERROR(ct_module_call(&out, m, "scaled", args, 1, kf, kvs, 1), CT_ERR_TYPE,
+                  "argument 'factor' expected float but got str");
   CT_EXPECT_ERROR(ct_module_call(&out, m, "scaled", args, 1, NULL, NULL, 1),
                   CT_ERR_INVALID_ARGUMENT, "'kwnames' or 'kwvalues' is NULL");
   const char *knull[1] = {NULL};
   CT_EXPECT_ERROR(ct_module_call(&out, m, "scaled", args, 1, knull, kvs, 1),
                   CT_ERR_INVALID_ARGUMENT, "kwnames[0]");
-  CT_EXPECT_ERROR(ct_module_call(&out, m, "missing", args, 1, NULL, NULL, 0),
-                  CT_ERR_NOT_FOUND, "no method 'missing'");
-  CT_EXPECT_ERROR(ct_module_call(&out, m, NULL, args, 1, NULL, NULL, 0),
-                  CT_ERR_INVALID_ARGUMENT, "'method' is NULL");
+  CT_EXPECT_ERROR(ct_module_call(&out, m, "missing", args, 1, NULL, NULL, 0), CT_ERR_NOT_FOUND,
+                  "no method 'missing'");
+  CT_EXPECT_ERROR(ct_module_call(&out, m, NULL, args, 1, NULL, NULL, 0), CT_ERR_INVALID_ARGUMENT,
+                  "'method' is NULL");
   assert_null(out);
 
   /* Tuple results, None results, side effects. */
@@ -205,8 +197,8 @@ static void test_call_kwargs(void **state) {
   out = NULL;
 
   /* Errors inside the model: short first line, traceback after. */
-  CT_EXPECT_ERROR(ct_module_call(&out, m, "boom", args, 1, NULL, NULL, 0),
-                  CT_ERR_TORCH, "boom happened");
+  CT_EXPECT_ERROR(ct_module_call(&out, m, "boom", args, 1, NULL, NULL, 0), CT_ERR_TORCH,
+                  "boom happened");
   const char *msg = ct_last_error();
   const char *nl = strchr(msg, '\n');
   assert_non_null(nl);
@@ -236,8 +228,8 @@ static void test_call_kwargs(void **state) {
   ct_value_free(out);
   const ct_value *largs2[2] = {ints, ints};
   out = NULL;
-  CT_EXPECT_ERROR(ct_module_call(&out, m, "lists", largs2, 2, NULL, NULL, 0),
-                  CT_ERR_TYPE, "argument 'xs' expected Tensor[] but got List[int]");
+  CT_EXPECT_ERROR(ct_module_call(&out, m, "lists", largs2, 2, NULL, NULL, 0), CT_ERR_TYPE,
+                  "argument 'xs' expected Tensor[] but got List[int]");
 
   ct_value_free(empty);
   ct_value_free(ints);
@@ -253,8 +245,7 @@ static void test_call_kwargs(void **state) {
 
 static int dict_has(const ct_value *d, const char *key) {
   ct_value *v = NULL;
-  if (ct_value_dict_get_str(&v, d, key) != CT_OK)
-    return 0;
+  if (ct_value_dict_get_str(&v, d, key) != CT_OK) return 0;
   ct_value_free(v);
   return 1;
 }
@@ -271,8 +262,9 @@ static void test_introspection(void **state) {
   CT_OK_OR_FAIL(ct_value_dict_get_str(&v, d, "scaled"));
   const char *s;
   CT_OK_OR_FAIL(ct_value_to_string(&s, NULL, v));
-  assert_string_equal(s, "scaled(__torch__.Net self, Tensor x, float "
-                         "factor=2., int offset=1) -> Tensor");
+  assert_string_equal(s,
+                      "scaled(__torch__.Net self, Tensor x, float "
+                      "factor=2., int offset=1) -> Tensor");
   ct_value_free(v);
   ct_value_free(d);
 
@@ -331,26 +323,16 @@ static void test_introspection(void **state) {
                   "no attribute 'lin.nope'");
   CT_EXPECT_ERROR(ct_module_get_attr(&v, m, "nope.weight"), CT_ERR_NOT_FOUND,
                   "no attribute 'nope'");
-  CT_EXPECT_ERROR(ct_module_get_attr(&v, m, "bias.x"), CT_ERR_NOT_FOUND,
-                  "'bias' is not a module");
-  CT_EXPECT_ERROR(ct_module_get_attr(&v, m, ""), CT_ERR_NOT_FOUND,
-                  "no attribute");
-  CT_EXPECT_ERROR(ct_module_get_attr(&v, m, NULL), CT_ERR_INVALID_ARGUMENT,
-                  "'name' is NULL");
-  CT_EXPECT_ERROR(ct_module_get_attr(&v, NULL, "x"), CT_ERR_INVALID_ARGUMENT,
-                  "'m' is NULL");
-  CT_EXPECT_ERROR(ct_module_methods(NULL, m), CT_ERR_INVALID_ARGUMENT,
-                  "'out' is NULL");
-  CT_EXPECT_ERROR(ct_module_named_parameters(&v, NULL, 1),
-                  CT_ERR_INVALID_ARGUMENT, "'m' is NULL");
-  CT_EXPECT_ERROR(ct_module_named_buffers(NULL, m, 1), CT_ERR_INVALID_ARGUMENT,
-                  "'out' is NULL");
-  CT_EXPECT_ERROR(ct_module_named_attributes(NULL, m, 1),
-                  CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
-  CT_EXPECT_ERROR(ct_module_named_children(NULL, m, 1), CT_ERR_INVALID_ARGUMENT,
-                  "'out' is NULL");
-  CT_EXPECT_ERROR(ct_module_extra_files(NULL, m), CT_ERR_INVALID_ARGUMENT,
-                  "'out' is NULL");
+  CT_EXPECT_ERROR(ct_module_get_attr(&v, m, "bias.x"), CT_ERR_NOT_FOUND, "'bias' is not a module");
+  CT_EXPECT_ERROR(ct_module_get_attr(&v, m, ""), CT_ERR_NOT_FOUND, "no attribute");
+  CT_EXPECT_ERROR(ct_module_get_attr(&v, m, NULL), CT_ERR_INVALID_ARGUMENT, "'name' is NULL");
+  CT_EXPECT_ERROR(ct_module_get_attr(&v, NULL, "x"), CT_ERR_INVALID_ARGUMENT, "'m' is NULL");
+  CT_EXPECT_ERROR(ct_module_methods(NULL, m), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_module_named_parameters(&v, NULL, 1), CT_ERR_INVALID_ARGUMENT, "'m' is NULL");
+  CT_EXPECT_ERROR(ct_module_named_buffers(NULL, m, 1), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_module_named_attributes(NULL, m, 1), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_module_named_children(NULL, m, 1), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_module_extra_files(NULL, m), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
   assert_null(v);
   CT_OK_OR_FAIL(ct_module_extra_files(&d, m));
   CT_OK_OR_FAIL(ct_value_len(&len, d));
@@ -379,10 +361,8 @@ static void test_set_attr_train_to(void **state) {
                   "attribute 'bias' has type Tensor, got int");
   CT_EXPECT_ERROR(ct_module_set_attr(m, "lin.nope", iv), CT_ERR_NOT_FOUND,
                   "no attribute 'lin.nope'");
-  CT_EXPECT_ERROR(ct_module_set_attr(m, "bias", NULL), CT_ERR_INVALID_ARGUMENT,
-                  "'v' is NULL");
-  CT_EXPECT_ERROR(ct_module_set_attr(NULL, "bias", iv), CT_ERR_INVALID_ARGUMENT,
-                  "'m' is NULL");
+  CT_EXPECT_ERROR(ct_module_set_attr(m, "bias", NULL), CT_ERR_INVALID_ARGUMENT, "'v' is NULL");
+  CT_EXPECT_ERROR(ct_module_set_attr(NULL, "bias", iv), CT_ERR_INVALID_ARGUMENT, "'m' is NULL");
   /* Dotted set on a child. */
   ct_tensor *nw = tensor2x2(0, 0, 0, 0);
   ct_value *nwv = tensor_value(nw);
@@ -400,8 +380,7 @@ static void test_set_attr_train_to(void **state) {
   CT_OK_OR_FAIL(ct_module_train(m, 1));
   assert_int_equal(ct_module_is_training(m), 1);
   assert_int_equal(ct_module_is_training(NULL), -1);
-  CT_EXPECT_ERROR(ct_module_train(NULL, 1), CT_ERR_INVALID_ARGUMENT,
-                  "'m' is NULL");
+  CT_EXPECT_ERROR(ct_module_train(NULL, 1), CT_ERR_INVALID_ARGUMENT, "'m' is NULL");
   CT_EXPECT_ERROR(ct_module_eval(NULL), CT_ERR_INVALID_ARGUMENT, "'m' is NULL");
 
   /* to(float64): floating parameters and buffers change dtype. */
@@ -430,8 +409,8 @@ static void test_set_attr_train_to(void **state) {
                   "dtype must be floating");
   assert_int_not_equal(ct_module_to(m, CT_DEVICE_KEEP, -1, 999, 0), CT_OK);
   assert_int_not_equal(ct_module_to(m, 77, 0, CT_DTYPE_KEEP, 0), CT_OK);
-  CT_EXPECT_ERROR(ct_module_to(NULL, CT_DEVICE_CPU, -1, CT_DTYPE_KEEP, 0),
-                  CT_ERR_INVALID_ARGUMENT, "'m' is NULL");
+  CT_EXPECT_ERROR(ct_module_to(NULL, CT_DEVICE_CPU, -1, CT_DTYPE_KEEP, 0), CT_ERR_INVALID_ARGUMENT,
+                  "'m' is NULL");
 
   ct_value_free(nwv);
   ct_tensor_free(nw);
@@ -445,47 +424,38 @@ static void test_register_errors(void **state) {
   (void)state;
   ct_module *m = make_net(), *c = NULL;
   ct_tensor *t = tensor2x2(1, 1, 1, 1);
-  CT_EXPECT_ERROR(ct_module_register_parameter(m, "bias", t, 0),
-                  CT_ERR_INVALID_ARGUMENT, "name 'bias' is already in use");
-  CT_EXPECT_ERROR(ct_module_register_buffer(m, "lin", t),
-                  CT_ERR_INVALID_ARGUMENT, "already in use");
-  CT_EXPECT_ERROR(ct_module_register_buffer(m, "a.b", t),
-                  CT_ERR_INVALID_ARGUMENT, "not a valid attribute name");
-  CT_EXPECT_ERROR(ct_module_register_parameter(m, "", t, 0),
-                  CT_ERR_INVALID_ARGUMENT, "not a valid attribute name");
-  CT_EXPECT_ERROR(ct_module_register_parameter(m, "p", NULL, 0),
-                  CT_ERR_INVALID_ARGUMENT, "'t' is NULL");
-  CT_EXPECT_ERROR(ct_module_register_parameter(NULL, "p", t, 0),
-                  CT_ERR_INVALID_ARGUMENT, "'m' is NULL");
-  CT_EXPECT_ERROR(ct_module_register_buffer(m, NULL, t),
-                  CT_ERR_INVALID_ARGUMENT, "'name' is NULL");
-  CT_EXPECT_ERROR(ct_module_register_module(m, "self_", m),
-                  CT_ERR_INVALID_ARGUMENT, "cannot contain itself");
-  CT_EXPECT_ERROR(ct_module_register_module(m, "x", NULL),
-                  CT_ERR_INVALID_ARGUMENT, "'child' is NULL");
+  CT_EXPECT_ERROR(ct_module_register_parameter(m, "bias", t, 0), CT_ERR_INVALID_ARGUMENT,
+                  "name 'bias' is already in use");
+  CT_EXPECT_ERROR(ct_module_register_buffer(m, "lin", t), CT_ERR_INVALID_ARGUMENT,
+                  "already in use");
+  CT_EXPECT_ERROR(ct_module_register_buffer(m, "a.b", t), CT_ERR_INVALID_ARGUMENT,
+                  "not a valid attribute name");
+  CT_EXPECT_ERROR(ct_module_register_parameter(m, "", t, 0), CT_ERR_INVALID_ARGUMENT,
+                  "not a valid attribute name");
+  CT_EXPECT_ERROR(ct_module_register_parameter(m, "p", NULL, 0), CT_ERR_INVALID_ARGUMENT,
+                  "'t' is NULL");
+  CT_EXPECT_ERROR(ct_module_register_parameter(NULL, "p", t, 0), CT_ERR_INVALID_ARGUMENT,
+                  "'m' is NULL");
+  CT_EXPECT_ERROR(ct_module_register_buffer(m, NULL, t), CT_ERR_INVALID_ARGUMENT, "'name' is NULL");
+  CT_EXPECT_ERROR(ct_module_register_module(m, "self_", m), CT_ERR_INVALID_ARGUMENT,
+                  "cannot contain itself");
+  CT_EXPECT_ERROR(ct_module_register_module(m, "x", NULL), CT_ERR_INVALID_ARGUMENT,
+                  "'child' is NULL");
   ct_tensor *it = NULL;
   int64_t sz[1] = {2};
   CT_OK_OR_FAIL(ct_tensor_zeros(&it, sz, 1, CT_INT64, CT_DEVICE_CPU, -1, 0));
-  CT_EXPECT_ERROR(ct_module_register_parameter(m, "ip", it, 1), CT_ERR_TYPE,
-                  "can require grad");
+  CT_EXPECT_ERROR(ct_module_register_parameter(m, "ip", it, 1), CT_ERR_TYPE, "can require grad");
   CT_OK_OR_FAIL(ct_module_register_parameter(m, "ip", it, 0));
-  CT_EXPECT_ERROR(ct_module_new(&c, "bad name"), CT_ERR_INVALID_ARGUMENT,
-                  "not a valid class name");
-  CT_EXPECT_ERROR(ct_module_new(&c, NULL), CT_ERR_INVALID_ARGUMENT,
-                  "'class_name' is NULL");
-  CT_EXPECT_ERROR(ct_module_new(NULL, "X"), CT_ERR_INVALID_ARGUMENT,
-                  "'out' is NULL");
+  CT_EXPECT_ERROR(ct_module_new(&c, "bad name"), CT_ERR_INVALID_ARGUMENT, "not a valid class name");
+  CT_EXPECT_ERROR(ct_module_new(&c, NULL), CT_ERR_INVALID_ARGUMENT, "'class_name' is NULL");
+  CT_EXPECT_ERROR(ct_module_new(NULL, "X"), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
   assert_null(c);
   /* Bad source: the compiler's message. */
-  CT_EXPECT_ERROR(
-      ct_module_define(m, "def f(self):\n    return undefined_thing\n"),
-      CT_ERR_TORCH, "undefined_thing");
-  CT_EXPECT_ERROR(ct_module_define(m, "def f(self) return\n"), CT_ERR_TORCH,
-                  "ct_module_define");
-  CT_EXPECT_ERROR(ct_module_define(m, NULL), CT_ERR_INVALID_ARGUMENT,
-                  "'source' is NULL");
-  CT_EXPECT_ERROR(ct_module_define(NULL, "x"), CT_ERR_INVALID_ARGUMENT,
-                  "'m' is NULL");
+  CT_EXPECT_ERROR(ct_module_define(m, "def f(self):\n    return undefined_thing\n"), CT_ERR_TORCH,
+                  "undefined_thing");
+  CT_EXPECT_ERROR(ct_module_define(m, "def f(self) return\n"), CT_ERR_TORCH, "ct_module_define");
+  CT_EXPECT_ERROR(ct_module_define(m, NULL), CT_ERR_INVALID_ARGUMENT, "'source' is NULL");
+  CT_EXPECT_ERROR(ct_module_define(NULL, "x"), CT_ERR_INVALID_ARGUMENT, "'m' is NULL");
   ct_tensor_free(it);
   ct_tensor_free(t);
   ct_module_free(m);
@@ -528,10 +498,8 @@ static void test_clone_save_load(void **state) {
   assert_true(got[0] == 0.5f);
   ct_module_free(c);
   c = NULL;
-  CT_EXPECT_ERROR(ct_module_clone(&c, NULL), CT_ERR_INVALID_ARGUMENT,
-                  "'m' is NULL");
-  CT_EXPECT_ERROR(ct_module_clone(NULL, m), CT_ERR_INVALID_ARGUMENT,
-                  "'out' is NULL");
+  CT_EXPECT_ERROR(ct_module_clone(&c, NULL), CT_ERR_INVALID_ARGUMENT, "'m' is NULL");
+  CT_EXPECT_ERROR(ct_module_clone(NULL, m), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
 
   /* Save with extra files, load from path and from buffer. */
   char path[] = "/tmp/ct_test_module_XXXXXX";
@@ -578,12 +546,12 @@ static void test_clone_save_load(void **state) {
   ct_module_free(l);
   l = NULL;
   /* Truncated buffer. */
-  CT_EXPECT_ERROR(ct_module_load_buffer(&l, buf, size / 2, CT_DEVICE_KEEP, -1),
-                  CT_ERR_IO, "ct_module_load_buffer");
-  CT_EXPECT_ERROR(ct_module_load_buffer(&l, buf, 0, CT_DEVICE_KEEP, -1),
-                  CT_ERR_IO, "the buffer is empty");
-  CT_EXPECT_ERROR(ct_module_load_buffer(&l, NULL, 10, CT_DEVICE_KEEP, -1),
-                  CT_ERR_INVALID_ARGUMENT, "'data' is NULL");
+  CT_EXPECT_ERROR(ct_module_load_buffer(&l, buf, size / 2, CT_DEVICE_KEEP, -1), CT_ERR_IO,
+                  "ct_module_load_buffer");
+  CT_EXPECT_ERROR(ct_module_load_buffer(&l, buf, 0, CT_DEVICE_KEEP, -1), CT_ERR_IO,
+                  "the buffer is empty");
+  CT_EXPECT_ERROR(ct_module_load_buffer(&l, NULL, 10, CT_DEVICE_KEEP, -1), CT_ERR_INVALID_ARGUMENT,
+                  "'data' is NULL");
   CT_EXPECT_ERROR(ct_module_load_buffer(NULL, buf, size, CT_DEVICE_KEEP, -1),
                   CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
   assert_int_not_equal(ct_module_load_buffer(&l, buf, size, 99, 0), CT_OK);
@@ -591,24 +559,19 @@ static void test_clone_save_load(void **state) {
   FILE *f = fopen(path, "wb");
   fwrite(buf, 1, size - 100, f);
   fclose(f);
-  CT_EXPECT_ERROR(ct_module_load(&l, path, CT_DEVICE_KEEP, -1), CT_ERR_IO,
-                  "ct_module_load");
+  CT_EXPECT_ERROR(ct_module_load(&l, path, CT_DEVICE_KEEP, -1), CT_ERR_IO, "ct_module_load");
   assert_null(l);
   ct_free(buf);
 
   /* Save errors. */
   CT_EXPECT_ERROR(ct_module_save(m, "/nonexistent/dir/m.pt", NULL), CT_ERR_IO,
                   "cannot save to '/nonexistent/dir/m.pt'");
-  CT_EXPECT_ERROR(ct_module_save(m, path, k), CT_ERR_TYPE,
-                  "extra_files must be a Dict[str, str]");
-  CT_EXPECT_ERROR(ct_module_save(NULL, path, NULL), CT_ERR_INVALID_ARGUMENT,
-                  "'m' is NULL");
-  CT_EXPECT_ERROR(ct_module_save(m, NULL, NULL), CT_ERR_INVALID_ARGUMENT,
-                  "'path' is NULL");
-  CT_EXPECT_ERROR(ct_module_save_buffer(NULL, &size, m, NULL),
-                  CT_ERR_INVALID_ARGUMENT, "'data_out'");
-  CT_EXPECT_ERROR(ct_module_save_buffer(&buf, &size, m, zv), CT_ERR_TYPE,
-                  "extra_files");
+  CT_EXPECT_ERROR(ct_module_save(m, path, k), CT_ERR_TYPE, "extra_files must be a Dict[str, str]");
+  CT_EXPECT_ERROR(ct_module_save(NULL, path, NULL), CT_ERR_INVALID_ARGUMENT, "'m' is NULL");
+  CT_EXPECT_ERROR(ct_module_save(m, NULL, NULL), CT_ERR_INVALID_ARGUMENT, "'path' is NULL");
+  CT_EXPECT_ERROR(ct_module_save_buffer(NULL, &size, m, NULL), CT_ERR_INVALID_ARGUMENT,
+                  "'data_out'");
+  CT_EXPECT_ERROR(ct_module_save_buffer(&buf, &size, m, zv), CT_ERR_TYPE, "extra_files");
 
   unlink(path);
   ct_value_free(xv);
@@ -624,8 +587,7 @@ static void test_clone_save_load(void **state) {
 static void write_file(const char *path, const void *data, size_t n) {
   FILE *f = fopen(path, "wb");
   assert_non_null(f);
-  if (n)
-    fwrite(data, 1, n, f);
+  if (n) fwrite(data, 1, n, f);
   fclose(f);
 }
 
@@ -636,24 +598,18 @@ static void test_bad_files(void **state) {
   int fd = mkstemp(path);
   assert_true(fd >= 0);
   close(fd);
-  CT_EXPECT_ERROR(
-      ct_module_load(&l, "/nonexistent/model.pt", CT_DEVICE_KEEP, -1),
-      CT_ERR_NOT_FOUND, "cannot open '/nonexistent/model.pt'");
-  CT_EXPECT_ERROR(ct_module_load(&l, "/tmp", CT_DEVICE_KEEP, -1), CT_ERR_IO,
-                  "is a directory");
+  CT_EXPECT_ERROR(ct_module_load(&l, "/nonexistent/model.pt", CT_DEVICE_KEEP, -1), CT_ERR_NOT_FOUND,
+                  "cannot open '/nonexistent/model.pt'");
+  CT_EXPECT_ERROR(ct_module_load(&l, "/tmp", CT_DEVICE_KEEP, -1), CT_ERR_IO, "is a directory");
   write_file(path, "", 0);
-  CT_EXPECT_ERROR(ct_module_load(&l, path, CT_DEVICE_KEEP, -1), CT_ERR_IO,
-                  "is empty");
+  CT_EXPECT_ERROR(ct_module_load(&l, path, CT_DEVICE_KEEP, -1), CT_ERR_IO, "is empty");
   unsigned char junk[4096];
   srand(1234);
-  for (size_t i = 0; i < sizeof junk; ++i)
-    junk[i] = (unsigned char)rand();
+  for (size_t i = 0; i < sizeof junk; ++i) junk[i] = (unsigned char)rand();
   write_file(path, junk, sizeof junk);
-  CT_EXPECT_ERROR(ct_module_load(&l, path, CT_DEVICE_KEEP, -1), CT_ERR_IO,
-                  "ct_module_load");
+  CT_EXPECT_ERROR(ct_module_load(&l, path, CT_DEVICE_KEEP, -1), CT_ERR_IO, "ct_module_load");
   write_file(path, "PK\x03\x04 not really a zip", 22);
-  CT_EXPECT_ERROR(ct_module_load(&l, path, CT_DEVICE_KEEP, -1), CT_ERR_IO,
-                  "ct_module_load");
+  CT_EXPECT_ERROR(ct_module_load(&l, path, CT_DEVICE_KEEP, -1), CT_ERR_IO, "ct_module_load");
   /* A torch.save pickle made from C. */
   ct_value *iv = NULL;
   CT_OK_OR_FAIL(ct_value_from_int(&iv, 5));
@@ -661,10 +617,10 @@ static void test_bad_files(void **state) {
   CT_EXPECT_ERROR(ct_module_load(&l, path, CT_DEVICE_KEEP, -1), CT_ERR_IO,
                   "is a torch.save pickle, not a TorchScript archive");
   ct_value_free(iv);
-  CT_EXPECT_ERROR(ct_module_load(&l, NULL, CT_DEVICE_KEEP, -1),
-                  CT_ERR_INVALID_ARGUMENT, "'path' is NULL");
-  CT_EXPECT_ERROR(ct_module_load(NULL, path, CT_DEVICE_KEEP, -1),
-                  CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_module_load(&l, NULL, CT_DEVICE_KEEP, -1), CT_ERR_INVALID_ARGUMENT,
+                  "'path' is NULL");
+  CT_EXPECT_ERROR(ct_module_load(NULL, path, CT_DEVICE_KEEP, -1), CT_ERR_INVALID_ARGUMENT,
+                  "'out' is NULL");
   assert_null(l);
   unlink(path);
 }
@@ -695,10 +651,9 @@ static void test_freeze_optimize(void **state) {
   ct_module_free(op);
   ct_module_free(fz);
   fz = NULL;
-  CT_EXPECT_ERROR(ct_module_freeze(&fz, NULL), CT_ERR_INVALID_ARGUMENT,
-                  "'m' is NULL");
-  CT_EXPECT_ERROR(ct_module_optimize_for_inference(NULL, m),
-                  CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_module_freeze(&fz, NULL), CT_ERR_INVALID_ARGUMENT, "'m' is NULL");
+  CT_EXPECT_ERROR(ct_module_optimize_for_inference(NULL, m), CT_ERR_INVALID_ARGUMENT,
+                  "'out' is NULL");
   ct_module_free(m);
 }
 
@@ -727,8 +682,7 @@ static void *thread_main(void *p) {
       a->failures++;
     } else {
       const float *q = (const float *)ct_tensor_data_ptr(t);
-      if (ct_tensor_numel(t) != a->n ||
-          memcmp(q, a->expected, (size_t)a->n * sizeof(float)))
+      if (ct_tensor_numel(t) != a->n || memcmp(q, a->expected, (size_t)a->n * sizeof(float)))
         a->failures++;
       ct_tensor_free(t);
     }
@@ -748,19 +702,18 @@ static void test_threads(void **state) {
   CT_OK_OR_FAIL(ct_tensor_randn(&w2, s1, 2, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
   CT_OK_OR_FAIL(ct_module_register_parameter(m, "w1", w1, 0));
   CT_OK_OR_FAIL(ct_module_register_parameter(m, "w2", w2, 0));
-  CT_OK_OR_FAIL(
-      ct_module_define(m, "def forward(self, x):\n"
-                          "    h = torch.relu(torch.matmul(x, self.w1))\n"
-                          "    for i in range(3):\n"
-                          "        h = torch.tanh(torch.matmul(h, self.w2))\n"
-                          "    return h\n"));
+  CT_OK_OR_FAIL(ct_module_define(m,
+                                 "def forward(self, x):\n"
+                                 "    h = torch.relu(torch.matmul(x, self.w1))\n"
+                                 "    for i in range(3):\n"
+                                 "        h = torch.tanh(torch.matmul(h, self.w2))\n"
+                                 "    return h\n"));
   struct thread_arg args[NTHREADS];
   ct_tensor *xs[NTHREADS];
   float *expected[NTHREADS];
   int64_t sx[2] = {4, 64};
   for (int i = 0; i < NTHREADS; ++i) {
-    CT_OK_OR_FAIL(
-        ct_tensor_randn(&xs[i], sx, 2, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+    CT_OK_OR_FAIL(ct_tensor_randn(&xs[i], sx, 2, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
     args[i].m = m;
     args[i].x = tensor_value(xs[i]);
     args[i].n = 4 * 64;
@@ -780,8 +733,7 @@ static void test_threads(void **state) {
   pthread_t th[NTHREADS];
   for (int i = 0; i < NTHREADS; ++i)
     assert_int_equal(pthread_create(&th[i], NULL, thread_main, &args[i]), 0);
-  for (int i = 0; i < NTHREADS; ++i)
-    pthread_join(th[i], NULL);
+  for (int i = 0; i < NTHREADS; ++i) pthread_join(th[i], NULL);
   for (int i = 0; i < NTHREADS; ++i) {
     assert_int_equal(args[i].failures, 0);
     ct_value_free(args[i].x);
@@ -796,17 +748,17 @@ static void test_threads(void **state) {
 static void test_script(void **state) {
   (void)state;
   ct_script *s = NULL;
-  CT_OK_OR_FAIL(
-      ct_script_compile(&s, "def add(a: int, b: int = 10) -> int:\n"
-                            "    return a + b\n"
-                            "def relu2(x):\n"
-                            "    return aten.relu(x) * 2\n"
-                            "def twice(x: float):\n"
-                            "    return x * 2\n"
-                            "def fail(x: int) -> int:\n"
-                            "    if x > 0:\n"
-                            "        raise ValueError('positive ' + str(x))\n"
-                            "    return x\n"));
+  CT_OK_OR_FAIL(ct_script_compile(&s,
+                                  "def add(a: int, b: int = 10) -> int:\n"
+                                  "    return a + b\n"
+                                  "def relu2(x):\n"
+                                  "    return aten.relu(x) * 2\n"
+                                  "def twice(x: float):\n"
+                                  "    return x * 2\n"
+                                  "def fail(x: int) -> int:\n"
+                                  "    if x > 0:\n"
+                                  "        raise ValueError('positive ' + str(x))\n"
+                                  "    return x\n"));
   ct_value *names = NULL;
   CT_OK_OR_FAIL(ct_script_functions(&names, s));
   size_t len;
@@ -835,8 +787,7 @@ static void test_script(void **state) {
   CT_OK_OR_FAIL(ct_value_to_int(&r, out));
   assert_int_equal(r, 6);
   ct_value_free(out);
-  CT_OK_OR_FAIL(ct_script_call(&out, s, "twice", args, 1, NULL, NULL,
-                               0)); /* int -> float */
+  CT_OK_OR_FAIL(ct_script_call(&out, s, "twice", args, 1, NULL, NULL, 0)); /* int -> float */
   double d;
   CT_OK_OR_FAIL(ct_value_to_double(&d, out));
   assert_true(d == 10.0);
@@ -849,29 +800,26 @@ static void test_script(void **state) {
   expect_tensor(out, e, 4);
   ct_value_free(out);
   out = NULL;
-  CT_EXPECT_ERROR(ct_script_call(&out, s, "fail", args, 1, NULL, NULL, 0),
-                  CT_ERR_TORCH, "positive 5");
-  CT_EXPECT_ERROR(ct_script_call(&out, s, "nope", args, 1, NULL, NULL, 0),
-                  CT_ERR_NOT_FOUND, "no function 'nope'");
-  CT_EXPECT_ERROR(ct_script_call(&out, s, "add", xa, 1, NULL, NULL, 0),
-                  CT_ERR_TYPE, "argument 'a' expected int but got Tensor");
-  CT_EXPECT_ERROR(ct_script_call(&out, s, "add", NULL, 0, NULL, NULL, 0),
-                  CT_ERR_INVALID_ARGUMENT, "missing argument 'a'");
+  CT_EXPECT_ERROR(ct_script_call(&out, s, "fail", args, 1, NULL, NULL, 0), CT_ERR_TORCH,
+                  "positive 5");
+  CT_EXPECT_ERROR(ct_script_call(&out, s, "nope", args, 1, NULL, NULL, 0), CT_ERR_NOT_FOUND,
+                  "no function 'nope'");
+  CT_EXPECT_ERROR(ct_script_call(&out, s, "add", xa, 1, NULL, NULL, 0), CT_ERR_TYPE,
+                  "argument 'a' expected int but got Tensor");
+  CT_EXPECT_ERROR(ct_script_call(&out, s, "add", NULL, 0, NULL, NULL, 0), CT_ERR_INVALID_ARGUMENT,
+                  "missing argument 'a'");
   CT_EXPECT_ERROR(ct_script_call(&out, NULL, "add", args, 1, NULL, NULL, 0),
                   CT_ERR_INVALID_ARGUMENT, "'s' is NULL");
-  CT_EXPECT_ERROR(ct_script_call(&out, s, NULL, args, 1, NULL, NULL, 0),
-                  CT_ERR_INVALID_ARGUMENT, "'function' is NULL");
-  CT_EXPECT_ERROR(ct_script_functions(NULL, s), CT_ERR_INVALID_ARGUMENT,
-                  "'out' is NULL");
+  CT_EXPECT_ERROR(ct_script_call(&out, s, NULL, args, 1, NULL, NULL, 0), CT_ERR_INVALID_ARGUMENT,
+                  "'function' is NULL");
+  CT_EXPECT_ERROR(ct_script_functions(NULL, s), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
   assert_null(out);
   ct_script *bad = NULL;
-  CT_EXPECT_ERROR(
-      ct_script_compile(&bad, "def f(x):\n    return nonexistent_ns.foo(x)\n"),
-      CT_ERR_TORCH, "nonexistent_ns");
-  CT_EXPECT_ERROR(ct_script_compile(&bad, NULL), CT_ERR_INVALID_ARGUMENT,
-                  "'source' is NULL");
-  CT_EXPECT_ERROR(ct_script_compile(NULL, "def f(x):\n    return x\n"),
-                  CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_script_compile(&bad, "def f(x):\n    return nonexistent_ns.foo(x)\n"),
+                  CT_ERR_TORCH, "nonexistent_ns");
+  CT_EXPECT_ERROR(ct_script_compile(&bad, NULL), CT_ERR_INVALID_ARGUMENT, "'source' is NULL");
+  CT_EXPECT_ERROR(ct_script_compile(NULL, "def f(x):\n    return x\n"), CT_ERR_INVALID_ARGUMENT,
+                  "'out' is NULL");
   assert_null(bad);
   ct_value_free(xv);
   ct_tensor_free(x);
@@ -1028,16 +976,11 @@ static void test_forward_tensors(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_build_and_forward),
-      cmocka_unit_test(test_call_kwargs),
-      cmocka_unit_test(test_introspection),
-      cmocka_unit_test(test_set_attr_train_to),
-      cmocka_unit_test(test_register_errors),
-      cmocka_unit_test(test_clone_save_load),
-      cmocka_unit_test(test_bad_files),
-      cmocka_unit_test(test_freeze_optimize),
-      cmocka_unit_test(test_threads),
-      cmocka_unit_test(test_script),
+      cmocka_unit_test(test_build_and_forward), cmocka_unit_test(test_call_kwargs),
+      cmocka_unit_test(test_introspection),     cmocka_unit_test(test_set_attr_train_to),
+      cmocka_unit_test(test_register_errors),   cmocka_unit_test(test_clone_save_load),
+      cmocka_unit_test(test_bad_files),         cmocka_unit_test(test_freeze_optimize),
+      cmocka_unit_test(test_threads),           cmocka_unit_test(test_script),
       cmocka_unit_test(test_forward_tensors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

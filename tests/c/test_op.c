@@ -56,7 +56,8 @@ static void test_find_and_schema(void **state) {
   assert_int_equal(ct_op_num_overloads(op), 1);
   const char *s = NULL;
   CT_OK_OR_FAIL(ct_op_schema(&s, op, 0));
-  assert_string_equal(s, "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+  assert_string_equal(s,
+                      "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
   size_t n = 0;
   CT_OK_OR_FAIL(ct_op_num_arguments(&n, op, 0));
   assert_int_equal(n, 3);
@@ -80,7 +81,8 @@ static void test_find_and_schema(void **state) {
   assert_string_equal(type, "Tensor");
 
   CT_EXPECT_ERROR(ct_op_argument(&name, NULL, NULL, NULL, op, 0, 3), CT_ERR_INDEX, "out of range");
-  CT_EXPECT_ERROR(ct_op_argument(&name, NULL, NULL, NULL, op, 1, 0), CT_ERR_INDEX, "overload index");
+  CT_EXPECT_ERROR(ct_op_argument(&name, NULL, NULL, NULL, op, 1, 0), CT_ERR_INDEX,
+                  "overload index");
   CT_EXPECT_ERROR(ct_op_schema(&s, op, 1), CT_ERR_INDEX, "aten::add");
   CT_EXPECT_ERROR(ct_op_return(&name, &type, op, 0, 1), CT_ERR_INDEX, "return index");
   CT_EXPECT_ERROR(ct_op_schema(NULL, op, 0), CT_ERR_INVALID_ARGUMENT, "NULL");
@@ -150,8 +152,8 @@ static void test_call_positional_and_kwargs(void **state) {
   /* alpha=2 as keyword; also an int (Scalar) and a double. */
   const char *kn[1] = {"alpha"};
   ct_value *kv[1] = {iv(2)};
-  CT_OK_OR_FAIL(ct_op_call(&out, op, (const ct_value *const *)args, 2, kn,
-                           (const ct_value *const *)kv, 1));
+  CT_OK_OR_FAIL(
+      ct_op_call(&out, op, (const ct_value *const *)args, 2, kn, (const ct_value *const *)kv, 1));
   r = vt(out);
   const float w2[4] = {21, 42, 63, 84};
   expect_f32(r, w2, 4);
@@ -162,8 +164,8 @@ static void test_call_positional_and_kwargs(void **state) {
   /* Keyword for a positional parameter. */
   const char *kn2[2] = {"other", "alpha"};
   ct_value *kv2[2] = {tv(b), dv(0.5)};
-  CT_OK_OR_FAIL(ct_op_call(&out, op, (const ct_value *const *)args, 1, kn2,
-                           (const ct_value *const *)kv2, 2));
+  CT_OK_OR_FAIL(
+      ct_op_call(&out, op, (const ct_value *const *)args, 1, kn2, (const ct_value *const *)kv2, 2));
   r = vt(out);
   const float w3[4] = {6, 12, 18, 24};
   expect_f32(r, w3, 4);
@@ -182,16 +184,17 @@ static void test_call_positional_and_kwargs(void **state) {
   assert_non_null(strstr(ct_last_error(), "schema: aten::add.Tensor("));
   ct_value *three[3] = {args[0], args[1], bad[2]};
   CT_EXPECT_ERROR(ct_op_call(&out, op, (const ct_value *const *)three, 3, NULL, NULL, 0),
-                  CT_ERR_INVALID_ARGUMENT, "too many positional arguments: expected at most 2, got 3");
+                  CT_ERR_INVALID_ARGUMENT,
+                  "too many positional arguments: expected at most 2, got 3");
   assert_non_null(strstr(ct_last_error(), "schema: aten::add.Tensor("));
   const char *kn3[1] = {"beta"};
   CT_EXPECT_ERROR(ct_op_call(&out, op, (const ct_value *const *)args, 2, kn3,
                              (const ct_value *const *)&bad[2], 1),
                   CT_ERR_INVALID_ARGUMENT, "unknown keyword argument 'beta'");
   const char *kn4[1] = {"self"};
-  CT_EXPECT_ERROR(ct_op_call(&out, op, (const ct_value *const *)args, 2, kn4,
-                             (const ct_value *const *)args, 1),
-                  CT_ERR_INVALID_ARGUMENT, "multiple values for argument 'self'");
+  CT_EXPECT_ERROR(
+      ct_op_call(&out, op, (const ct_value *const *)args, 2, kn4, (const ct_value *const *)args, 1),
+      CT_ERR_INVALID_ARGUMENT, "multiple values for argument 'self'");
   CT_EXPECT_ERROR(ct_op_call(&out, op, (const ct_value *const *)args, 2, kn,
                              (const ct_value *const *)&bad[1], 1),
                   CT_ERR_TYPE, "argument 'alpha' expected Scalar but got str");
@@ -234,8 +237,8 @@ static void test_call_name_and_overload_sets(void **state) {
   ct_value *args[2] = {tv(a), tv(b)};
   ct_value *out = NULL;
   for (int rep = 0; rep < 2; ++rep) { /* second round hits the cache */
-    CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::add.Tensor", (const ct_value *const *)args, 2, NULL,
-                                  NULL, 0));
+    CT_OK_OR_FAIL(
+        ct_op_call_name(&out, "aten::add.Tensor", (const ct_value *const *)args, 2, NULL, NULL, 0));
     ct_tensor *r = vt(out);
     const float w[4] = {2, 3, 4, 5};
     expect_f32(r, w, 4);
@@ -268,16 +271,17 @@ static void test_call_name_and_overload_sets(void **state) {
   /* No overload accepts (Tensor, str): every candidate is listed. */
   ct_value *tsv[2] = {args[0], sv("x")};
   out = NULL;
-  CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::add", (const ct_value *const *)tsv, 2, NULL, NULL, 0),
-                  CT_ERR_TYPE, "no overload of aten::add accepts these arguments");
+  CT_EXPECT_ERROR(
+      ct_op_call_name(&out, "aten::add", (const ct_value *const *)tsv, 2, NULL, NULL, 0),
+      CT_ERR_TYPE, "no overload of aten::add accepts these arguments");
   assert_non_null(strstr(ct_last_error(), "aten::add.Tensor(Tensor self, Tensor other"));
   assert_non_null(strstr(ct_last_error(), "argument 'other' expected Tensor but got str"));
-  CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::no_such_op", (const ct_value *const *)args, 2, NULL,
-                                  NULL, 0),
-                  CT_ERR_NOT_FOUND, "aten::no_such_op");
-  CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::add.NoSuch", (const ct_value *const *)args, 2, NULL,
-                                  NULL, 0),
-                  CT_ERR_NOT_FOUND, "NoSuch");
+  CT_EXPECT_ERROR(
+      ct_op_call_name(&out, "aten::no_such_op", (const ct_value *const *)args, 2, NULL, NULL, 0),
+      CT_ERR_NOT_FOUND, "aten::no_such_op");
+  CT_EXPECT_ERROR(
+      ct_op_call_name(&out, "aten::add.NoSuch", (const ct_value *const *)args, 2, NULL, NULL, 0),
+      CT_ERR_NOT_FOUND, "NoSuch");
   out = NULL;
   CT_EXPECT_ERROR(ct_op_call_name(&out, NULL, NULL, 0, NULL, NULL, 0), CT_ERR_INVALID_ARGUMENT,
                   "qualified_name");
@@ -373,8 +377,8 @@ static void test_defaults_lists_dtype(void **state) {
   /* int -> float coercion: dropout(input, float p, bool train). */
   ct_value *zero = iv(0), *fls = bv(0);
   ct_value *args5[3] = {self, zero, fls};
-  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::dropout", (const ct_value *const *)args5, 3, NULL, NULL,
-                                0));
+  CT_OK_OR_FAIL(
+      ct_op_call_name(&out, "aten::dropout", (const ct_value *const *)args5, 3, NULL, NULL, 0));
   r = vt(out);
   int32_t eq = 0;
   CT_OK_OR_FAIL(ct_tensor_equal(&eq, r, t));
@@ -386,8 +390,8 @@ static void test_defaults_lists_dtype(void **state) {
 
   /* Several returns come back as a tuple. */
   ct_value *args6[2] = {self, one};
-  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::max.dim", (const ct_value *const *)args6, 2, NULL, NULL,
-                                0));
+  CT_OK_OR_FAIL(
+      ct_op_call_name(&out, "aten::max.dim", (const ct_value *const *)args6, 2, NULL, NULL, 0));
   assert_int_equal(ct_value_tag(out), CT_VALUE_TUPLE);
   size_t len = 0;
   CT_OK_OR_FAIL(ct_value_len(&len, out));
@@ -425,8 +429,8 @@ static void test_inplace_and_out(void **state) {
   void *pa = ct_tensor_data_ptr(a);
   ct_value *args[2] = {tv(a), tv(b)};
   ct_value *out = NULL;
-  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::add_.Tensor", (const ct_value *const *)args, 2, NULL,
-                                NULL, 0));
+  CT_OK_OR_FAIL(
+      ct_op_call_name(&out, "aten::add_.Tensor", (const ct_value *const *)args, 2, NULL, NULL, 0));
   ct_tensor *r = vt(out);
   /* Same tensor: same data, and the caller's handle sees the change. */
   assert_ptr_equal(ct_tensor_data_ptr(r), pa);
@@ -452,9 +456,9 @@ static void test_inplace_and_out(void **state) {
   ct_tensor_free(r);
   ct_value_free(out);
   /* out is required for the out overload. */
-  CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::add.out", (const ct_value *const *)args, 2, NULL,
-                                  NULL, 0),
-                  CT_ERR_INVALID_ARGUMENT, "missing argument 'out'");
+  CT_EXPECT_ERROR(
+      ct_op_call_name(&out, "aten::add.out", (const ct_value *const *)args, 2, NULL, NULL, 0),
+      CT_ERR_INVALID_ARGUMENT, "missing argument 'out'");
 
   ct_value_free(zv);
   ct_tensor_free(z);
@@ -660,8 +664,8 @@ static void test_call_tensors_values(void **state) {
    * positionally is refused (alpha is keyword-only), as in ct_op_call */
   CT_OK_OR_FAIL(ct_op_find(&add, "aten::add", "Tensor"));
   const ct_value *alpha[1] = {two};
-  CT_EXPECT_ERROR(ct_op_call_tensors_values(out, 1, add, tab, 2, alpha, 1),
-                  CT_ERR_INVALID_ARGUMENT, "ct_op_call_tensors_values");
+  CT_EXPECT_ERROR(ct_op_call_tensors_values(out, 1, add, tab, 2, alpha, 1), CT_ERR_INVALID_ARGUMENT,
+                  "ct_op_call_tensors_values");
   /* no values at all is ct_op_call_tensors */
   CT_OK_OR_FAIL(ct_op_call_tensors_values(out, 1, add, tab, 2, NULL, 0));
   const float ab[4] = {11, 22, 33, 44};
@@ -702,8 +706,8 @@ static void test_call_tensors_values(void **state) {
   out[0] = out[1] = NULL;
 
   /* Errors: wrong n_outputs, a non-tensor result, wrong value types, NULLs. */
-  CT_EXPECT_ERROR(ct_op_call_tensors_values(out, 1, sort, ta, 1, desc, 2),
-                  CT_ERR_INVALID_ARGUMENT, "returns 2 values, n_outputs is 1");
+  CT_EXPECT_ERROR(ct_op_call_tensors_values(out, 1, sort, ta, 1, desc, 2), CT_ERR_INVALID_ARGUMENT,
+                  "returns 2 values, n_outputs is 1");
   CT_OK_OR_FAIL(ct_op_find(&size, "aten::size", "int"));
   const ct_value *zero1[1] = {zero};
   CT_EXPECT_ERROR(ct_op_call_tensors_values(out, 1, size, ta, 1, zero1, 1), CT_ERR_TYPE,
@@ -790,13 +794,13 @@ static void test_tensors_only(void **state) {
   expect_tensors_only("aten::add", NULL, 2, 1);     /* the set resolves to add.Tensor */
   expect_tensors_only("aten::neg", "", 1, 1);
   expect_tensors_only("aten::neg", "", 0, 0);
-  expect_tensors_only("aten::sort", "", 1, 1);              /* two Tensor results */
-  expect_tensors_only("aten::clamp", "Tensor", 3, 1);       /* Tensor? takes a tensor */
-  expect_tensors_only("aten::size", "int", 1, 0);           /* dim has no default */
-  expect_tensors_only("aten::size", "", 1, 0);              /* returns int[] */
-  expect_tensors_only("aten::size", NULL, 1, 0);            /* the set binds size() -> int[] */
-  expect_tensors_only("aten::unbind", "int", 1, 0);         /* returns Tensor[] */
-  expect_tensors_only("aten::mul", "Scalar", 2, 0);         /* Scalar does not take a tensor */
+  expect_tensors_only("aten::sort", "", 1, 1);        /* two Tensor results */
+  expect_tensors_only("aten::clamp", "Tensor", 3, 1); /* Tensor? takes a tensor */
+  expect_tensors_only("aten::size", "int", 1, 0);     /* dim has no default */
+  expect_tensors_only("aten::size", "", 1, 0);        /* returns int[] */
+  expect_tensors_only("aten::size", NULL, 1, 0);      /* the set binds size() -> int[] */
+  expect_tensors_only("aten::unbind", "int", 1, 0);   /* returns Tensor[] */
+  expect_tensors_only("aten::mul", "Scalar", 2, 0);   /* Scalar does not take a tensor */
 
   ct_op *op = NULL;
   int32_t got = -1;

@@ -61,7 +61,8 @@ static void assert_close(const ct_tensor *got, const ct_tensor *want, const char
   if (ct_tensor_dtype(got) != ct_tensor_dtype(want))
     fail_msg("%s: dtype %d != %d", what, ct_tensor_dtype(got), ct_tensor_dtype(want));
   int64_t nd = ct_tensor_ndim(got);
-  if (nd != ct_tensor_ndim(want)) fail_msg("%s: ndim %ld != %ld", what, (long)nd, (long)ct_tensor_ndim(want));
+  if (nd != ct_tensor_ndim(want))
+    fail_msg("%s: ndim %ld != %ld", what, (long)nd, (long)ct_tensor_ndim(want));
   for (int64_t d = 0; d < nd; ++d)
     if (ct_tensor_sizes(got)[d] != ct_tensor_sizes(want)[d])
       fail_msg("%s: size[%ld] %ld != %ld", what, (long)d, (long)ct_tensor_sizes(got)[d],
@@ -72,7 +73,8 @@ static void assert_close(const ct_tensor *got, const ct_tensor *want, const char
   ct_tensor *ac = NULL, *bc = NULL;
   CT_OK_OR_FAIL(ct_tensor_contiguous(&ac, a));
   CT_OK_OR_FAIL(ct_tensor_contiguous(&bc, b));
-  const double *pa = (const double *)ct_tensor_data_ptr(ac), *pb = (const double *)ct_tensor_data_ptr(bc);
+  const double *pa = (const double *)ct_tensor_data_ptr(ac),
+               *pb = (const double *)ct_tensor_data_ptr(bc);
   int64_t n = ct_tensor_numel(ac);
   assert_true(n > 0);
   for (int64_t i = 0; i < n; ++i)
@@ -334,8 +336,8 @@ static void test_bad_packages(void **state) {
                   "model 'no_such_model'");
   /* A package for a device this CPU-only LibTorch cannot run. */
   if (!ct_cuda_is_compiled())
-    CT_EXPECT_ERROR(ct_package_load(&p, pkg_path("cuda_device.pt2"), NULL),
-                    CT_ERR_NOT_SUPPORTED, "cuda");
+    CT_EXPECT_ERROR(ct_package_load(&p, pkg_path("cuda_device.pt2"), NULL), CT_ERR_NOT_SUPPORTED,
+                    "cuda");
   CT_EXPECT_ERROR(ct_package_load(&p, NULL, NULL), CT_ERR_INVALID_ARGUMENT, "'path' is NULL");
   CT_EXPECT_ERROR(ct_package_load(NULL, pkg_path("mlp.pt2"), NULL), CT_ERR_INVALID_ARGUMENT,
                   "'out' is NULL");

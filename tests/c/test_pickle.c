@@ -11,8 +11,7 @@
 
 static char g_dir[4096];
 
-static const char *pk_path(const char *prefix, const char *name,
-                           const char *suffix) {
+static const char *pk_path(const char *prefix, const char *name, const char *suffix) {
   static char buf[4400];
   snprintf(buf, sizeof buf, "%s/%s%s%s", g_dir, prefix, name, suffix);
   return buf;
@@ -20,8 +19,7 @@ static const char *pk_path(const char *prefix, const char *name,
 
 static char *read_all(const char *path, size_t *size) {
   FILE *f = fopen(path, "rb");
-  if (!f)
-    fail_msg("cannot open %s", path);
+  if (!f) fail_msg("cannot open %s", path);
   size_t cap = 1 << 16, n = 0, k;
   char *buf = malloc(cap + 1);
   assert_non_null(buf);
@@ -57,8 +55,7 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
   for (;;) {
     va_list ap;
     va_start(ap, fmt);
-    int k = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0,
-                      fmt, ap);
+    int k = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
     va_end(ap);
     assert_true(k >= 0);
     if (b->s && b->len + (size_t)k < b->cap) {
@@ -80,32 +77,19 @@ static void canon_tensor(sbuf *b, const ct_tensor *t0) {
   sb_printf(b, "tensor %s ", ct_dtype_name(dtype));
   int64_t nd = ct_tensor_ndim(t);
   const int64_t *sizes = ct_tensor_sizes(t);
-  if (nd == 0)
-    sb_printf(b, "-");
-  for (int64_t i = 0; i < nd; ++i)
-    sb_printf(b, i ? ",%lld" : "%lld", (long long)sizes[i]);
+  if (nd == 0) sb_printf(b, "-");
+  for (int64_t i = 0; i < nd; ++i) sb_printf(b, i ? ",%lld" : "%lld", (long long)sizes[i]);
   int64_t n = ct_tensor_numel(t);
   const void *p = ct_tensor_data_ptr(t);
   for (int64_t i = 0; i < n; ++i) {
     switch (dtype) {
-    case CT_FLOAT32:
-      sb_printf(b, " %.9g", (double)((const float *)p)[i]);
-      break;
-    case CT_FLOAT64:
-      sb_printf(b, " %.9g", ((const double *)p)[i]);
-      break;
-    case CT_INT64:
-      sb_printf(b, " %lld", (long long)((const int64_t *)p)[i]);
-      break;
-    case CT_INT32:
-      sb_printf(b, " %d", (int)((const int32_t *)p)[i]);
-      break;
-    case CT_BOOL:
-    case CT_UINT8:
-      sb_printf(b, " %d", (int)((const uint8_t *)p)[i]);
-      break;
-    default:
-      fail_msg("no canonical form for dtype %s", ct_dtype_name(dtype));
+      case CT_FLOAT32: sb_printf(b, " %.9g", (double)((const float *)p)[i]); break;
+      case CT_FLOAT64: sb_printf(b, " %.9g", ((const double *)p)[i]); break;
+      case CT_INT64: sb_printf(b, " %lld", (long long)((const int64_t *)p)[i]); break;
+      case CT_INT32: sb_printf(b, " %d", (int)((const int32_t *)p)[i]); break;
+      case CT_BOOL:
+      case CT_UINT8: sb_printf(b, " %d", (int)((const uint8_t *)p)[i]); break;
+      default: fail_msg("no canonical form for dtype %s", ct_dtype_name(dtype));
     }
   }
   sb_printf(b, "\n");
@@ -127,67 +111,60 @@ static void canon_seq(sbuf *b, const char *kind, const ct_value *v) {
 static void canon(sbuf *b, const ct_value *v) {
   int32_t tag = ct_value_tag(v);
   switch (tag) {
-  case CT_VALUE_NONE:
-    sb_printf(b, "none\n");
-    break;
-  case CT_VALUE_BOOL: {
-    int32_t x;
-    CT_OK_OR_FAIL(ct_value_to_bool(&x, v));
-    sb_printf(b, "bool %d\n", (int)x);
-    break;
-  }
-  case CT_VALUE_INT: {
-    int64_t x;
-    CT_OK_OR_FAIL(ct_value_to_int(&x, v));
-    sb_printf(b, "int %lld\n", (long long)x);
-    break;
-  }
-  case CT_VALUE_DOUBLE: {
-    double x;
-    CT_OK_OR_FAIL(ct_value_to_double(&x, v));
-    sb_printf(b, "float %.17g\n", x);
-    break;
-  }
-  case CT_VALUE_STRING: {
-    const char *s;
-    size_t len;
-    CT_OK_OR_FAIL(ct_value_to_string(&s, &len, v));
-    sb_printf(b, "str %.*s\n", (int)len, s);
-    break;
-  }
-  case CT_VALUE_TENSOR: {
-    ct_tensor *t = NULL;
-    CT_OK_OR_FAIL(ct_value_to_tensor(&t, v));
-    canon_tensor(b, t);
-    ct_tensor_free(t);
-    break;
-  }
-  case CT_VALUE_LIST:
-  case CT_VALUE_INT_LIST:
-  case CT_VALUE_DOUBLE_LIST:
-  case CT_VALUE_BOOL_LIST:
-  case CT_VALUE_TENSOR_LIST:
-    canon_seq(b, "list", v);
-    break;
-  case CT_VALUE_TUPLE:
-    canon_seq(b, "tuple", v);
-    break;
-  case CT_VALUE_DICT: {
-    size_t n = 0;
-    CT_OK_OR_FAIL(ct_value_len(&n, v));
-    sb_printf(b, "dict %zu\n", n);
-    for (size_t i = 0; i < n; ++i) {
-      ct_value *k = NULL, *x = NULL;
-      CT_OK_OR_FAIL(ct_value_dict_item(&k, &x, v, i));
-      canon(b, k);
-      canon(b, x);
-      ct_value_free(k);
-      ct_value_free(x);
+    case CT_VALUE_NONE: sb_printf(b, "none\n"); break;
+    case CT_VALUE_BOOL: {
+      int32_t x;
+      CT_OK_OR_FAIL(ct_value_to_bool(&x, v));
+      sb_printf(b, "bool %d\n", (int)x);
+      break;
     }
-    break;
-  }
-  default:
-    fail_msg("no canonical form for value tag %d", (int)tag);
+    case CT_VALUE_INT: {
+      int64_t x;
+      CT_OK_OR_FAIL(ct_value_to_int(&x, v));
+      sb_printf(b, "int %lld\n", (long long)x);
+      break;
+    }
+    case CT_VALUE_DOUBLE: {
+      double x;
+      CT_OK_OR_FAIL(ct_value_to_double(&x, v));
+      sb_printf(b, "float %.17g\n", x);
+      break;
+    }
+    case CT_VALUE_STRING: {
+      const char *s;
+      size_t len;
+      CT_OK_OR_FAIL(ct_value_to_string(&s, &len, v));
+      sb_printf(b, "str %.*s\n", (int)len, s);
+      break;
+    }
+    case CT_VALUE_TENSOR: {
+      ct_tensor *t = NULL;
+      CT_OK_OR_FAIL(ct_value_to_tensor(&t, v));
+      canon_tensor(b, t);
+      ct_tensor_free(t);
+      break;
+    }
+    case CT_VALUE_LIST:
+    case CT_VALUE_INT_LIST:
+    case CT_VALUE_DOUBLE_LIST:
+    case CT_VALUE_BOOL_LIST:
+    case CT_VALUE_TENSOR_LIST: canon_seq(b, "list", v); break;
+    case CT_VALUE_TUPLE: canon_seq(b, "tuple", v); break;
+    case CT_VALUE_DICT: {
+      size_t n = 0;
+      CT_OK_OR_FAIL(ct_value_len(&n, v));
+      sb_printf(b, "dict %zu\n", n);
+      for (size_t i = 0; i < n; ++i) {
+        ct_value *k = NULL, *x = NULL;
+        CT_OK_OR_FAIL(ct_value_dict_item(&k, &x, v, i));
+        canon(b, k);
+        canon(b, x);
+        ct_value_free(k);
+        ct_value_free(x);
+      }
+      break;
+    }
+    default: fail_msg("no canonical form for value tag %d", (int)tag);
   }
 }
 
@@ -195,8 +172,7 @@ static void expect_canon(const ct_value *v, const char *ref, const char *what) {
   sbuf b = {NULL, 0, 0};
   canon(&b, v);
   if (strcmp(b.s, ref) != 0)
-    fail_msg("%s differs from its reference:\n--- got\n%s--- expected\n%s",
-             what, b.s, ref);
+    fail_msg("%s differs from its reference:\n--- got\n%s--- expected\n%s", what, b.s, ref);
   free(b.s);
 }
 
@@ -284,8 +260,7 @@ static void test_state_dict(void **state) {
   ct_tensor_free(t);
   ct_value_free(x);
   x = NULL;
-  CT_EXPECT_ERROR(ct_value_dict_get_str(&x, v, "_metadata"), CT_ERR_NOT_FOUND,
-                  "_metadata");
+  CT_EXPECT_ERROR(ct_value_dict_get_str(&x, v, "_metadata"), CT_ERR_NOT_FOUND, "_metadata");
   ct_value_free(v);
 }
 
@@ -293,8 +268,7 @@ static void test_one_element_containers(void **state) {
   (void)state;
   static const char *const names[] = {"list1",  "int_list1", "dict1",
                                       "nested", "tuple",     "checkpoint"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
-    ct_value_free(check_file(names[i]));
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) ct_value_free(check_file(names[i]));
 
   /* A few direct looks besides the canonical text. */
   ct_value *v = NULL, *x = NULL;
@@ -336,8 +310,7 @@ static ct_tensor *item_tensor(const ct_value *v, size_t i) {
 }
 
 static void check_views(const ct_value *v) {
-  ct_tensor *base = item_tensor(v, 0), *slice = item_tensor(v, 1),
-            *tr = item_tensor(v, 2);
+  ct_tensor *base = item_tensor(v, 0), *slice = item_tensor(v, 1), *tr = item_tensor(v, 2);
   float *b = ct_tensor_data_ptr(base);
   /* One storage: the slice starts one float in, the transpose at 0. */
   assert_int_equal(ct_tensor_storage_offset(slice), 1);
@@ -386,14 +359,11 @@ static void test_corrupt(void **state) {
   char path[4400];
   snprintf(path, sizeof path, "%s", pk_path("c_", "truncated", ".pt"));
   write_all(path, bytes, size / 2);
-  CT_EXPECT_ERROR(ct_pickle_load(&v, path), CT_ERR_IO,
-                  "not a readable torch.save file");
+  CT_EXPECT_ERROR(ct_pickle_load(&v, path), CT_ERR_IO, "not a readable torch.save file");
   /* Garbage. */
   char junk[256];
-  for (size_t i = 0; i < sizeof junk; ++i)
-    junk[i] = (char)(i * 7 + 3);
-  CT_EXPECT_ERROR(ct_pickle_load_buffer(&v, junk, sizeof junk), CT_ERR_IO,
-                  "ct_pickle_load_buffer");
+  for (size_t i = 0; i < sizeof junk; ++i) junk[i] = (char)(i * 7 + 3);
+  CT_EXPECT_ERROR(ct_pickle_load_buffer(&v, junk, sizeof junk), CT_ERR_IO, "ct_pickle_load_buffer");
   write_all(path, junk, sizeof junk);
   CT_EXPECT_ERROR(ct_pickle_load(&v, path), CT_ERR_IO, "ct_pickle_load");
   /* A zip header followed by garbage. */
@@ -415,7 +385,8 @@ static void test_corrupt(void **state) {
     CT_OK_OR_FAIL(ct_value_get(&item, v, 0));
     CT_OK_OR_FAIL(ct_value_to_tensor(&t, item));
     assert_int_equal(ct_tensor_numel(t), 2);
-    assert_true(((float *)ct_tensor_data_ptr(t))[0] == 1.0f && ((float *)ct_tensor_data_ptr(t))[1] == 1.0f);
+    assert_true(((float *)ct_tensor_data_ptr(t))[0] == 1.0f &&
+                ((float *)ct_tensor_data_ptr(t))[1] == 1.0f);
     ct_tensor_free(t);
     ct_value_free(item);
     ct_value_free(v);
@@ -431,9 +402,7 @@ int main(void) {
   }
   snprintf(g_dir, sizeof g_dir, "%s", d);
   if (access(pk_path("", "state_dict", ".ref"), R_OK) != 0) {
-    fprintf(stderr,
-            "no pickles in %s (run tests/models/make_pickles.py); skipping\n",
-            g_dir);
+    fprintf(stderr, "no pickles in %s (run tests/models/make_pickles.py); skipping\n", g_dir);
     return 77;
   }
   const struct CMUnitTest tests[] = {

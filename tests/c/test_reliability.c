@@ -111,9 +111,9 @@ static void test_from_blob_overflow(void **state) {
   CT_EXPECT_ERROR(ct_tensor_from_blob(&t, data, two, 2, s_62, CT_FLOAT32, CT_DEVICE_CPU, -1,
                                       blob_deleter, NULL),
                   CT_ERR_INVALID_ARGUMENT, "overflows int64 bytes");
-  CT_EXPECT_ERROR(ct_tensor_from_blob_queued(&t, data, two, 2, s_max, CT_FLOAT32, CT_DEVICE_CPU,
-                                             -1, NULL),
-                  CT_ERR_INVALID_ARGUMENT, "ct_tensor_from_blob_queued: the strides reach");
+  CT_EXPECT_ERROR(
+      ct_tensor_from_blob_queued(&t, data, two, 2, s_max, CT_FLOAT32, CT_DEVICE_CPU, -1, NULL),
+      CT_ERR_INVALID_ARGUMENT, "ct_tensor_from_blob_queued: the strides reach");
   /* {2^62} float32: the count fits, the byte count does not. */
   const int64_t huge[1] = {(int64_t)1 << 62};
   CT_EXPECT_ERROR(ct_tensor_from_blob(&t, data, huge, 1, NULL, CT_FLOAT32, CT_DEVICE_CPU, -1,
@@ -135,11 +135,12 @@ static void test_cpu_device_index(void **state) {
   const int64_t two[1] = {2};
   ct_tensor *t = NULL;
   CT_EXPECT_ERROR(ct_tensor_zeros(&t, two, 1, CT_FLOAT32, CT_DEVICE_CPU, 3, 0),
-                  CT_ERR_INVALID_ARGUMENT, "invalid CPU device index 3 (the CPU device index is -1 or 0)");
+                  CT_ERR_INVALID_ARGUMENT,
+                  "invalid CPU device index 3 (the CPU device index is -1 or 0)");
   float data[2] = {0};
-  CT_EXPECT_ERROR(ct_tensor_from_blob(&t, data, two, 1, NULL, CT_FLOAT32, CT_DEVICE_CPU, 1, NULL,
-                                      NULL),
-                  CT_ERR_INVALID_ARGUMENT, "invalid CPU device index 1");
+  CT_EXPECT_ERROR(
+      ct_tensor_from_blob(&t, data, two, 1, NULL, CT_FLOAT32, CT_DEVICE_CPU, 1, NULL, NULL),
+      CT_ERR_INVALID_ARGUMENT, "invalid CPU device index 1");
   assert_null(t);
   CT_OK_OR_FAIL(ct_tensor_zeros(&t, two, 1, CT_FLOAT32, CT_DEVICE_CPU, 0, 0));
   assert_int_equal(ct_tensor_device_index(t), -1);
@@ -195,8 +196,8 @@ static void test_undefined_tensor_accessors(void **state) {
   int32_t mask[3] = {0, 0, 0};
   CT_OK_OR_FAIL(ct_value_bool_list(&args[10], mask, 3));
   ct_value *out = NULL;
-  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::convolution_backward",
-                                (const ct_value *const *)args, 11, NULL, NULL, 0));
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::convolution_backward", (const ct_value *const *)args,
+                                11, NULL, NULL, 0));
   ct_value *item = NULL;
   ct_tensor *u = NULL;
   CT_OK_OR_FAIL(ct_value_get(&item, out, 0));
@@ -279,15 +280,15 @@ static void test_sparse_to_dlpack(void **state) {
   DLManagedTensorVersioned *dlv = NULL;
   CT_EXPECT_ERROR(ct_tensor_to_dlpack(&dl, sp, 0, -1), CT_ERR_NOT_SUPPORTED,
                   "a tensor with layout sparse COO cannot be exported as DLPack");
-  CT_EXPECT_ERROR(ct_tensor_to_dlpack_versioned(&dlv, sp, 1, -1), CT_ERR_NOT_SUPPORTED,
-                  "to_dense");
+  CT_EXPECT_ERROR(ct_tensor_to_dlpack_versioned(&dlv, sp, 1, -1), CT_ERR_NOT_SUPPORTED, "to_dense");
   assert_null(dl);
   assert_null(dlv);
   /* Sparse metadata accessors answer instead of throwing. */
   assert_null(ct_tensor_strides(sp));
   assert_int_equal(ct_tensor_is_contiguous(sp), 0);
   int64_t st = 0;
-  CT_EXPECT_ERROR(ct_tensor_stride(&st, sp, 0), CT_ERR_NOT_SUPPORTED, "a tensor with layout sparse COO has no strides");
+  CT_EXPECT_ERROR(ct_tensor_stride(&st, sp, 0), CT_ERR_NOT_SUPPORTED,
+                  "a tensor with layout sparse COO has no strides");
   ct_tensor_free(sp);
   ct_tensor_free(indices);
   assert_int_equal(blob_deletes, 1); /* nothing kept it alive */
@@ -491,9 +492,11 @@ static void test_deep_source(void **state) {
                   "ct_module_define: the statement starting on line 2 has more than 512");
   CT_EXPECT_ERROR(ct_module_define(m, paren), CT_ERR_INVALID_ARGUMENT, "brackets nest");
   /* Ordinary sources with strings and comments that look deep still compile. */
-  CT_OK_OR_FAIL(ct_script_compile(&s, "def g(x: int) -> str:\n"
-                                      "    # ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((\n"
-                                      "    return \"))))+++((((\" if ((x + 1) * 2) > 3 else 'a'\n"));
+  CT_OK_OR_FAIL(
+      ct_script_compile(&s,
+                        "def g(x: int) -> str:\n"
+                        "    # ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((\n"
+                        "    return \"))))+++((((\" if ((x + 1) * 2) > 3 else 'a'\n"));
   ct_script_free(s);
   ct_module_free(m);
   free(paren);
@@ -526,7 +529,6 @@ static void test_schema_bounds(void **state) {
   CT_OK_OR_FAIL(ct_op_list(&all));
   ct_value_free(all);
 }
-
 
 /* Found by fuzz_dlpack: an empty DLPack tensor with data NULL was imported,
  * but its producer was never released (from_blob runs no deleter for NULL). */
@@ -736,15 +738,17 @@ static void test_enum_codes(void **state) {
   CT_OK_OR_FAIL(ct_value_int_list(&sizes, two, 1));
   CT_OK_OR_FAIL(ct_value_from_int(&bad, 99));
   const char *mf[1] = {"memory_format"};
-  CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::empty.memory_format", (const ct_value *const *)&sizes,
-                                  1, mf, (const ct_value *const *)&bad, 1),
-                  CT_ERR_INVALID_ARGUMENT,
-                  "ct_op_call_name: aten::empty.memory_format: argument 'memory_format': unknown "
-                  "memory format code 99 (valid: 0 to ");
+  CT_EXPECT_ERROR(
+      ct_op_call_name(&out, "aten::empty.memory_format", (const ct_value *const *)&sizes, 1, mf,
+                      (const ct_value *const *)&bad, 1),
+      CT_ERR_INVALID_ARGUMENT,
+      "ct_op_call_name: aten::empty.memory_format: argument 'memory_format': unknown "
+      "memory format code 99 (valid: 0 to ");
   const char *lay[1] = {"layout"};
-  CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::empty.memory_format", (const ct_value *const *)&sizes,
-                                  1, lay, (const ct_value *const *)&bad, 1),
-                  CT_ERR_INVALID_ARGUMENT, "argument 'layout': unknown layout code 99 (valid: 0 to ");
+  CT_EXPECT_ERROR(
+      ct_op_call_name(&out, "aten::empty.memory_format", (const ct_value *const *)&sizes, 1, lay,
+                      (const ct_value *const *)&bad, 1),
+      CT_ERR_INVALID_ARGUMENT, "argument 'layout': unknown layout code 99 (valid: 0 to ");
   ct_value_free(bad);
   CT_OK_OR_FAIL(ct_value_from_int(&bad, -1));
   CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::empty", (const ct_value *const *)&sizes, 1, lay,
@@ -770,9 +774,9 @@ static void test_unknown_keyword_message(void **state) {
   ct_value *one = NULL, *out = (ct_value *)0x1;
   CT_OK_OR_FAIL(ct_value_from_int(&one, 1));
   const char *names[1] = {"y"};
-  CT_EXPECT_ERROR(ct_module_call(&out, m, "forward", NULL, 0, names,
-                                 (const ct_value *const *)&one, 1),
-                  CT_ERR_INVALID_ARGUMENT, "unknown keyword argument 'y'");
+  CT_EXPECT_ERROR(
+      ct_module_call(&out, m, "forward", NULL, 0, names, (const ct_value *const *)&one, 1),
+      CT_ERR_INVALID_ARGUMENT, "unknown keyword argument 'y'");
   assert_null(strstr(ct_last_error(), "missing argument"));
   assert_ptr_equal(out, (ct_value *)0x1);
   ct_value_free(one);

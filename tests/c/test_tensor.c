@@ -23,7 +23,8 @@ static void test_threads_and_seed(void **state) {
   CT_OK_OR_FAIL(ct_set_num_threads(n));
   CT_EXPECT_ERROR(ct_set_num_threads(0), CT_ERR_INVALID_ARGUMENT, "n must be between 1 and");
   assert_true(ct_get_num_interop_threads() >= 1);
-  CT_EXPECT_ERROR(ct_set_num_interop_threads(-3), CT_ERR_INVALID_ARGUMENT, "n must be between 1 and");
+  CT_EXPECT_ERROR(ct_set_num_interop_threads(-3), CT_ERR_INVALID_ARGUMENT,
+                  "n must be between 1 and");
   /* Same seed, same numbers. */
   ct_tensor *a = NULL, *b = NULL;
   int32_t eq = 0;
@@ -159,8 +160,8 @@ static void test_factory_errors(void **state) {
                   CT_ERR_OUT_OF_MEMORY, "ct_tensor_empty: ");
   CT_EXPECT_ERROR(ct_tensor_empty(&t, huge, 3, CT_FLOAT32, CT_DEVICE_CPU, -1, 0),
                   CT_ERR_INVALID_ARGUMENT, "number of elements overflows");
-  CT_EXPECT_ERROR(ct_tensor_from_blob(&t, (void *)SZ23, huge, 3, NULL, CT_FLOAT32,
-                                      CT_DEVICE_CPU, -1, NULL, NULL),
+  CT_EXPECT_ERROR(ct_tensor_from_blob(&t, (void *)SZ23, huge, 3, NULL, CT_FLOAT32, CT_DEVICE_CPU,
+                                      -1, NULL, NULL),
                   CT_ERR_INVALID_ARGUMENT, "number of elements overflows");
   CT_EXPECT_ERROR(ct_tensor_zeros(&t, NULL, 2, CT_FLOAT32, CT_DEVICE_CPU, -1, 0),
                   CT_ERR_INVALID_ARGUMENT, "sizes is NULL");
@@ -282,22 +283,22 @@ static void test_from_blob_errors(void **state) {
   CT_EXPECT_ERROR(ct_tensor_from_blob(&t, data, neg, 2, NULL, CT_FLOAT32, CT_DEVICE_CPU, -1,
                                       count_deleter, NULL),
                   CT_ERR_INVALID_ARGUMENT, "negative size");
-  CT_EXPECT_ERROR(ct_tensor_from_blob(&t, data, SZ23, 2, zero_strides, CT_FLOAT32,
-                                      CT_DEVICE_CPU, -1, count_deleter, NULL),
+  CT_EXPECT_ERROR(ct_tensor_from_blob(&t, data, SZ23, 2, zero_strides, CT_FLOAT32, CT_DEVICE_CPU,
+                                      -1, count_deleter, NULL),
                   CT_ERR_INVALID_ARGUMENT, "negative stride");
-  CT_EXPECT_ERROR(ct_tensor_from_blob(&t, data, SZ23, 2, NULL, 1234, CT_DEVICE_CPU, -1,
-                                      count_deleter, NULL),
-                  CT_ERR_TYPE, "unknown dtype code 1234");
-  CT_EXPECT_ERROR(ct_tensor_from_blob(&t, data, SZ23, 2, NULL, CT_FLOAT32, 55, -1,
-                                      count_deleter, NULL),
-                  CT_ERR_INVALID_ARGUMENT, "unknown device type");
+  CT_EXPECT_ERROR(
+      ct_tensor_from_blob(&t, data, SZ23, 2, NULL, 1234, CT_DEVICE_CPU, -1, count_deleter, NULL),
+      CT_ERR_TYPE, "unknown dtype code 1234");
+  CT_EXPECT_ERROR(
+      ct_tensor_from_blob(&t, data, SZ23, 2, NULL, CT_FLOAT32, 55, -1, count_deleter, NULL),
+      CT_ERR_INVALID_ARGUMENT, "unknown device type");
   /* On failure the deleter is not called: the caller still owns the memory. */
   assert_int_equal(deleter_calls, 0);
   assert_null(t);
   /* Zero-element tensors may have NULL data. */
   int64_t empty[1] = {0};
-  CT_OK_OR_FAIL(ct_tensor_from_blob(&t, NULL, empty, 1, NULL, CT_FLOAT32, CT_DEVICE_CPU, -1,
-                                    NULL, NULL));
+  CT_OK_OR_FAIL(
+      ct_tensor_from_blob(&t, NULL, empty, 1, NULL, CT_FLOAT32, CT_DEVICE_CPU, -1, NULL, NULL));
   assert_null(ct_tensor_data_ptr(t));
   ct_tensor_free(t);
 }
@@ -341,12 +342,11 @@ static void test_release_queue(void **state) {
   assert_int_equal(n, 0);
   CT_OK_OR_FAIL(ct_release_queue_poll(NULL, 0, &n));
   CT_EXPECT_ERROR(ct_release_queue_poll(out, 1, NULL), CT_ERR_INVALID_ARGUMENT, "'n' is NULL");
-  CT_EXPECT_ERROR(ct_release_queue_poll(NULL, 3, &n), CT_ERR_INVALID_ARGUMENT,
-                  "'ctxs' is NULL");
+  CT_EXPECT_ERROR(ct_release_queue_poll(NULL, 3, &n), CT_ERR_INVALID_ARGUMENT, "'ctxs' is NULL");
   /* A failing call queues nothing. */
-  CT_EXPECT_ERROR(ct_tensor_from_blob_queued(&ta, a, s, 1, NULL, 999, CT_DEVICE_CPU, -1,
-                                             (void *)(intptr_t)33),
-                  CT_ERR_TYPE, "unknown dtype");
+  CT_EXPECT_ERROR(
+      ct_tensor_from_blob_queued(&ta, a, s, 1, NULL, 999, CT_DEVICE_CPU, -1, (void *)(intptr_t)33),
+      CT_ERR_TYPE, "unknown dtype");
   assert_int_equal(ct_release_queue_length(), 0);
 }
 
@@ -432,7 +432,8 @@ static void test_handle_errors(void **state) {
   (void)state;
   ct_tensor *t = NULL, *o = NULL;
   CT_OK_OR_FAIL(ct_tensor_zeros(&t, SZ23, 2, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
-  CT_EXPECT_ERROR(ct_tensor_ref(&o, NULL), CT_ERR_INVALID_ARGUMENT, "ct_tensor_ref: argument 't' is NULL");
+  CT_EXPECT_ERROR(ct_tensor_ref(&o, NULL), CT_ERR_INVALID_ARGUMENT,
+                  "ct_tensor_ref: argument 't' is NULL");
   CT_EXPECT_ERROR(ct_tensor_clone(NULL, t), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
   CT_EXPECT_ERROR(ct_tensor_detach(&o, NULL), CT_ERR_INVALID_ARGUMENT, "'t' is NULL");
   CT_EXPECT_ERROR(ct_tensor_contiguous(&o, NULL), CT_ERR_INVALID_ARGUMENT, "'t' is NULL");

@@ -15,22 +15,22 @@
 #include "ctorch.h"
 
 /* The call succeeds; otherwise fail with ctorch's message. */
-#define CT_OK_OR_FAIL(call)                                                        \
-  do {                                                                             \
-    ct_status st_ = (call);                                                        \
+#define CT_OK_OR_FAIL(call)                                                       \
+  do {                                                                            \
+    ct_status st_ = (call);                                                       \
     if (st_ != CT_OK) fail_msg("%s -> %d: %s", #call, (int)st_, ct_last_error()); \
   } while (0)
 
 /* The call fails with `code`, and ct_last_error() contains `needle`. */
-#define CT_EXPECT_ERROR(call, code, needle)                                                \
-  do {                                                                                     \
-    ct_status st_ = (call);                                                                \
-    if (st_ != (code))                                                                     \
-      fail_msg("%s: expected status %d, got %d (%s)", #call, (int)(code), (int)st_,      \
-               ct_last_error());                                                           \
+#define CT_EXPECT_ERROR(call, code, needle)                                                 \
+  do {                                                                                      \
+    ct_status st_ = (call);                                                                 \
+    if (st_ != (code))                                                                      \
+      fail_msg("%s: expected status %d, got %d (%s)", #call, (int)(code), (int)st_,         \
+               ct_last_error());                                                            \
     if (ct_last_error_code() != (code)) fail_msg("%s: ct_last_error_code mismatch", #call); \
-    if (strstr(ct_last_error(), (needle)) == NULL)                                         \
-      fail_msg("%s: message '%s' lacks '%s'", #call, ct_last_error(), (needle));          \
+    if (strstr(ct_last_error(), (needle)) == NULL)                                          \
+      fail_msg("%s: message '%s' lacks '%s'", #call, ct_last_error(), (needle));            \
   } while (0)
 
 /* A float32 CPU tensor from values. */

@@ -13,8 +13,7 @@ static char *repr_of(const ct_value *v) {
 static void assert_type_str(const ct_value *v, const char *expected) {
   char *s = NULL;
   CT_OK_OR_FAIL(ct_value_type_str(&s, v));
-  if (strcmp(s, expected) != 0)
-    fail_msg("type_str '%s' != '%s'", s, expected);
+  if (strcmp(s, expected) != 0) fail_msg("type_str '%s' != '%s'", s, expected);
   ct_free(s);
 }
 
@@ -34,8 +33,7 @@ static void test_scalars(void **state) {
   assert_int_equal(ct_value_tag(v), CT_VALUE_BOOL);
   CT_OK_OR_FAIL(ct_value_to_bool(&b, v));
   assert_int_equal(b, 1);
-  CT_EXPECT_ERROR(ct_value_to_int(&i, v), CT_ERR_TYPE,
-                  "expected int, got bool");
+  CT_EXPECT_ERROR(ct_value_to_int(&i, v), CT_ERR_TYPE, "expected int, got bool");
   CT_EXPECT_ERROR(ct_value_to_double(&d, v), CT_ERR_TYPE, "got bool");
   ct_value_free(v);
 
@@ -45,8 +43,7 @@ static void test_scalars(void **state) {
   assert_int_equal(i, -42);
   CT_OK_OR_FAIL(ct_value_to_double(&d, v)); /* int accepted as double */
   assert_true(d == -42.0);
-  CT_EXPECT_ERROR(ct_value_to_bool(&b, v), CT_ERR_TYPE,
-                  "expected bool, got int");
+  CT_EXPECT_ERROR(ct_value_to_bool(&b, v), CT_ERR_TYPE, "expected bool, got int");
   assert_type_str(v, "int");
   char *r = repr_of(v);
   assert_string_equal(r, "-42");
@@ -57,8 +54,7 @@ static void test_scalars(void **state) {
   assert_int_equal(ct_value_tag(v), CT_VALUE_DOUBLE);
   CT_OK_OR_FAIL(ct_value_to_double(&d, v));
   assert_true(d == 2.5);
-  CT_EXPECT_ERROR(ct_value_to_int(&i, v), CT_ERR_TYPE,
-                  "expected int, got double (float)");
+  CT_EXPECT_ERROR(ct_value_to_int(&i, v), CT_ERR_TYPE, "expected int, got double (float)");
   assert_type_str(v, "float");
   ct_value_free(v);
 
@@ -78,8 +74,7 @@ static void test_scalars(void **state) {
   CT_OK_OR_FAIL(ct_value_from_string(&v, NULL, 0));
   ct_value_free(v);
   v = NULL;
-  CT_EXPECT_ERROR(ct_value_from_string(&v, NULL, 3), CT_ERR_INVALID_ARGUMENT,
-                  "'s' is NULL");
+  CT_EXPECT_ERROR(ct_value_from_string(&v, NULL, 3), CT_ERR_INVALID_ARGUMENT, "'s' is NULL");
   assert_null(v);
 
   CT_OK_OR_FAIL(ct_value_from_device(&v, CT_DEVICE_CPU, -1));
@@ -89,8 +84,7 @@ static void test_scalars(void **state) {
   assert_int_equal(dt, CT_DEVICE_CPU);
   assert_int_equal(di, -1);
   assert_type_str(v, "Device");
-  CT_EXPECT_ERROR(ct_value_to_device(NULL, &di, v), CT_ERR_INVALID_ARGUMENT,
-                  "device_type");
+  CT_EXPECT_ERROR(ct_value_to_device(NULL, &di, v), CT_ERR_INVALID_ARGUMENT, "device_type");
   ct_value_free(v);
   v = NULL;
   assert_int_not_equal(ct_value_from_device(&v, 99, 0), CT_OK);
@@ -103,56 +97,32 @@ static void test_null_args(void **state) {
   int64_t i;
   assert_int_equal(ct_value_tag(NULL), -1);
   ct_value_free(NULL);
-  CT_EXPECT_ERROR(ct_value_none(NULL), CT_ERR_INVALID_ARGUMENT,
-                  "'out' is NULL");
-  CT_EXPECT_ERROR(ct_value_from_int(NULL, 1), CT_ERR_INVALID_ARGUMENT,
-                  "ct_value_from_int");
-  CT_EXPECT_ERROR(ct_value_from_bool(NULL, 1), CT_ERR_INVALID_ARGUMENT,
-                  "'out' is NULL");
-  CT_EXPECT_ERROR(ct_value_from_double(NULL, 1), CT_ERR_INVALID_ARGUMENT,
-                  "'out' is NULL");
-  CT_EXPECT_ERROR(ct_value_from_tensor(&v, NULL), CT_ERR_INVALID_ARGUMENT,
-                  "'t' is NULL");
-  CT_EXPECT_ERROR(ct_value_to_int(&i, NULL), CT_ERR_INVALID_ARGUMENT,
-                  "'v' is NULL");
-  CT_EXPECT_ERROR(ct_value_ref(&v, NULL), CT_ERR_INVALID_ARGUMENT,
-                  "'v' is NULL");
-  CT_EXPECT_ERROR(ct_value_list(&v, NULL, 2), CT_ERR_INVALID_ARGUMENT,
-                  "'items' is NULL");
-  CT_EXPECT_ERROR(ct_value_int_list(&v, NULL, 2), CT_ERR_INVALID_ARGUMENT,
-                  "'items' is NULL");
-  CT_EXPECT_ERROR(ct_value_double_list(&v, NULL, 1), CT_ERR_INVALID_ARGUMENT,
-                  "'items'");
-  CT_EXPECT_ERROR(ct_value_bool_list(&v, NULL, 1), CT_ERR_INVALID_ARGUMENT,
-                  "'items'");
-  CT_EXPECT_ERROR(ct_value_tensor_list(&v, NULL, 1), CT_ERR_INVALID_ARGUMENT,
-                  "'items'");
-  CT_EXPECT_ERROR(ct_value_tuple(&v, NULL, 1), CT_ERR_INVALID_ARGUMENT,
-                  "'items'");
-  CT_EXPECT_ERROR(ct_value_dict(&v, NULL, NULL, 1), CT_ERR_INVALID_ARGUMENT,
-                  "'keys'");
+  CT_EXPECT_ERROR(ct_value_none(NULL), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_value_from_int(NULL, 1), CT_ERR_INVALID_ARGUMENT, "ct_value_from_int");
+  CT_EXPECT_ERROR(ct_value_from_bool(NULL, 1), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_value_from_double(NULL, 1), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_value_from_tensor(&v, NULL), CT_ERR_INVALID_ARGUMENT, "'t' is NULL");
+  CT_EXPECT_ERROR(ct_value_to_int(&i, NULL), CT_ERR_INVALID_ARGUMENT, "'v' is NULL");
+  CT_EXPECT_ERROR(ct_value_ref(&v, NULL), CT_ERR_INVALID_ARGUMENT, "'v' is NULL");
+  CT_EXPECT_ERROR(ct_value_list(&v, NULL, 2), CT_ERR_INVALID_ARGUMENT, "'items' is NULL");
+  CT_EXPECT_ERROR(ct_value_int_list(&v, NULL, 2), CT_ERR_INVALID_ARGUMENT, "'items' is NULL");
+  CT_EXPECT_ERROR(ct_value_double_list(&v, NULL, 1), CT_ERR_INVALID_ARGUMENT, "'items'");
+  CT_EXPECT_ERROR(ct_value_bool_list(&v, NULL, 1), CT_ERR_INVALID_ARGUMENT, "'items'");
+  CT_EXPECT_ERROR(ct_value_tensor_list(&v, NULL, 1), CT_ERR_INVALID_ARGUMENT, "'items'");
+  CT_EXPECT_ERROR(ct_value_tuple(&v, NULL, 1), CT_ERR_INVALID_ARGUMENT, "'items'");
+  CT_EXPECT_ERROR(ct_value_dict(&v, NULL, NULL, 1), CT_ERR_INVALID_ARGUMENT, "'keys'");
   const ct_value *holes[2] = {NULL, NULL};
-  CT_EXPECT_ERROR(ct_value_list(&v, holes, 2), CT_ERR_INVALID_ARGUMENT,
-                  "items[0] is NULL");
-  CT_EXPECT_ERROR(ct_value_tuple(&v, holes, 2), CT_ERR_INVALID_ARGUMENT,
-                  "items[0] is NULL");
+  CT_EXPECT_ERROR(ct_value_list(&v, holes, 2), CT_ERR_INVALID_ARGUMENT, "items[0] is NULL");
+  CT_EXPECT_ERROR(ct_value_tuple(&v, holes, 2), CT_ERR_INVALID_ARGUMENT, "items[0] is NULL");
   const ct_tensor *tholes[1] = {NULL};
-  CT_EXPECT_ERROR(ct_value_tensor_list(&v, tholes, 1), CT_ERR_INVALID_ARGUMENT,
-                  "items[0]");
-  CT_EXPECT_ERROR(ct_value_to_repr(NULL, v), CT_ERR_INVALID_ARGUMENT,
-                  "'out' is NULL");
-  CT_EXPECT_ERROR(ct_value_type_str(NULL, v), CT_ERR_INVALID_ARGUMENT,
-                  "'out' is NULL");
-  CT_EXPECT_ERROR(ct_value_len(NULL, v), CT_ERR_INVALID_ARGUMENT,
-                  "'out' is NULL");
-  CT_EXPECT_ERROR(ct_value_get(&v, NULL, 0), CT_ERR_INVALID_ARGUMENT,
-                  "'v' is NULL");
-  CT_EXPECT_ERROR(ct_value_dict_item(NULL, NULL, NULL, 0),
-                  CT_ERR_INVALID_ARGUMENT, "'v'");
-  CT_EXPECT_ERROR(ct_value_dict_get_str(&v, NULL, "a"), CT_ERR_INVALID_ARGUMENT,
-                  "'v'");
-  CT_EXPECT_ERROR(ct_value_to_module(NULL, v), CT_ERR_INVALID_ARGUMENT,
-                  "'out'");
+  CT_EXPECT_ERROR(ct_value_tensor_list(&v, tholes, 1), CT_ERR_INVALID_ARGUMENT, "items[0]");
+  CT_EXPECT_ERROR(ct_value_to_repr(NULL, v), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_value_type_str(NULL, v), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_value_len(NULL, v), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_value_get(&v, NULL, 0), CT_ERR_INVALID_ARGUMENT, "'v' is NULL");
+  CT_EXPECT_ERROR(ct_value_dict_item(NULL, NULL, NULL, 0), CT_ERR_INVALID_ARGUMENT, "'v'");
+  CT_EXPECT_ERROR(ct_value_dict_get_str(&v, NULL, "a"), CT_ERR_INVALID_ARGUMENT, "'v'");
+  CT_EXPECT_ERROR(ct_value_to_module(NULL, v), CT_ERR_INVALID_ARGUMENT, "'out'");
   assert_null(v);
   /* Wrong tags and bad arguments for the remaining accessors. */
   ct_value *i7 = NULL;
@@ -186,8 +156,7 @@ static void test_tensor_value(void **state) {
   assert_type_str(v, "Tensor");
   ct_tensor *back = NULL;
   CT_OK_OR_FAIL(ct_value_to_tensor(&back, v));
-  assert_ptr_equal(ct_tensor_data_ptr(back),
-                   ct_tensor_data_ptr(t)); /* same tensor */
+  assert_ptr_equal(ct_tensor_data_ptr(back), ct_tensor_data_ptr(t)); /* same tensor */
   ct_tensor_free(back);
   ct_tensor_free(t); /* the value keeps it alive */
   CT_OK_OR_FAIL(ct_value_to_tensor(&back, v));
@@ -196,8 +165,7 @@ static void test_tensor_value(void **state) {
   int64_t i;
   CT_EXPECT_ERROR(ct_value_to_int(&i, v), CT_ERR_TYPE, "got tensor");
   ct_module *m = NULL;
-  CT_EXPECT_ERROR(ct_value_to_module(&m, v), CT_ERR_TYPE,
-                  "expected a module object");
+  CT_EXPECT_ERROR(ct_value_to_module(&m, v), CT_ERR_TYPE, "expected a module object");
   ct_value *r = NULL;
   CT_OK_OR_FAIL(ct_value_ref(&r, v));
   ct_value_free(v);
@@ -280,8 +248,7 @@ static void test_generic_list_inference(void **state) {
 
   const ct_value *ints[2] = {a, b};
   CT_OK_OR_FAIL(ct_value_list(&v, ints, 2));
-  assert_int_equal(ct_value_tag(v),
-                   CT_VALUE_INT_LIST); /* unified to List[int] */
+  assert_int_equal(ct_value_tag(v), CT_VALUE_INT_LIST); /* unified to List[int] */
   ct_value_free(v);
 
   const ct_value *opt[2] = {a, n};
@@ -327,13 +294,10 @@ static void test_generic_list_inference(void **state) {
   assert_int_equal(ct_value_tag(e), CT_VALUE_STRING);
   ct_value_free(e);
   e = NULL;
-  CT_EXPECT_ERROR(ct_value_get(&e, v, 5), CT_ERR_INDEX,
-                  "out of range for tuple of length 3");
+  CT_EXPECT_ERROR(ct_value_get(&e, v, 5), CT_ERR_INDEX, "out of range for tuple of length 3");
   ct_value_free(v);
-  CT_EXPECT_ERROR(ct_value_get(&e, a, 0), CT_ERR_TYPE,
-                  "expected list or tuple, got int");
-  CT_EXPECT_ERROR(ct_value_len(&len, a), CT_ERR_TYPE,
-                  "expected list, tuple, dict or string");
+  CT_EXPECT_ERROR(ct_value_get(&e, a, 0), CT_ERR_TYPE, "expected list or tuple, got int");
+  CT_EXPECT_ERROR(ct_value_len(&len, a), CT_ERR_TYPE, "expected list, tuple, dict or string");
   assert_null(e);
 
   ct_value_free(a);
@@ -346,8 +310,7 @@ static void test_generic_list_inference(void **state) {
 
 static void test_dicts(void **state) {
   (void)state;
-  ct_value *k1 = NULL, *k2 = NULL, *i1 = NULL, *i2 = NULL, *d = NULL, *x = NULL,
-           *y = NULL;
+  ct_value *k1 = NULL, *k2 = NULL, *i1 = NULL, *i2 = NULL, *d = NULL, *x = NULL, *y = NULL;
   CT_OK_OR_FAIL(ct_value_from_string(&k1, "b", 1));
   CT_OK_OR_FAIL(ct_value_from_string(&k2, "a", 1));
   CT_OK_OR_FAIL(ct_value_from_int(&i1, 10));
@@ -371,8 +334,7 @@ static void test_dicts(void **state) {
   ct_value_free(x);
   ct_value_free(y);
   x = y = NULL;
-  CT_OK_OR_FAIL(
-      ct_value_dict_item(NULL, &y, d, 0)); /* either out may be NULL */
+  CT_OK_OR_FAIL(ct_value_dict_item(NULL, &y, d, 0)); /* either out may be NULL */
   CT_OK_OR_FAIL(ct_value_to_int(&iv, y));
   assert_int_equal(iv, 10);
   ct_value_free(y);
@@ -388,20 +350,14 @@ static void test_dicts(void **state) {
   CT_OK_OR_FAIL(ct_value_dict_get_str(&x, d, "a"));
   ct_value_free(x);
   x = NULL;
-  CT_EXPECT_ERROR(ct_value_dict_get_str(&x, d, "zz"), CT_ERR_NOT_FOUND,
-                  "key 'zz' not found");
-  CT_EXPECT_ERROR(ct_value_dict_get(&x, d, i1), CT_ERR_NOT_FOUND,
-                  "key 10 not found");
-  CT_EXPECT_ERROR(ct_value_dict_get(&x, i1, k1), CT_ERR_TYPE,
-                  "expected dict, got int");
-  CT_EXPECT_ERROR(ct_value_dict_item(&x, NULL, i1, 0), CT_ERR_TYPE,
-                  "expected dict");
-  CT_EXPECT_ERROR(ct_value_dict_get_str(&x, d, NULL), CT_ERR_INVALID_ARGUMENT,
-                  "'key' is NULL");
+  CT_EXPECT_ERROR(ct_value_dict_get_str(&x, d, "zz"), CT_ERR_NOT_FOUND, "key 'zz' not found");
+  CT_EXPECT_ERROR(ct_value_dict_get(&x, d, i1), CT_ERR_NOT_FOUND, "key 10 not found");
+  CT_EXPECT_ERROR(ct_value_dict_get(&x, i1, k1), CT_ERR_TYPE, "expected dict, got int");
+  CT_EXPECT_ERROR(ct_value_dict_item(&x, NULL, i1, 0), CT_ERR_TYPE, "expected dict");
+  CT_EXPECT_ERROR(ct_value_dict_get_str(&x, d, NULL), CT_ERR_INVALID_ARGUMENT, "'key' is NULL");
   assert_null(x);
   char *r = repr_of(d);
-  if (!strstr(r, "b: 10"))
-    fail_msg("repr: %s", r);
+  if (!strstr(r, "b: 10")) fail_msg("repr: %s", r);
   ct_free(r);
   ct_value_free(d);
 
@@ -414,23 +370,20 @@ static void test_dicts(void **state) {
   assert_int_equal(ct_value_tag(x), CT_VALUE_INT);
   ct_value_free(x);
   x = NULL;
-  CT_EXPECT_ERROR(ct_value_dict_get_str(&x, d, "a"), CT_ERR_TYPE,
-                  "dict has int keys");
+  CT_EXPECT_ERROR(ct_value_dict_get_str(&x, d, "a"), CT_ERR_TYPE, "dict has int keys");
   ct_value_free(d);
   d = NULL;
 
   /* Bad keys. */
   const ct_value *mkeys[2] = {k1, i1};
-  CT_EXPECT_ERROR(ct_value_dict(&d, mkeys, vals, 2), CT_ERR_TYPE,
-                  "keys must all have one type");
+  CT_EXPECT_ERROR(ct_value_dict(&d, mkeys, vals, 2), CT_ERR_TYPE, "keys must all have one type");
   ct_value *dv = NULL;
   CT_OK_OR_FAIL(ct_value_from_double(&dv, 1.0));
   const ct_value *fkeys[1] = {dv};
   CT_EXPECT_ERROR(ct_value_dict(&d, fkeys, vals, 1), CT_ERR_TYPE,
                   "keys must be strings, ints or tensors");
   const ct_value *nkeys[1] = {NULL};
-  CT_EXPECT_ERROR(ct_value_dict(&d, nkeys, vals, 1), CT_ERR_INVALID_ARGUMENT,
-                  "keys[0]");
+  CT_EXPECT_ERROR(ct_value_dict(&d, nkeys, vals, 1), CT_ERR_INVALID_ARGUMENT, "keys[0]");
   assert_null(d);
   CT_OK_OR_FAIL(ct_value_dict(&d, NULL, NULL, 0));
   CT_OK_OR_FAIL(ct_value_len(&len, d));
@@ -554,8 +507,7 @@ static void test_pickle_roundtrip(void **state) {
   memset(junk, 'x', sizeof junk);
   CT_EXPECT_ERROR(ct_pickle_load_buffer(&back, junk, sizeof junk), CT_ERR_IO,
                   "ct_pickle_load_buffer");
-  CT_EXPECT_ERROR(ct_pickle_load_buffer(&back, junk, 0), CT_ERR_IO,
-                  "ct_pickle_load_buffer");
+  CT_EXPECT_ERROR(ct_pickle_load_buffer(&back, junk, 0), CT_ERR_IO, "ct_pickle_load_buffer");
   ct_free(buf);
 
   /* Files: missing, directory, empty, garbage. */
@@ -564,34 +516,23 @@ static void test_pickle_roundtrip(void **state) {
   CT_EXPECT_ERROR(ct_pickle_load(&back, "/tmp"), CT_ERR_IO, "is a directory");
   FILE *f = fopen(path, "wb");
   fclose(f);
-  CT_EXPECT_ERROR(ct_pickle_load(&back, path), CT_ERR_IO,
-                  "not a readable torch.save file");
+  CT_EXPECT_ERROR(ct_pickle_load(&back, path), CT_ERR_IO, "not a readable torch.save file");
   f = fopen(path, "wb");
   fwrite(junk, 1, sizeof junk, f);
   fclose(f);
-  CT_EXPECT_ERROR(ct_pickle_load(&back, path), CT_ERR_IO,
-                  "not a readable torch.save file");
+  CT_EXPECT_ERROR(ct_pickle_load(&back, path), CT_ERR_IO, "not a readable torch.save file");
   assert_null(back);
-  CT_EXPECT_ERROR(ct_pickle_save(d, "/nonexistent/dir/x.pt"), CT_ERR_IO,
-                  "cannot open");
+  CT_EXPECT_ERROR(ct_pickle_save(d, "/nonexistent/dir/x.pt"), CT_ERR_IO, "cannot open");
 
   /* NULLs. */
-  CT_EXPECT_ERROR(ct_pickle_load(NULL, path), CT_ERR_INVALID_ARGUMENT,
-                  "'out' is NULL");
-  CT_EXPECT_ERROR(ct_pickle_load(&back, NULL), CT_ERR_INVALID_ARGUMENT,
-                  "'path' is NULL");
-  CT_EXPECT_ERROR(ct_pickle_load_buffer(&back, NULL, 3),
-                  CT_ERR_INVALID_ARGUMENT, "'data' is NULL");
-  CT_EXPECT_ERROR(ct_pickle_save(NULL, path), CT_ERR_INVALID_ARGUMENT,
-                  "'v' is NULL");
-  CT_EXPECT_ERROR(ct_pickle_save(d, NULL), CT_ERR_INVALID_ARGUMENT,
-                  "'path' is NULL");
-  CT_EXPECT_ERROR(ct_pickle_save_buffer(NULL, &size, d),
-                  CT_ERR_INVALID_ARGUMENT, "'data_out'");
-  CT_EXPECT_ERROR(ct_pickle_save_buffer(&buf, NULL, d), CT_ERR_INVALID_ARGUMENT,
-                  "'size_out'");
-  CT_EXPECT_ERROR(ct_pickle_save_buffer(&buf, &size, NULL),
-                  CT_ERR_INVALID_ARGUMENT, "'v'");
+  CT_EXPECT_ERROR(ct_pickle_load(NULL, path), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_pickle_load(&back, NULL), CT_ERR_INVALID_ARGUMENT, "'path' is NULL");
+  CT_EXPECT_ERROR(ct_pickle_load_buffer(&back, NULL, 3), CT_ERR_INVALID_ARGUMENT, "'data' is NULL");
+  CT_EXPECT_ERROR(ct_pickle_save(NULL, path), CT_ERR_INVALID_ARGUMENT, "'v' is NULL");
+  CT_EXPECT_ERROR(ct_pickle_save(d, NULL), CT_ERR_INVALID_ARGUMENT, "'path' is NULL");
+  CT_EXPECT_ERROR(ct_pickle_save_buffer(NULL, &size, d), CT_ERR_INVALID_ARGUMENT, "'data_out'");
+  CT_EXPECT_ERROR(ct_pickle_save_buffer(&buf, NULL, d), CT_ERR_INVALID_ARGUMENT, "'size_out'");
+  CT_EXPECT_ERROR(ct_pickle_save_buffer(&buf, &size, NULL), CT_ERR_INVALID_ARGUMENT, "'v'");
   unlink(path);
   ct_value_free(d);
   ct_tensor_free(t);

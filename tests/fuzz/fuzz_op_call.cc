@@ -6,15 +6,15 @@
 #include <vector>
 
 static const char *const kOps[] = {
-    "aten::add",         "aten::mul",        "aten::cat",         "aten::reshape",
-    "aten::view",        "aten::index_select", "aten::sum",       "aten::matmul",
-    "aten::zeros",       "aten::slice",      "aten::narrow",      "aten::expand",
-    "aten::as_strided",  "aten::unsqueeze",  "aten::transpose",   "aten::select",
-    "aten::gather",      "aten::conv1d",     "aten::max_pool1d",  "aten::repeat",
-    "aten::flatten",     "aten::permute",    "aten::squeeze",     "aten::to",
-    "aten::linspace",    "aten::arange",     "aten::full",        "aten::index_put_",
-    "aten::masked_fill", "aten::topk",       "aten::sort",        "aten::split",
-    "aten::empty",       "aten::softmax",    "aten::embedding",   "aten::scatter",
+    "aten::add",         "aten::mul",          "aten::cat",        "aten::reshape",
+    "aten::view",        "aten::index_select", "aten::sum",        "aten::matmul",
+    "aten::zeros",       "aten::slice",        "aten::narrow",     "aten::expand",
+    "aten::as_strided",  "aten::unsqueeze",    "aten::transpose",  "aten::select",
+    "aten::gather",      "aten::conv1d",       "aten::max_pool1d", "aten::repeat",
+    "aten::flatten",     "aten::permute",      "aten::squeeze",    "aten::to",
+    "aten::linspace",    "aten::arange",       "aten::full",       "aten::index_put_",
+    "aten::masked_fill", "aten::topk",         "aten::sort",       "aten::split",
+    "aten::empty",       "aten::softmax",      "aten::embedding",  "aten::scatter",
 };
 
 static int64_t any_int(Bytes &in) {
