@@ -26,6 +26,19 @@
 #define CTORCH_HAVE_AOTI 0
 #endif
 
+// LibTorch 2.6's AOTInductor runtime (compiled into every package it makes)
+// keeps a constant that is already set: its update_constant_buffer emplace()s,
+// so an update of the active buffer changes nothing, and the loader's
+// load_constants hands the runtime pointers into its own map, which the runtime
+// then frees ("free(): invalid pointer"; torch 2.6's Python load_constants
+// aborts the same way). Later releases insert_or_assign and copy into their own
+// blob. See replace_constants_2_6 below.
+#if CTORCH_HAVE_AOTI && TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 7
+#define CTORCH_AOTI_EMPLACE_RUNTIME 1
+#else
+#define CTORCH_AOTI_EMPLACE_RUNTIME 0
+#endif
+
 namespace {
 
 #if CTORCH_HAVE_AOTI
@@ -52,9 +65,14 @@ struct ct_package {
   std::unique_ptr<Loader> loader;
   std::unordered_map<std::string, std::string> metadata;
   std::vector<std::string> call_spec;
-  std::vector<std::string> constant_names;                   // sorted
-  std::unordered_map<std::string, int32_t> constant_dtypes;  // name -> c10::ScalarType
-  size_t n_inputs = static_cast<size_t>(-1);                 // from the in_spec; -1 unknown
+  std::vector<std::string> constant_names;                      // sorted
+  std::unordered_map<std::string, int32_t> constant_dtypes;     // name -> c10::ScalarType
+  std::unordered_map<std::string, std::string> internal_names;  // dotted name -> the runtime's
+  size_t n_unnamed_constants = 0;  // folded / lifted constants with no dotted name
+  // CTORCH_AOTI_EMPLACE_RUNTIME: after the first update, the tensors the active
+  // buffer uses (owned by LibTorch's runtime); later updates copy into them.
+  std::unordered_map<std::string, at::Tensor *> swapped_in;
+  size_t n_inputs = static_cast<size_t>(-1);  // from the in_spec; -1 unknown
   int32_t device_type = CT_DEVICE_CPU;
   int32_t device_index = -1;
 #endif
@@ -171,6 +189,11 @@ ct_status load_file(const char *func, ct_package **out, const std::string &path,
   if (auto *runner = p->loader->get_runner()) {
     auto dtypes = runner->getConstantNamesToDtypes();
     for (const auto &kv : runner->getConstantNamesToOriginalFQNs()) {
+      if (kv.second.empty()) {
+        ++p->n_unnamed_constants;
+        continue;
+      }
+      p->internal_names[kv.second] = kv.first;
       auto d = dtypes.find(kv.first);
       if (d != dtypes.end()) p->constant_dtypes[kv.second] = d->second;
     }
@@ -184,6 +207,64 @@ ct_status load_file(const char *func, ct_package **out, const std::string &path,
   *out = p.release();
   return CT_OK;
 }
+
+c10::IValue string_list_value(const std::vector<std::string> &strings) {
+  c10::List<std::string> l;
+  for (const auto &s : strings) l.push_back(s);
+  return c10::IValue(std::move(l));
+}
+
+#if CTORCH_AOTI_EMPLACE_RUNTIME
+// The update on LibTorch 2.6 (see CTORCH_AOTI_EMPLACE_RUNTIME): the first one
+// fills the still-empty inactive buffer with copies the runtime then owns,
+// folds constants there and swaps it in; it must give every constant, since
+// the values of the others cannot be read back. Later updates copy into those
+// tensors in place, which leaves folded constants stale, so packages with
+// folded constants get only the first.
+ct_status replace_constants_2_6(const char *func, ct_package *p,
+                                const std::unordered_map<std::string, at::Tensor> &map) {
+  if (p->swapped_in.empty()) {
+    if (map.size() != p->constant_names.size())
+      return ct::set_error(CT_ERR_NOT_SUPPORTED,
+                           "%s: with LibTorch %s the first update must replace all %zu constants "
+                           "of the package (got %zu); LibTorch 2.6's AOTInductor runtime cannot "
+                           "replace some and keep the others",
+                           func, TORCH_VERSION, p->constant_names.size(), map.size());
+    torch::inductor::TensorConstantMap handed;
+    std::unordered_map<std::string, at::Tensor *> mine;
+    try {
+      for (const auto &kv : map) {
+        auto *t = new at::Tensor(kv.second.clone(at::MemoryFormat::Contiguous));
+        handed.emplace(p->internal_names.at(kv.first), t);
+        mine.emplace(kv.first, t);
+      }
+    } catch (...) {
+      for (auto &kv : handed) delete kv.second;
+      throw;
+    }
+    auto *runner = p->loader->get_runner();
+    runner->update_constant_buffer(handed, /*use_inactive=*/true, /*validate_full_updates=*/false);
+    runner->run_const_fold(/*use_inactive=*/true);
+    runner->swap_constant_buffer();
+    p->swapped_in = std::move(mine);
+    return CT_OK;
+  }
+  if (p->n_unnamed_constants > 0)
+    return ct::set_error(CT_ERR_NOT_SUPPORTED,
+                         "%s: with LibTorch %s the constants of a package with folded constants "
+                         "can be replaced only once",
+                         func, TORCH_VERSION);
+  for (const auto &kv : map) {
+    at::Tensor *dst = p->swapped_in.at(kv.first);
+    if (!dst->sizes().equals(kv.second.sizes()))
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: constant '%s' has sizes %s, not %s", func,
+                           kv.first.c_str(), c10::str(kv.second.sizes()).c_str(),
+                           c10::str(dst->sizes()).c_str());
+  }
+  for (const auto &kv : map) p->swapped_in.at(kv.first)->copy_(kv.second);
+  return CT_OK;
+}
+#endif
 
 #endif
 
@@ -315,9 +396,7 @@ ct_status ct_package_call_spec(ct_value **out, const ct_package *p) {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(p);
 #if CTORCH_HAVE_AOTI
-    c10::List<std::string> l;
-    for (const auto &s : p->call_spec) l.push_back(s);
-    *out = ct::new_value(c10::IValue(std::move(l)));
+    *out = ct::new_value(string_list_value(p->call_spec));
     return CT_OK;
 #else
     return not_supported(ct_fn_);
@@ -331,9 +410,7 @@ ct_status ct_package_constant_names(ct_value **out, const ct_package *p) {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(p);
 #if CTORCH_HAVE_AOTI
-    c10::List<std::string> l;
-    for (const auto &s : p->constant_names) l.push_back(s);
-    *out = ct::new_value(c10::IValue(std::move(l)));
+    *out = ct::new_value(string_list_value(p->constant_names));
     return CT_OK;
 #else
     return not_supported(ct_fn_);
@@ -373,8 +450,12 @@ ct_status ct_package_update_constants(ct_package *p, const char *const *names,
         return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: constant '%s' given twice", ct_fn_,
                              names[i]);
     }
+#if CTORCH_AOTI_EMPLACE_RUNTIME
+    return replace_constants_2_6(ct_fn_, p, map);
+#else
     p->loader->load_constants(map, /*use_inactive=*/false, /*check_full_update=*/false);
     return CT_OK;
+#endif
 #else
     return not_supported(ct_fn_);
 #endif

@@ -14,8 +14,13 @@ if(CTORCH_NVCC)
   set_tests_properties(cuda.example_compiles PROPERTIES
     FIXTURES_SETUP cuda_example TIMEOUT 120)
   add_test(NAME cuda.example_runs COMMAND ${_ex_build}/h_example)
+  # The example links the toolkit's shared CUDA runtime: find it next to nvcc,
+  # as a machine without the toolkit's ld.so.conf entry (the 2.6 chroot) must.
+  get_filename_component(_cuda_root "${CTORCH_NVCC}" DIRECTORY)
+  get_filename_component(_cuda_root "${_cuda_root}" DIRECTORY)
   set_tests_properties(cuda.example_runs PROPERTIES
-    FIXTURES_REQUIRED cuda_example SKIP_RETURN_CODE 77 TIMEOUT 60)
+    FIXTURES_REQUIRED cuda_example SKIP_RETURN_CODE 77 TIMEOUT 60
+    ENVIRONMENT "LD_LIBRARY_PATH=${_cuda_root}/lib64:${_cuda_root}/lib:$ENV{LD_LIBRARY_PATH}")
 else()
   message(STATUS "ctorch: nvcc not found; the CUDA example is not compile-checked")
 endif()

@@ -175,23 +175,26 @@ static void test_update_constants(void **state) {
   ct_value *before = io_get(io, "outputs"), *after = io_get(io, "new_outputs");
   run_and_check(p, in, before, "mlp before");
 
-  /* Sorted dotted names, as torch's state_dict has them. */
+  /* Sorted dotted names: the list torch's own loader gives (make_packages.py
+     records it; inductor may fold some state_dict entries, torch 2.6 folds
+     fc2.bias, never the weights). */
   ct_value *names = NULL, *new_names = io_get(io, "new_names");
   CT_OK_OR_FAIL(ct_package_constant_names(&names, p));
-  size_t n = 0;
+  size_t n = 0, n_torch = 0;
   CT_OK_OR_FAIL(ct_value_len(&n, names));
-  assert_int_equal(n, 4);
-  const char *expect[4] = {"fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"};
+  CT_OK_OR_FAIL(ct_value_len(&n_torch, new_names));
+  assert_int_equal(n, n_torch);
+  assert_true(n >= 3 && n <= 4);
   const char *given[4];
-  for (size_t i = 0; i < 4; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     ct_value *s = NULL, *g = NULL;
     const char *str = NULL;
     CT_OK_OR_FAIL(ct_value_get(&s, names, i));
     CT_OK_OR_FAIL(ct_value_to_string(&str, NULL, s));
-    assert_string_equal(str, expect[i]);
     CT_OK_OR_FAIL(ct_value_get(&g, new_names, i));
     CT_OK_OR_FAIL(ct_value_to_string(&given[i], NULL, g));
-    assert_string_equal(given[i], expect[i]);
+    assert_string_equal(str, given[i]);
+    assert_true(strncmp(str, "fc1.", 4) == 0 || strncmp(str, "fc2.", 4) == 0);
     ct_value_free(s);
     ct_value_free(g);
   }
@@ -199,7 +202,7 @@ static void test_update_constants(void **state) {
 
   ct_value *new_t = io_get(io, "new_tensors");
   ct_tensor *t[4];
-  for (size_t i = 0; i < 4; ++i) t[i] = seq_tensor(new_t, i);
+  for (size_t i = 0; i < n; ++i) t[i] = seq_tensor(new_t, i);
   const char *bad_names[2] = {"fc1.bias", "nope"};
   CT_EXPECT_ERROR(ct_package_update_constants(p, bad_names, (const ct_tensor *const *)t, 2),
                   CT_ERR_NOT_FOUND, "no constant 'nope'");
@@ -210,15 +213,46 @@ static void test_update_constants(void **state) {
                   "must not be NULL");
   ct_tensor *d64 = NULL;
   CT_OK_OR_FAIL(ct_tensor_to(&d64, t[0], CT_DEVICE_KEEP, -1, CT_FLOAT64, 0, 0));
-  CT_EXPECT_ERROR(ct_package_update_constants(p, expect, (const ct_tensor *const *)&d64, 1),
+  const char *fc1_bias[1] = {"fc1.bias"};
+  CT_EXPECT_ERROR(ct_package_update_constants(p, fc1_bias, (const ct_tensor *const *)&d64, 1),
                   CT_ERR_TYPE, "the package expects Float");
   ct_tensor_free(d64);
   run_and_check(p, in, before, "mlp after failed updates"); /* nothing changed */
 
-  CT_OK_OR_FAIL(ct_package_update_constants(p, given, (const ct_tensor *const *)t, 4));
+  /* LibTorch 2.6's runtime cannot replace some constants and keep the others
+     until every one has been replaced once (src/package.cpp). */
+  if (strncmp(ct_torch_version(), "2.6", 3) == 0) {
+    CT_EXPECT_ERROR(ct_package_update_constants(p, given, (const ct_tensor *const *)t, 1),
+                    CT_ERR_NOT_SUPPORTED, "must replace all");
+    run_and_check(p, in, before, "mlp after a refused partial update");
+  }
+
+  CT_OK_OR_FAIL(ct_package_update_constants(p, given, (const ct_tensor *const *)t, n));
   run_and_check(p, in, after, "mlp after the swap");
-  for (size_t i = 0; i < 4; ++i) ct_tensor_free(t[i]);
+  for (size_t i = 0; i < n; ++i) ct_tensor_free(t[i]);
   run_and_check(p, in, after, "mlp after freeing the handles"); /* package keeps them */
+
+  /* A partial update has an effect, and another one undoes it. */
+  ct_tensor *orig0 = seq_tensor(new_t, 0), *zero0 = NULL;
+  CT_OK_OR_FAIL(ct_tensor_zeros(&zero0, ct_tensor_sizes(orig0), (size_t)ct_tensor_ndim(orig0),
+                                CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  CT_OK_OR_FAIL(ct_package_update_constants(p, given, (const ct_tensor *const *)&zero0, 1));
+  {
+    ct_tensor *x = seq_tensor(in, 0), *y = NULL, *w = seq_tensor(after, 0);
+    size_t n_ret = 0;
+    CT_OK_OR_FAIL(ct_package_run(&y, 1, &n_ret, p, (const ct_tensor *const *)&x, 1));
+    const float *a = ct_tensor_data_ptr(y), *b = ct_tensor_data_ptr(w);
+    double diff = 0;
+    for (int64_t i = 0; i < ct_tensor_numel(y); ++i) diff += fabs((double)a[i] - b[i]);
+    assert_true(diff > 1e-3); /* the zeroed constant changed the result */
+    ct_tensor_free(x);
+    ct_tensor_free(y);
+    ct_tensor_free(w);
+  }
+  CT_OK_OR_FAIL(ct_package_update_constants(p, given, (const ct_tensor *const *)&orig0, 1));
+  run_and_check(p, in, after, "mlp after a partial update and its undo");
+  ct_tensor_free(orig0);
+  ct_tensor_free(zero0);
   ct_value_free(new_names);
   ct_value_free(new_t);
   ct_value_free(in);
