@@ -1161,7 +1161,11 @@ CT_API ct_status ct_package_constant_names(ct_value **out, const ct_package *p);
  * the constant's dtype and sizes and the package's device. Errors:
  * CT_ERR_NOT_FOUND (unknown name), CT_ERR_INVALID_ARGUMENT (NULL, duplicate
  * name, wrong device), CT_ERR_TYPE (wrong dtype, where LibTorch tells the
- * constants' dtypes). Not thread-safe against concurrent ct_package_run. */
+ * constants' dtypes), CT_ERR_NOT_SUPPORTED (LibTorch 2.6 only: its AOTInductor
+ * runtime cannot replace some constants and keep the others, so the first
+ * update must give every constant; later ones may give a subset, which is
+ * copied in place, except in packages with folded constants). Not thread-safe
+ * against concurrent ct_package_run. */
 CT_API ct_status ct_package_update_constants(ct_package *p, const char *const *names,
                                              const ct_tensor *const *tensors, size_t n);
 /* The device the package runs on: CT_DEVICE_CPU / CT_DEVICE_CUDA and an
