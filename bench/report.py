@@ -456,6 +456,31 @@ def chart(path, ratios):
     return None
 
 
+def package_group(rep, out):
+    """AOTInductor packages on the LibTorch 2.6 leg: bench_package's rows
+    (package.txt, from bench/run.sh --lt2)."""
+    rows = [l for l in read(os.path.join(out, "package.txt")).splitlines() if l.startswith("| .pt2")]
+    if not rows:
+        return
+    rep.p("## AOTInductor packages (.pt2) on the LibTorch 2.6 leg")
+    rep.p()
+    rep.p("ct_package_run against torch::inductor::AOTIModelPackageLoader::run in one process "
+          "(bench/bench_package.cpp, in the Debian 13 chroot), outputs checked equal first.")
+    rep.p()
+    rep.p("| package | ctorch | C++ floor | ratio |")
+    rep.p("|---|---|---|---|")
+    for r in rows:
+        rep.p(r)
+        cells = [c.strip() for c in r.strip("|").split("|")]
+        m = re.search(r"ratio ([0-9.]+)", r)
+        if m:
+            ratio = float(m.group(1))
+            rep.target("package:" + cells[0], "AOTInductor: " + cells[0],
+                       "ratio %.3f, target <= 1.02" % ratio, ratio <= 1.02)
+            rep.ratios.append(("C vs C++", "AOTInductor " + cells[0], ratio, 1.02))
+    rep.p()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", help="folder with the raw results of bench/run.sh")
@@ -500,6 +525,7 @@ def main():
         body.p()
     python_group(body, py, ov)
     julia_group(body, jl, ov)
+    package_group(body, a.out)
     scale_group(body, ov)
     memory_group(body, ov, a.out)
 

@@ -5,7 +5,11 @@
 # present, and a leak check of the C tests; then writes bench/RESULTS.md and the
 # ratio chart bench/ratios.svg. Usage:
 #
-#   bench/run.sh [--quick] [--no-build] [--no-leak-check]
+#   bench/run.sh [--quick] [--no-build] [--no-leak-check] [--lt2]
+#
+# --lt2 also times AOTInductor packages (.pt2) on the LibTorch 2.6 leg
+# (scripts/ci-libtorch2.sh bench: root, the trixie chroot; the packages are
+# compiled there first, minutes on 2 cores).
 #
 # Environment: CTORCH_BENCH_BUILD (default build-bench), CTORCH_BENCH_OUT
 # (raw logs and JSON, default $CTORCH_BENCH_BUILD/bench-results),
@@ -21,12 +25,14 @@ RESULTS=${CTORCH_BENCH_RESULTS:-bench/RESULTS.md}
 QUICK=""
 BUILD_IT=1
 LEAKS=1
+LT2=0
 for a in "$@"; do
   case "$a" in
     --quick) QUICK=--quick ;;
     --no-build) BUILD_IT=0 ;;
     --no-leak-check) LEAKS=0 ;;
-    *) echo "usage: bench/run.sh [--quick] [--no-build] [--no-leak-check]" >&2; exit 2 ;;
+    --lt2) LT2=1 ;;
+    *) echo "usage: bench/run.sh [--quick] [--no-build] [--no-leak-check] [--lt2]" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$OUT"
@@ -76,6 +82,14 @@ if [ -f bench/bench_julia.jl ] && command -v julia >/dev/null 2>&1; then
     --project=bindings/julia/CTorch bench/bench_julia.jl "$OUT/julia.json" 2>&1 | tee "$OUT/julia.txt"
 else
   echo "skipped: julia or bench/bench_julia.jl missing" | tee "$OUT/julia.txt"
+fi
+
+step "AOTInductor packages on LibTorch 2.6 (scripts/ci-libtorch2.sh bench)"
+if [ "$LT2" = 1 ]; then
+  CTORCH_LT2_BENCH_OUT=$ROOT/$OUT/package.txt ./scripts/ci-libtorch2.sh bench 2>&1 |
+    tee "$OUT/package.log" | grep -E '^\||ci-libtorch2|bench_package' || true
+else
+  echo "skipped (--lt2 runs it)"
 fi
 
 step "leak check"

@@ -5,8 +5,11 @@
 #
 #   scripts/ci-libtorch2.sh            prepare the chroot (or reuse the cache), build, test
 #   scripts/ci-libtorch2.sh prepare    only make sure the cached chroot exists
-#   scripts/ci-libtorch2.sh bench      build bench_package and time a .pt2 conv net
-#                                      through ctorch against AOTIModelPackageLoader
+#   scripts/ci-libtorch2.sh bench      build bench_package and time .pt2 packages (a conv
+#                                      net, resnet18) through ctorch against
+#                                      AOTIModelPackageLoader; rows go to
+#                                      $CTORCH_LT2_BENCH_OUT (default
+#                                      build-bench/bench-results/package.txt)
 #
 # The chroot is made once with debootstrap from the mirror configured in
 # /etc/apt/sources.list.d/debian.sources (read now, never written down here)
@@ -154,7 +157,10 @@ else
     -DCTORCH_BUILD_EXAMPLES=OFF -DCTORCH_BUILD_BENCH=ON >/dev/null
   ninja -C build bench_package
   python3 tests/models/make_packages.py --bench /tmp/pt2
-  build/bench/bench_package /tmp/pt2/convnet.pt2 1 3 64 64'
+  build/bench/bench_package /tmp/pt2/convnet.pt2 1 3 64 64 | tee build/package.txt
+  if [ -f /tmp/pt2/resnet18.pt2 ]; then
+    build/bench/bench_package /tmp/pt2/resnet18.pt2 1 3 224 224 | tee -a build/package.txt
+  fi'
 fi
 chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
   CCACHE_DIR=/ccache CCACHE_BASEDIR=/src sh -eu -c "
@@ -163,6 +169,13 @@ chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LAN
   $steps
   ccache -s | grep -iE 'hit|miss' | head -n 3 || true
 "
+if [ "$mode" = bench ]; then
+  # The rows for bench/RESULTS.md (bench/report.py reads package.txt).
+  bench_out="${CTORCH_LT2_BENCH_OUT:-$src_dir/build-bench/bench-results/package.txt}"
+  mkdir -p "$(dirname "$bench_out")"
+  cp "$root/src/build/package.txt" "$bench_out"
+  log "benchmark rows in $bench_out"
+fi
 log "LibTorch 2 leg ($mode) passed in $(( $(now) - t_start )) s"
 unmount_all
 [ "${CTORCH_LT2_KEEP:-0}" = 1 ] || rm -rf "$root"

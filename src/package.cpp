@@ -32,7 +32,8 @@
 // load_constants hands the runtime pointers into its own map, which the runtime
 // then frees ("free(): invalid pointer"; torch 2.6's Python load_constants
 // aborts the same way). Later releases insert_or_assign and copy into their own
-// blob. See replace_constants_2_6 below.
+// blob (checked in the current source; 2.7 itself not tried). See
+// replace_constants_2_6 below.
 #if CTORCH_HAVE_AOTI && TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 7
 #define CTORCH_AOTI_EMPLACE_RUNTIME 1
 #else
