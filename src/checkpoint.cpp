@@ -799,58 +799,48 @@ bool is_python_object(const c10::intrusive_ptr<c10::ivalue::Object> &obj) {
          cls->getAttributeName(0) == ct::kObjectArgs;
 }
 
+// The object accessors: *out = get(the object), for a value that is one.
+template <class Out, class Get>
+ct_status object_part(const char *ct_fn_, Out *out, const ct_value *v, Get get) {
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(v);
+    if (!v->v.isObject())
+      return ct::set_error(CT_ERR_TYPE, "%s: the value is a %s, not an object", ct_fn_,
+                           v->v.tagKind().c_str());
+    *out = get(v->v.toObject());
+    return CT_OK;
+  });
+}
+
+using ObjectPtr = c10::intrusive_ptr<c10::ivalue::Object>;
+
 }  // namespace
 
 extern "C" {
 
 ct_status ct_value_object_class(const char **out, const ct_value *v) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(v);
-    if (!v->v.isObject())
-      return ct::set_error(CT_ERR_TYPE, "%s: the value is a %s, not an object", ct_fn_,
-                           v->v.tagKind().c_str());
-    *out = v->v.toObjectRef().type()->name()->qualifiedName().c_str();
-    return CT_OK;
+  return object_part(__func__, out, v, [](const ObjectPtr &obj) {
+    return obj->type()->name()->qualifiedName().c_str();
   });
 }
 
 ct_status ct_value_object_state(ct_value **out, const ct_value *v) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(v);
-    if (!v->v.isObject())
-      return ct::set_error(CT_ERR_TYPE, "%s: the value is a %s, not an object", ct_fn_,
-                           v->v.tagKind().c_str());
-    auto obj = v->v.toObject();
-    if (is_python_object(obj)) {
-      *out = ct::new_value(obj->getSlot(1));
-      return CT_OK;
-    }
+  return object_part(__func__, out, v, [](const ObjectPtr &obj) {
+    if (is_python_object(obj)) return ct::new_value(obj->getSlot(1));
     c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
     const auto &cls = obj->type();
     for (size_t i = 0; i < cls->numAttributes(); ++i)
       d.insert(cls->getAttributeName(i), obj->getSlot(i));
-    *out = ct::new_value(std::move(d));
-    return CT_OK;
+    return ct::new_value(std::move(d));
   });
 }
 
 ct_status ct_value_object_args(ct_value **out, const ct_value *v) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(v);
-    if (!v->v.isObject())
-      return ct::set_error(CT_ERR_TYPE, "%s: the value is a %s, not an object", ct_fn_,
-                           v->v.tagKind().c_str());
-    auto obj = v->v.toObject();
-    *out = ct::new_value(is_python_object(obj)
+  return object_part(__func__, out, v, [](const ObjectPtr &obj) {
+    return ct::new_value(is_python_object(obj)
                              ? obj->getSlot(0)
                              : c10::ivalue::Tuple::create(std::vector<c10::IValue>{}));
-    return CT_OK;
   });
 }
 

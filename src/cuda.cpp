@@ -117,6 +117,16 @@ cudaStream_t dlpack_stream(int64_t code) {
   return reinterpret_cast<cudaStream_t>(static_cast<intptr_t>(code));
 }
 
+// A byte count of the caching allocator on `device`: `current` reads it from
+// the device's stats.
+template <class Current>
+size_t allocator_bytes(int32_t device, Current current) {
+  const c10::DeviceIndex d = resolve_device(device);
+  ensure_torch_cuda_initialized(d);
+  const int64_t v = current(c10::cuda::CUDACachingAllocator::getDeviceStats(d));
+  return v > 0 ? static_cast<size_t>(v) : 0;
+}
+
 }  // namespace
 
 int32_t device_count() noexcept { return static_cast<int32_t>(c10::cuda::device_count()); }
@@ -139,21 +149,14 @@ void synchronize(int32_t device) {
   C10_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+// Index 0 of each stat array is StatType::AGGREGATE in every LibTorch version.
 size_t memory_allocated(int32_t device) {
-  const c10::DeviceIndex d = resolve_device(device);
-  ensure_torch_cuda_initialized(d);
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(d);
-  // Index 0 is StatType::AGGREGATE in every LibTorch version.
-  const int64_t v = stats.allocated_bytes[0].current;
-  return v > 0 ? static_cast<size_t>(v) : 0;
+  return allocator_bytes(device,
+                         [](const auto &stats) { return stats.allocated_bytes[0].current; });
 }
 
 size_t memory_reserved(int32_t device) {
-  const c10::DeviceIndex d = resolve_device(device);
-  ensure_torch_cuda_initialized(d);
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(d);
-  const int64_t v = stats.reserved_bytes[0].current;
-  return v > 0 ? static_cast<size_t>(v) : 0;
+  return allocator_bytes(device, [](const auto &stats) { return stats.reserved_bytes[0].current; });
 }
 
 void empty_cache() {

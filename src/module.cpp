@@ -210,12 +210,52 @@ ct_status resolve_owner(const char *func, const torch::jit::Module &m, const cha
   return CT_OK;
 }
 
-template <class List>
-ct_status named_tensors(ct_value **out, const List &list) {
+// The introspection calls: *out = a new value holding what `describe` makes
+// of the module.
+template <class Describe>
+ct_status describe_module(const char *ct_fn_, ct_value **out, const ct_module *m,
+                          Describe describe) {
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(m);
+    *out = ct::new_value(IValue(describe(*m)));
+    return CT_OK;
+  });
+}
+
+// Dict[str, Tensor] of named parameters or buffers.
+template <class Items>
+c10::Dict<std::string, at::Tensor> tensor_dict(const Items &items) {
   c10::Dict<std::string, at::Tensor> d;
-  for (const auto &nv : list) d.insert(nv.name, nv.value);
-  *out = ct::new_value(IValue(std::move(d)));
-  return CT_OK;
+  for (const auto &nv : items) d.insert(nv.name, nv.value);
+  return d;
+}
+
+// clone, freeze, optimize_for_inference: *out = a new module made from m's by
+// make(), with m's extra files.
+template <class Make>
+ct_status derive_module(const char *ct_fn_, ct_module **out, const ct_module *m, Make make) {
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(m);
+    *out = new ct_module{make(m->m), m->extra_files};
+    return CT_OK;
+  });
+}
+
+// The register_* calls: checks m, name and the item (argument `item_name`),
+// that `name` is a new name in m, then returns add().
+template <class Item, class Add>
+ct_status register_item(const char *ct_fn_, ct_module *m, const char *name, const char *item_name,
+                        const Item *item, Add add) {
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(m);
+    CT_CHECK_NOT_NULL(name);
+    if (item == nullptr)
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", ct_fn_, item_name);
+    if (ct_status st = check_new_name(ct_fn_, m->m, name)) return st;
+    return add();
+  });
 }
 
 ct_status check_extra_files(const char *func, const ct_value *extra_files,
@@ -279,17 +319,13 @@ ct_status ct_module_load_buffer(ct_module **out, const void *data, size_t size, 
 void ct_module_free(ct_module *m) { delete m; }
 
 ct_status ct_module_extra_files(ct_value **out, const ct_module *m) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(m);
+  return describe_module(__func__, out, m, [](const ct_module &h) {
     std::vector<const std::pair<const std::string, std::string> *> items;
-    for (const auto &kv : m->extra_files) items.push_back(&kv);
+    for (const auto &kv : h.extra_files) items.push_back(&kv);
     std::sort(items.begin(), items.end(), [](auto *a, auto *b) { return a->first < b->first; });
     c10::Dict<std::string, std::string> d;
     for (auto *kv : items) d.insert(kv->first, kv->second);
-    *out = ct::new_value(IValue(std::move(d)));
-    return CT_OK;
+    return d;
   });
 }
 
@@ -360,63 +396,45 @@ ct_status ct_module_forward_tensors(ct_tensor **outputs, size_t n_outputs, size_
 // ---- Introspection -----------------------------------------------------------
 
 ct_status ct_module_methods(ct_value **out, const ct_module *m) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(m);
+  return describe_module(__func__, out, m, [](const ct_module &h) {
     c10::Dict<std::string, std::string> d;
-    for (const auto &meth : m->m.get_methods())
+    for (const auto &meth : h.m.get_methods())
       d.insert(meth.name(), ct::schema_string(meth.function().getSchema()));
-    *out = ct::new_value(IValue(std::move(d)));
-    return CT_OK;
+    return d;
   });
 }
 
 ct_status ct_module_named_parameters(ct_value **out, const ct_module *m, int32_t recurse) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(m);
-    return named_tensors(out, m->m.named_parameters(recurse != 0));
+  return describe_module(__func__, out, m, [&](const ct_module &h) {
+    return tensor_dict(h.m.named_parameters(recurse != 0));
   });
 }
 
 ct_status ct_module_named_buffers(ct_value **out, const ct_module *m, int32_t recurse) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(m);
-    return named_tensors(out, m->m.named_buffers(recurse != 0));
+  return describe_module(__func__, out, m, [&](const ct_module &h) {
+    return tensor_dict(h.m.named_buffers(recurse != 0));
   });
 }
 
 ct_status ct_module_named_attributes(ct_value **out, const ct_module *m, int32_t recurse) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(m);
+  return describe_module(__func__, out, m, [&](const ct_module &h) {
     c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
-    for (const auto &nv : m->m.named_attributes(recurse != 0)) d.insert(IValue(nv.name), nv.value);
-    *out = ct::new_value(IValue(std::move(d)));
-    return CT_OK;
+    for (const auto &nv : h.m.named_attributes(recurse != 0)) d.insert(IValue(nv.name), nv.value);
+    return d;
   });
 }
 
 ct_status ct_module_named_children(ct_value **out, const ct_module *m, int32_t recurse) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(m);
+  return describe_module(__func__, out, m, [&](const ct_module &h) {
     c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
     if (recurse) {
-      for (const auto &nv : m->m.named_modules())
+      for (const auto &nv : h.m.named_modules())
         if (!nv.name.empty()) d.insert(IValue(nv.name), IValue(nv.value._ivalue()));
     } else {
-      for (const auto &nv : m->m.named_children())
+      for (const auto &nv : h.m.named_children())
         d.insert(IValue(nv.name), IValue(nv.value._ivalue()));
     }
-    *out = ct::new_value(IValue(std::move(d)));
-    return CT_OK;
+    return d;
   });
 }
 
@@ -513,14 +531,7 @@ int32_t ct_module_is_training(const ct_module *m) {
 }
 
 ct_status ct_module_clone(ct_module **out, const ct_module *m) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(m);
-    std::unique_ptr<ct_module> h(new ct_module{m->m.clone(), m->extra_files});
-    *out = h.release();
-    return CT_OK;
-  });
+  return derive_module(__func__, out, m, [](const torch::jit::Module &x) { return x.clone(); });
 }
 
 ct_status ct_module_save(const ct_module *m, const char *path, const ct_value *extra_files) {
@@ -562,26 +573,18 @@ ct_status ct_module_save_buffer(void **data_out, size_t *size_out, const ct_modu
 }
 
 ct_status ct_module_freeze(ct_module **out, const ct_module *m) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(m);
-    torch::jit::Module c = m->m.clone();
+  return derive_module(__func__, out, m, [](const torch::jit::Module &x) {
+    torch::jit::Module c = x.clone();
     c.eval();
-    *out = new ct_module{torch::jit::freeze(c), m->extra_files};
-    return CT_OK;
+    return torch::jit::freeze(c);
   });
 }
 
 ct_status ct_module_optimize_for_inference(ct_module **out, const ct_module *m) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(m);
-    torch::jit::Module c = m->m.clone();
+  return derive_module(__func__, out, m, [](const torch::jit::Module &x) {
+    torch::jit::Module c = x.clone();
     if (c._ivalue()->type()->hasAttribute("training")) c.eval();
-    *out = new ct_module{torch::jit::optimize_for_inference(c), m->extra_files};
-    return CT_OK;
+    return torch::jit::optimize_for_inference(c);
   });
 }
 
@@ -605,12 +608,7 @@ ct_status ct_module_new(ct_module **out, const char *class_name) {
 ct_status ct_module_register_parameter(ct_module *m, const char *name, const ct_tensor *t,
                                        int32_t requires_grad) {
   const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(m);
-    CT_CHECK_NOT_NULL(name);
-    CT_CHECK_NOT_NULL(t);
-    ct_status st = check_new_name(ct_fn_, m->m, name);
-    if (st != CT_OK) return st;
+  return register_item(ct_fn_, m, name, "t", t, [&] {
     if (!t->t.defined())
       return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: tensor is undefined", ct_fn_);
     if (requires_grad && !(t->t.is_floating_point() || t->t.is_complex()))
@@ -627,13 +625,7 @@ ct_status ct_module_register_parameter(ct_module *m, const char *name, const ct_
 }
 
 ct_status ct_module_register_buffer(ct_module *m, const char *name, const ct_tensor *t) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(m);
-    CT_CHECK_NOT_NULL(name);
-    CT_CHECK_NOT_NULL(t);
-    ct_status st = check_new_name(ct_fn_, m->m, name);
-    if (st != CT_OK) return st;
+  return register_item(__func__, m, name, "t", t, [&] {
     m->m.register_buffer(name, t->t);
     return CT_OK;
   });
@@ -641,12 +633,7 @@ ct_status ct_module_register_buffer(ct_module *m, const char *name, const ct_ten
 
 ct_status ct_module_register_module(ct_module *m, const char *name, const ct_module *child) {
   const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(m);
-    CT_CHECK_NOT_NULL(name);
-    CT_CHECK_NOT_NULL(child);
-    ct_status st = check_new_name(ct_fn_, m->m, name);
-    if (st != CT_OK) return st;
+  return register_item(ct_fn_, m, name, "child", child, [&] {
     // A cycle would make every recursive walk (parameters, train, clone,
     // save) loop or overflow the stack: refuse it when it is made.
     if (child->m._ivalue().get() == m->m._ivalue().get())

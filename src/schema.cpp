@@ -73,14 +73,18 @@ const char *enum_arg(const c10::Argument &a, int64_t *n) {
 
 // ---- Coercion ---------------------------------------------------------------
 
+// *out = a List[T] of the items, each converted by get(item, &x); false when
+// one does not convert.
 template <class T, class Get>
-static bool coerce_list_elems(const std::vector<IValue> &items, Get get, c10::List<T> *out) {
-  out->reserve(items.size());
+static bool coerce_list_elems(const std::vector<IValue> &items, Get get, IValue *out) {
+  c10::List<T> l;
+  l.reserve(items.size());
   for (const IValue &e : items) {
     T x;
     if (!get(e, &x)) return false;
-    out->push_back(std::move(x));
+    l.push_back(std::move(x));
   }
+  *out = IValue(std::move(l));
   return true;
 }
 
@@ -102,86 +106,62 @@ static bool coerce_list(const IValue &in, const c10::ListType &lt, IValue *out, 
     return false;
   }
   switch (elem->kind()) {
-    case TypeKind::IntType: {
-      c10::List<int64_t> l;
-      if (!coerce_list_elems<int64_t>(
-              items,
-              [](const IValue &e, int64_t *x) {
-                if (!e.isInt()) return false;
-                *x = e.toInt();
-                return true;
-              },
-              &l))
-        return false;
-      *out = IValue(std::move(l));
-      return true;
-    }
-    case TypeKind::FloatType: {
-      c10::List<double> l;
-      if (!coerce_list_elems<double>(
-              items,
-              [strict](const IValue &e, double *x) {
-                if (e.isDouble())
-                  *x = e.toDouble();
-                else if (!strict && e.isInt())
-                  *x = static_cast<double>(e.toInt());
-                else
-                  return false;
-                return true;
-              },
-              &l))
-        return false;
-      *out = IValue(std::move(l));
-      return true;
-    }
-    case TypeKind::BoolType: {
-      c10::List<bool> l;
-      if (!coerce_list_elems<bool>(
-              items,
-              [](const IValue &e, bool *x) {
-                if (!e.isBool()) return false;
-                *x = e.toBool();
-                return true;
-              },
-              &l))
-        return false;
-      *out = IValue(std::move(l));
-      return true;
-    }
-    case TypeKind::TensorType: {
-      c10::List<at::Tensor> l;
-      if (!coerce_list_elems<at::Tensor>(
-              items,
-              [](const IValue &e, at::Tensor *x) {
-                if (!e.isTensor()) return false;
-                *x = e.toTensor();
-                return true;
-              },
-              &l))
-        return false;
-      *out = IValue(std::move(l));
-      return true;
-    }
+    case TypeKind::IntType:
+      return coerce_list_elems<int64_t>(
+          items,
+          [](const IValue &e, int64_t *x) {
+            if (!e.isInt()) return false;
+            *x = e.toInt();
+            return true;
+          },
+          out);
+    case TypeKind::FloatType:
+      return coerce_list_elems<double>(
+          items,
+          [strict](const IValue &e, double *x) {
+            if (e.isDouble())
+              *x = e.toDouble();
+            else if (!strict && e.isInt())
+              *x = static_cast<double>(e.toInt());
+            else
+              return false;
+            return true;
+          },
+          out);
+    case TypeKind::BoolType:
+      return coerce_list_elems<bool>(
+          items,
+          [](const IValue &e, bool *x) {
+            if (!e.isBool()) return false;
+            *x = e.toBool();
+            return true;
+          },
+          out);
+    case TypeKind::TensorType:
+      return coerce_list_elems<at::Tensor>(
+          items,
+          [](const IValue &e, at::Tensor *x) {
+            if (!e.isTensor()) return false;
+            *x = e.toTensor();
+            return true;
+          },
+          out);
     default: break;
   }
   if (elem->kind() == TypeKind::OptionalType &&
       elem->castRaw<c10::OptionalType>()->getElementType()->kind() == TypeKind::TensorType) {
-    c10::List<c10::optional<at::Tensor>> l;
-    if (!coerce_list_elems<c10::optional<at::Tensor>>(
-            items,
-            [](const IValue &e, c10::optional<at::Tensor> *x) {
-              if (e.isNone())
-                *x = c10::nullopt;
-              else if (e.isTensor())
-                *x = e.toTensor();
-              else
-                return false;
-              return true;
-            },
-            &l))
-      return false;
-    *out = IValue(std::move(l));
-    return true;
+    return coerce_list_elems<c10::optional<at::Tensor>>(
+        items,
+        [](const IValue &e, c10::optional<at::Tensor> *x) {
+          if (e.isNone())
+            *x = c10::nullopt;
+          else if (e.isTensor())
+            *x = e.toTensor();
+          else
+            return false;
+          return true;
+        },
+        out);
   }
   c10::impl::GenericList l(elem);
   l.reserve(items.size());

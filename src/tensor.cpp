@@ -382,6 +382,33 @@ ct_status wrap_blob(const char *func, ct_tensor **out, void *data, const int64_t
   return CT_OK;
 }
 
+// An undefined tensor is refused by name rather than by LibTorch's message.
+#define CT_CHECK_DEFINED(h)                                     \
+  do {                                                          \
+    if (!(h)->t.defined())                                      \
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,             \
+                           "%s: argument '%s' is an undefined " \
+                           "tensor",                            \
+                           ct_fn_, #h);                         \
+  } while (0)
+
+// ct_tensor_equal and ct_tensor_allclose: *out = 1 when same(a, b), for two
+// defined tensors (and tolerances that are >= 0).
+template <class Same>
+ct_status compare(const char *ct_fn_, int32_t *out, const ct_tensor *a, const ct_tensor *b,
+                  bool tolerances_ok, Same same) {
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(a);
+    CT_CHECK_NOT_NULL(b);
+    CT_CHECK_DEFINED(a);
+    CT_CHECK_DEFINED(b);
+    CT_CHECK_ARG(tolerances_ok, "%s: rtol and atol must be >= 0", ct_fn_);
+    *out = same(a->t, b->t) ? 1 : 0;
+    return CT_OK;
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -460,23 +487,20 @@ const char *ct_device_type_name(int32_t device_type) {
 
 // ---- Factories -------------------------------------------------------------
 
-ct_status ct_tensor_empty(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
-                          int32_t device_type, int32_t device_index, int32_t requires_grad) {
-  return make_sized(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
-                    [](at::IntArrayRef s, const at::TensorOptions &o) { return at::empty(s, o); });
-}
+// The size-taking factories without extra arguments: `maker` is make_sized or
+// make_random, `fn` the at:: factory, called as fn(sizes, options).
+#define CT_SIZED_FACTORY(name, maker, fn)                                                     \
+  ct_status name(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,           \
+                 int32_t device_type, int32_t device_index, int32_t requires_grad) {          \
+    return maker(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad, \
+                 [](at::IntArrayRef s, const at::TensorOptions &o) { return fn(s, o); });     \
+  }
 
-ct_status ct_tensor_zeros(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
-                          int32_t device_type, int32_t device_index, int32_t requires_grad) {
-  return make_sized(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
-                    [](at::IntArrayRef s, const at::TensorOptions &o) { return at::zeros(s, o); });
-}
-
-ct_status ct_tensor_ones(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
-                         int32_t device_type, int32_t device_index, int32_t requires_grad) {
-  return make_sized(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
-                    [](at::IntArrayRef s, const at::TensorOptions &o) { return at::ones(s, o); });
-}
+CT_SIZED_FACTORY(ct_tensor_empty, make_sized, at::empty)
+CT_SIZED_FACTORY(ct_tensor_zeros, make_sized, at::zeros)
+CT_SIZED_FACTORY(ct_tensor_ones, make_sized, at::ones)
+CT_SIZED_FACTORY(ct_tensor_rand, make_random, at::rand)
+CT_SIZED_FACTORY(ct_tensor_randn, make_random, at::randn)
 
 ct_status ct_tensor_full(ct_tensor **out, const int64_t *sizes, size_t ndim, double value,
                          int32_t dtype, int32_t device_type, int32_t device_index,
@@ -484,18 +508,6 @@ ct_status ct_tensor_full(ct_tensor **out, const int64_t *sizes, size_t ndim, dou
   return make_sized(
       __func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
       [value](at::IntArrayRef s, const at::TensorOptions &o) { return at::full(s, value, o); });
-}
-
-ct_status ct_tensor_rand(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
-                         int32_t device_type, int32_t device_index, int32_t requires_grad) {
-  return make_random(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
-                     [](at::IntArrayRef s, const at::TensorOptions &o) { return at::rand(s, o); });
-}
-
-ct_status ct_tensor_randn(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
-                          int32_t device_type, int32_t device_index, int32_t requires_grad) {
-  return make_random(__func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
-                     [](at::IntArrayRef s, const at::TensorOptions &o) { return at::randn(s, o); });
 }
 
 ct_status ct_tensor_arange(ct_tensor **out, double start, double end, double step, int32_t dtype,
@@ -588,16 +600,6 @@ size_t ct_release_queue_length(void) {
 // ---- Handles and conversions ------------------------------------------------
 
 void ct_tensor_free(ct_tensor *t) { delete t; }
-
-// An undefined tensor is refused by name rather than by LibTorch's message.
-#define CT_CHECK_DEFINED(h)                                     \
-  do {                                                          \
-    if (!(h)->t.defined())                                      \
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT,             \
-                           "%s: argument '%s' is an undefined " \
-                           "tensor",                            \
-                           ct_fn_, #h);                         \
-  } while (0)
 
 #define CT_UNARY_TENSOR_OP(fname, needs_defined, expr)   \
   ct_status fname(ct_tensor **out, const ct_tensor *t) { \
@@ -757,31 +759,16 @@ ct_status ct_tensor_to_string(char **out, const ct_tensor *t) {
 }
 
 ct_status ct_tensor_equal(int32_t *out, const ct_tensor *a, const ct_tensor *b) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(a);
-    CT_CHECK_NOT_NULL(b);
-    CT_CHECK_DEFINED(a);
-    CT_CHECK_DEFINED(b);
-    *out = a->t.equal(b->t) ? 1 : 0;
-    return CT_OK;
-  });
+  return compare(__func__, out, a, b, true,
+                 [](const at::Tensor &x, const at::Tensor &y) { return x.equal(y); });
 }
 
 ct_status ct_tensor_allclose(int32_t *out, const ct_tensor *a, const ct_tensor *b, double rtol,
                              double atol, int32_t equal_nan) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(a);
-    CT_CHECK_NOT_NULL(b);
-    CT_CHECK_DEFINED(a);
-    CT_CHECK_DEFINED(b);
-    CT_CHECK_ARG(rtol >= 0 && atol >= 0, "%s: rtol and atol must be >= 0", ct_fn_);
-    *out = a->t.allclose(b->t, rtol, atol, equal_nan != 0) ? 1 : 0;
-    return CT_OK;
-  });
+  return compare(__func__, out, a, b, rtol >= 0 && atol >= 0,
+                 [&](const at::Tensor &x, const at::Tensor &y) {
+                   return x.allclose(y, rtol, atol, equal_nan != 0);
+                 });
 }
 
 }  // extern "C"

@@ -29,11 +29,24 @@ bool to_memory_format(int32_t code, c10::MemoryFormat *out) {
   }
 }
 
-#define CT_CHECK_DEFINED(h)                                                                 \
-  do {                                                                                      \
-    CT_CHECK_NOT_NULL(h);                                                                   \
-    if (!(h)->t.defined())                                                                  \
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: the tensor is undefined", ct_fn_); \
+// A tensor argument and its name in messages.
+struct NamedInput {
+  const char *name;
+  const ct_tensor *t;
+};
+
+// The argument is a handle of a defined tensor.
+ct_status check_defined(const char *ct_fn_, const NamedInput &in) {
+  if (in.t == nullptr)
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", ct_fn_, in.name);
+  if (!in.t->t.defined())
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: the tensor is undefined", ct_fn_);
+  return CT_OK;
+}
+
+#define CT_CHECK_DEFINED(h)                                                 \
+  do {                                                                      \
+    if (ct_status s_ = check_defined(ct_fn_, NamedInput{#h, h})) return s_; \
   } while (0)
 
 // The tensor is quantized with one of the schemes in `per_channel` (true:
@@ -58,6 +71,54 @@ ct_status quantized_dtype(const char *ct_fn_, int32_t dtype, c10::ScalarType *st
     return ct::set_error(CT_ERR_TYPE, "%s: dtype %s is not a quantized dtype", ct_fn_,
                          ct_dtype_name(dtype));
   return CT_OK;
+}
+
+// The quantized accessors: `get` reads a number or a new handle from a tensor
+// that passes check_quantized(per_channel).
+template <class Out, class Get>
+ct_status quantized_part(const char *ct_fn_, Out *out, const ct_tensor *t, int per_channel,
+                         Get get) {
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_DEFINED(t);
+    if (ct_status s = check_quantized(ct_fn_, t->t, per_channel)) return s;
+    *out = get(t->t);
+    return CT_OK;
+  });
+}
+
+// The memory-format calls: `get` reads the answer for a known format.
+template <class Out, class Get>
+ct_status with_memory_format(const char *ct_fn_, Out *out, const ct_tensor *t,
+                             int32_t memory_format, Get get) {
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_DEFINED(t);
+    c10::MemoryFormat mf;
+    CT_CHECK_ARG(to_memory_format(memory_format, &mf), "%s: unknown memory format %d", ct_fn_,
+                 memory_format);
+    *out = get(t->t, mf);
+    return CT_OK;
+  });
+}
+
+// The quantizing factories: every input must be a defined tensor; `make`
+// builds the result, given the quantized dtype `dtype` (kDtypeOfInput: the
+// make_* calls, whose dtype comes from the integer tensor).
+constexpr int32_t kDtypeOfInput = INT32_MIN;
+template <class Make>
+ct_status quantized_factory(const char *ct_fn_, ct_tensor **out,
+                            std::initializer_list<NamedInput> inputs, int32_t dtype, Make make) {
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    for (const NamedInput &in : inputs)
+      if (ct_status s = check_defined(ct_fn_, in)) return s;
+    c10::ScalarType st = c10::ScalarType::Undefined;
+    if (dtype != kDtypeOfInput)
+      if (ct_status s = quantized_dtype(ct_fn_, dtype, &st)) return s;
+    *out = ct::new_tensor(make(st));
+    return CT_OK;
+  });
 }
 
 // The sparse accessors: `get` returns the part of a tensor of an accepted layout.
@@ -102,29 +163,15 @@ ct_status ct_tensor_layout(int32_t *out, const ct_tensor *t) {
 }
 
 ct_status ct_tensor_is_contiguous_format(int32_t *out, const ct_tensor *t, int32_t memory_format) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_DEFINED(t);
-    c10::MemoryFormat mf;
-    CT_CHECK_ARG(to_memory_format(memory_format, &mf), "%s: unknown memory format %d", ct_fn_,
-                 memory_format);
-    *out = t->t.is_contiguous(mf) ? 1 : 0;
-    return CT_OK;
-  });
+  return with_memory_format(
+      __func__, out, t, memory_format,
+      [](const at::Tensor &x, c10::MemoryFormat mf) { return x.is_contiguous(mf) ? 1 : 0; });
 }
 
 ct_status ct_tensor_contiguous_format(ct_tensor **out, const ct_tensor *t, int32_t memory_format) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_DEFINED(t);
-    c10::MemoryFormat mf;
-    CT_CHECK_ARG(to_memory_format(memory_format, &mf), "%s: unknown memory format %d", ct_fn_,
-                 memory_format);
-    *out = ct::new_tensor(t->t.contiguous(mf));
-    return CT_OK;
-  });
+  return with_memory_format(
+      __func__, out, t, memory_format,
+      [](const at::Tensor &x, c10::MemoryFormat mf) { return ct::new_tensor(x.contiguous(mf)); });
 }
 
 ct_status ct_tensor_suggest_memory_format(int32_t *out, const ct_tensor *t) {
@@ -166,135 +213,73 @@ ct_status ct_tensor_q_scheme(int32_t *out, const ct_tensor *t) {
 }
 
 ct_status ct_tensor_q_scale(double *out, const ct_tensor *t) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_DEFINED(t);
-    if (ct_status s = check_quantized(ct_fn_, t->t, 0)) return s;
-    *out = t->t.q_scale();
-    return CT_OK;
-  });
+  return quantized_part(__func__, out, t, 0, [](const at::Tensor &x) { return x.q_scale(); });
 }
 
 ct_status ct_tensor_q_zero_point(int64_t *out, const ct_tensor *t) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_DEFINED(t);
-    if (ct_status s = check_quantized(ct_fn_, t->t, 0)) return s;
-    *out = t->t.q_zero_point();
-    return CT_OK;
-  });
+  return quantized_part(__func__, out, t, 0, [](const at::Tensor &x) { return x.q_zero_point(); });
 }
 
 ct_status ct_tensor_q_per_channel_scales(ct_tensor **out, const ct_tensor *t) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_DEFINED(t);
-    if (ct_status s = check_quantized(ct_fn_, t->t, 1)) return s;
-    *out = ct::new_tensor(t->t.q_per_channel_scales());
-    return CT_OK;
+  return quantized_part(__func__, out, t, 1, [](const at::Tensor &x) {
+    return ct::new_tensor(x.q_per_channel_scales());
   });
 }
 
 ct_status ct_tensor_q_per_channel_zero_points(ct_tensor **out, const ct_tensor *t) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_DEFINED(t);
-    if (ct_status s = check_quantized(ct_fn_, t->t, 1)) return s;
-    *out = ct::new_tensor(t->t.q_per_channel_zero_points());
-    return CT_OK;
+  return quantized_part(__func__, out, t, 1, [](const at::Tensor &x) {
+    return ct::new_tensor(x.q_per_channel_zero_points());
   });
 }
 
 ct_status ct_tensor_q_per_channel_axis(int64_t *out, const ct_tensor *t) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_DEFINED(t);
-    if (ct_status s = check_quantized(ct_fn_, t->t, 1)) return s;
-    *out = t->t.q_per_channel_axis();
-    return CT_OK;
-  });
+  return quantized_part(__func__, out, t, 1,
+                        [](const at::Tensor &x) { return x.q_per_channel_axis(); });
 }
 
 ct_status ct_tensor_int_repr(ct_tensor **out, const ct_tensor *t) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_DEFINED(t);
-    if (ct_status s = check_quantized(ct_fn_, t->t, -1)) return s;
-    *out = ct::new_tensor(t->t.int_repr());
-    return CT_OK;
-  });
+  return quantized_part(__func__, out, t, -1,
+                        [](const at::Tensor &x) { return ct::new_tensor(x.int_repr()); });
 }
 
 ct_status ct_tensor_dequantize(ct_tensor **out, const ct_tensor *t) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_DEFINED(t);
-    if (ct_status s = check_quantized(ct_fn_, t->t, -1)) return s;
-    *out = ct::new_tensor(t->t.dequantize());
-    return CT_OK;
-  });
+  return quantized_part(__func__, out, t, -1,
+                        [](const at::Tensor &x) { return ct::new_tensor(x.dequantize()); });
 }
 
 ct_status ct_tensor_quantize_per_tensor(ct_tensor **out, const ct_tensor *t, double scale,
                                         int64_t zero_point, int32_t dtype) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_DEFINED(t);
-    c10::ScalarType st;
-    if (ct_status s = quantized_dtype(ct_fn_, dtype, &st)) return s;
-    *out = ct::new_tensor(at::quantize_per_tensor(t->t, scale, zero_point, st));
-    return CT_OK;
+  return quantized_factory(__func__, out, {{"t", t}}, dtype, [&](c10::ScalarType st) {
+    return at::quantize_per_tensor(t->t, scale, zero_point, st);
   });
 }
 
 ct_status ct_tensor_quantize_per_channel(ct_tensor **out, const ct_tensor *t,
                                          const ct_tensor *scales, const ct_tensor *zero_points,
                                          int64_t axis, int32_t dtype) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_DEFINED(t);
-    CT_CHECK_DEFINED(scales);
-    CT_CHECK_DEFINED(zero_points);
-    c10::ScalarType st;
-    if (ct_status s = quantized_dtype(ct_fn_, dtype, &st)) return s;
-    *out = ct::new_tensor(at::quantize_per_channel(t->t, scales->t, zero_points->t, axis, st));
-    return CT_OK;
-  });
+  return quantized_factory(
+      __func__, out, {{"t", t}, {"scales", scales}, {"zero_points", zero_points}}, dtype,
+      [&](c10::ScalarType st) {
+        return at::quantize_per_channel(t->t, scales->t, zero_points->t, axis, st);
+      });
 }
 
 ct_status ct_tensor_make_per_tensor_quantized(ct_tensor **out, const ct_tensor *int_repr,
                                               double scale, int64_t zero_point) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_DEFINED(int_repr);
-    *out = ct::new_tensor(at::_make_per_tensor_quantized_tensor(int_repr->t, scale, zero_point));
-    return CT_OK;
-  });
+  return quantized_factory(
+      __func__, out, {{"int_repr", int_repr}}, kDtypeOfInput, [&](c10::ScalarType) {
+        return at::_make_per_tensor_quantized_tensor(int_repr->t, scale, zero_point);
+      });
 }
 
 ct_status ct_tensor_make_per_channel_quantized(ct_tensor **out, const ct_tensor *int_repr,
                                                const ct_tensor *scales,
                                                const ct_tensor *zero_points, int64_t axis) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_DEFINED(int_repr);
-    CT_CHECK_DEFINED(scales);
-    CT_CHECK_DEFINED(zero_points);
-    *out = ct::new_tensor(
-        at::_make_per_channel_quantized_tensor(int_repr->t, scales->t, zero_points->t, axis));
-    return CT_OK;
-  });
+  return quantized_factory(
+      __func__, out, {{"int_repr", int_repr}, {"scales", scales}, {"zero_points", zero_points}},
+      kDtypeOfInput, [&](c10::ScalarType) {
+        return at::_make_per_channel_quantized_tensor(int_repr->t, scales->t, zero_points->t, axis);
+      });
 }
 
 // ---- Sparse tensors -----------------------------------------------------------

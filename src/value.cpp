@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -69,16 +70,87 @@ ct_status check_items(const char *func, const H *const *items, size_t n) {
   return CT_OK;
 }
 
+// The constructors: checks `out`, then the other arguments (check() returns
+// their status), then stores a new value holding make().
+template <class Check, class Make>
+ct_status construct(const char *ct_fn_, ct_value **out, Check check, Make make) {
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    if (ct_status st = check()) return st;
+    *out = ct::new_value(c10::IValue(make()));
+    return CT_OK;
+  });
+}
+
+// construct() for constructors whose other arguments cannot be wrong.
+template <class Make>
+ct_status construct(const char *ct_fn_, ct_value **out, Make make) {
+  return construct(
+      ct_fn_, out, [] { return CT_OK; }, make);
+}
+
+// construct() from one input handle `h`, named `name` in messages.
+template <class H, class Make>
+ct_status construct(const char *ct_fn_, ct_value **out, const char *name, const H *h, Make make) {
+  return construct(
+      ct_fn_, out,
+      [&] {
+        return h ? CT_OK
+                 : ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", ct_fn_,
+                                 name);
+      },
+      [&] { return make(*h); });
+}
+
+// Container `c` with elem(items[i]) appended for each of the n items.
+template <class Container, class Item, class Elem>
+Container collect(Container c, const Item *items, size_t n, Elem elem) {
+  c.reserve(n);
+  for (size_t i = 0; i < n; ++i) c.push_back(elem(items[i]));
+  return c;
+}
+
 // A List[T] value from a C array (ct_value_int_list and its siblings).
 template <class T, class C>
 ct_status typed_list(const char *ct_fn_, ct_value **out, const C *items, size_t n) {
+  return construct(
+      ct_fn_, out,
+      [&] {
+        return items != nullptr || n == 0
+                   ? CT_OK
+                   : ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                                   "%s: argument 'items' is NULL with n %zu", ct_fn_, n);
+      },
+      [&] { return collect(c10::List<T>(), items, n, [](C x) { return static_cast<T>(x); }); });
+}
+
+// The typed accessors: the value must pass `is` (a test of c10::IValue,
+// `expected` in the message); *out = get(value).
+template <class Out, class Is, class Get>
+ct_status typed_get(const char *ct_fn_, Out *out, const ct_value *v, Is is, const char *expected,
+                    Get get) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
-    CT_CHECK_ARG(items != nullptr || n == 0, "%s: argument 'items' is NULL with n %zu", ct_fn_, n);
-    c10::List<T> l;
-    l.reserve(n);
-    for (size_t i = 0; i < n; ++i) l.push_back(static_cast<T>(items[i]));
-    *out = ct::new_value(c10::IValue(std::move(l)));
+    CT_CHECK_NOT_NULL(v);
+    if (!std::invoke(is, v->v)) return type_error(ct_fn_, expected, v->v);
+    *out = get(v->v);
+    return CT_OK;
+  });
+}
+
+// The dict lookups: find(dict, &value) looks `key` up in a dict value and
+// returns its status; *out = a new value holding what it found.
+template <class Key, class Find>
+ct_status dict_lookup(const char *ct_fn_, ct_value **out, const ct_value *v, const Key *key,
+                      Find find) {
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(v);
+    CT_CHECK_NOT_NULL(key);
+    if (!v->v.isGenericDict()) return type_error(ct_fn_, "dict", v->v);
+    c10::IValue found;
+    if (ct_status st = find(v->v.toGenericDict(), &found)) return st;
+    *out = ct::new_value(std::move(found));
     return CT_OK;
   });
 }
@@ -124,49 +196,23 @@ void ct_value_free(ct_value *v) { delete v; }
 int32_t ct_value_tag(const ct_value *v) { return v ? tag_of(v->v) : -1; }
 
 ct_status ct_value_ref(ct_value **out, const ct_value *v) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(v);
-    *out = ct::new_value(v->v);
-    return CT_OK;
-  });
+  return construct(__func__, out, "v", v, [](const ct_value &x) { return x.v; });
 }
 
 ct_status ct_value_none(ct_value **out) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    *out = ct::new_value(c10::IValue());
-    return CT_OK;
-  });
+  return construct(__func__, out, [] { return c10::IValue(); });
 }
 
 ct_status ct_value_from_bool(ct_value **out, int32_t b) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    *out = ct::new_value(c10::IValue(b != 0));
-    return CT_OK;
-  });
+  return construct(__func__, out, [b] { return b != 0; });
 }
 
 ct_status ct_value_from_int(ct_value **out, int64_t i) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    *out = ct::new_value(c10::IValue(i));
-    return CT_OK;
-  });
+  return construct(__func__, out, [i] { return i; });
 }
 
 ct_status ct_value_from_double(ct_value **out, double d) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    *out = ct::new_value(c10::IValue(d));
-    return CT_OK;
-  });
+  return construct(__func__, out, [d] { return d; });
 }
 
 ct_status ct_value_from_string(ct_value **out, const char *s, size_t len) {
@@ -180,13 +226,7 @@ ct_status ct_value_from_string(ct_value **out, const char *s, size_t len) {
 }
 
 ct_status ct_value_from_tensor(ct_value **out, const ct_tensor *t) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(t);
-    *out = ct::new_value(c10::IValue(t->t));
-    return CT_OK;
-  });
+  return construct(__func__, out, "t", t, [](const ct_tensor &x) { return x.t; });
 }
 
 ct_status ct_value_from_device(ct_value **out, int32_t device_type, int32_t device_index) {
@@ -207,18 +247,14 @@ ct_status ct_value_from_device(ct_value **out, int32_t device_type, int32_t devi
 // method, function or op.
 ct_status ct_value_list(ct_value **out, const ct_value *const *items, size_t n) {
   const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    if (ct_status st = check_items(ct_fn_, items, n)) return st;
-    std::vector<c10::TypePtr> types;
-    types.reserve(n);
-    for (size_t i = 0; i < n; ++i) types.push_back(value_type(items[i]->v));
-    c10::impl::GenericList list(unify_or_any(types));
-    list.reserve(n);
-    for (size_t i = 0; i < n; ++i) list.push_back(items[i]->v);
-    *out = ct::new_value(c10::IValue(std::move(list)));
-    return CT_OK;
-  });
+  return construct(
+      ct_fn_, out, [&] { return check_items(ct_fn_, items, n); },
+      [&] {
+        auto type = [](const ct_value *v) { return value_type(v->v); };
+        auto value = [](const ct_value *v) { return v->v; };
+        auto types = collect(std::vector<c10::TypePtr>(), items, n, type);
+        return collect(c10::impl::GenericList(unify_or_any(types)), items, n, value);
+      });
 }
 
 ct_status ct_value_int_list(ct_value **out, const int64_t *items, size_t n) {
@@ -235,28 +271,22 @@ ct_status ct_value_bool_list(ct_value **out, const int32_t *items, size_t n) {
 
 ct_status ct_value_tensor_list(ct_value **out, const ct_tensor *const *items, size_t n) {
   const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    if (ct_status st = check_items(ct_fn_, items, n)) return st;
-    c10::List<at::Tensor> l;
-    l.reserve(n);
-    for (size_t i = 0; i < n; ++i) l.push_back(items[i]->t);
-    *out = ct::new_value(c10::IValue(std::move(l)));
-    return CT_OK;
-  });
+  return construct(
+      ct_fn_, out, [&] { return check_items(ct_fn_, items, n); },
+      [&] {
+        return collect(c10::List<at::Tensor>(), items, n, [](const ct_tensor *t) { return t->t; });
+      });
 }
 
 ct_status ct_value_tuple(ct_value **out, const ct_value *const *items, size_t n) {
   const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    if (ct_status st = check_items(ct_fn_, items, n)) return st;
-    std::vector<c10::IValue> elems;
-    elems.reserve(n);
-    for (size_t i = 0; i < n; ++i) elems.push_back(items[i]->v);
-    *out = ct::new_value(c10::IValue(c10::ivalue::Tuple::create(std::move(elems))));
-    return CT_OK;
-  });
+  return construct(
+      ct_fn_, out, [&] { return check_items(ct_fn_, items, n); },
+      [&] {
+        auto elems =
+            collect(std::vector<c10::IValue>(), items, n, [](const ct_value *v) { return v->v; });
+        return c10::ivalue::Tuple::create(std::move(elems));
+      });
 }
 
 // Key type: str, int or Tensor (all keys the same kind). Value type: the
@@ -308,64 +338,35 @@ ct_status ct_value_dict(ct_value **out, const ct_value *const *keys, const ct_va
 }
 
 ct_status ct_value_to_bool(int32_t *out, const ct_value *v) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(v);
-    if (!v->v.isBool()) return type_error(ct_fn_, "bool", v->v);
-    *out = v->v.toBool() ? 1 : 0;
-    return CT_OK;
-  });
+  return typed_get(__func__, out, v, &c10::IValue::isBool, "bool",
+                   [](const c10::IValue &x) { return x.toBool() ? 1 : 0; });
 }
 
 ct_status ct_value_to_int(int64_t *out, const ct_value *v) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(v);
-    if (!v->v.isInt()) return type_error(ct_fn_, "int", v->v);
-    *out = v->v.toInt();
-    return CT_OK;
-  });
+  return typed_get(__func__, out, v, &c10::IValue::isInt, "int",
+                   [](const c10::IValue &x) { return x.toInt(); });
 }
 
 ct_status ct_value_to_double(double *out, const ct_value *v) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(v);
-    if (v->v.isDouble())
-      *out = v->v.toDouble();
-    else if (v->v.isInt())
-      *out = static_cast<double>(v->v.toInt());
-    else
-      return type_error(ct_fn_, "double (or int)", v->v);
-    return CT_OK;
-  });
+  return typed_get(
+      __func__, out, v, [](const c10::IValue &x) { return x.isDouble() || x.isInt(); },
+      "double (or int)",
+      [](const c10::IValue &x) {
+        return x.isDouble() ? x.toDouble() : static_cast<double>(x.toInt());
+      });
 }
 
 ct_status ct_value_to_string(const char **out, size_t *len, const ct_value *v) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(v);
-    if (!v->v.isString()) return type_error(ct_fn_, "string", v->v);
-    const std::string &s = v->v.toStringRef();
-    *out = s.c_str();
+  return typed_get(__func__, out, v, &c10::IValue::isString, "string", [len](const c10::IValue &x) {
+    const std::string &s = x.toStringRef();
     if (len) *len = s.size();
-    return CT_OK;
+    return s.c_str();
   });
 }
 
 ct_status ct_value_to_tensor(ct_tensor **out, const ct_value *v) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(v);
-    if (!v->v.isTensor()) return type_error(ct_fn_, "tensor", v->v);
-    *out = ct::new_tensor(v->v.toTensor());
-    return CT_OK;
-  });
+  return typed_get(__func__, out, v, &c10::IValue::isTensor, "tensor",
+                   [](const c10::IValue &x) { return ct::new_tensor(x.toTensor()); });
 }
 
 ct_status ct_value_to_device(int32_t *device_type, int32_t *device_index, const ct_value *v) {
@@ -387,25 +388,17 @@ ct_status ct_value_to_device(int32_t *device_type, int32_t *device_index, const 
 }
 
 ct_status ct_value_to_module(ct_module **out, const ct_value *v) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(v);
-    if (!v->v.isObject() || !v->v.toObjectRef().type()->is_module())
-      return type_error(ct_fn_, "a module object", v->v);
-    *out = new ct_module{torch::jit::Module(v->v.toObject()), {}};
-    return CT_OK;
-  });
+  return typed_get(
+      __func__, out, v,
+      [](const c10::IValue &x) { return x.isObject() && x.toObjectRef().type()->is_module(); },
+      "a module object",
+      [](const c10::IValue &x) {
+        return new ct_module{torch::jit::Module(x.toObject()), {}};
+      });
 }
 
 ct_status ct_value_from_module(ct_value **out, const ct_module *m) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(m);
-    *out = ct::new_value(c10::IValue(m->m._ivalue()));
-    return CT_OK;
-  });
+  return construct(__func__, out, "m", m, [](const ct_module &x) { return x.m._ivalue(); });
 }
 
 ct_status ct_value_len(size_t *out, const ct_value *v) {
@@ -474,12 +467,7 @@ ct_status ct_value_dict_item(ct_value **key, ct_value **value, const ct_value *v
 
 ct_status ct_value_dict_get(ct_value **out, const ct_value *v, const ct_value *key) {
   const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(v);
-    CT_CHECK_NOT_NULL(key);
-    if (!v->v.isGenericDict()) return type_error(ct_fn_, "dict", v->v);
-    auto d = v->v.toGenericDict();
+  return dict_lookup(ct_fn_, out, v, key, [&](const c10::impl::GenericDict &d, c10::IValue *found) {
     const c10::IValue &k = key->v;
     if (!(k.isString() || k.isInt() || k.isTensor() || k.isDouble() || k.isBool()))
       return type_error(ct_fn_, "a string, int or tensor key", k);
@@ -492,19 +480,14 @@ ct_status ct_value_dict_get(ct_value **out, const ct_value *v, const ct_value *k
         os << k;
       return ct::set_error(CT_ERR_NOT_FOUND, "%s: key %s not found", ct_fn_, os.str().c_str());
     }
-    *out = ct::new_value(it->value());
+    *found = it->value();
     return CT_OK;
   });
 }
 
 ct_status ct_value_dict_get_str(ct_value **out, const ct_value *v, const char *key) {
   const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(v);
-    CT_CHECK_NOT_NULL(key);
-    if (!v->v.isGenericDict()) return type_error(ct_fn_, "dict", v->v);
-    auto d = v->v.toGenericDict();
+  return dict_lookup(ct_fn_, out, v, key, [&](const c10::impl::GenericDict &d, c10::IValue *found) {
     if (d.keyType()->kind() != c10::StringType::Kind && d.keyType()->kind() != c10::AnyType::Kind &&
         d.size() > 0)
       return ct::set_error(CT_ERR_TYPE, "%s: dict has %s keys, not str", ct_fn_,
@@ -512,7 +495,7 @@ ct_status ct_value_dict_get_str(ct_value **out, const ct_value *v, const char *k
     auto it = d.find(c10::IValue(std::string(key)));
     if (it == d.end())
       return ct::set_error(CT_ERR_NOT_FOUND, "%s: key '%s' not found", ct_fn_, key);
-    *out = ct::new_value(it->value());
+    *found = it->value();
     return CT_OK;
   });
 }

@@ -43,6 +43,23 @@ def last_capsule(rec):
     return rec.calls[-1]["_capsule"]
 
 
+def export_3x4(dt, consumer):
+    """A 3x4 ctorch tensor of dtype `dt`, what `consumer` (np.from_dlpack or
+    torch.from_dlpack) makes of it, and the Recorder between them."""
+    t = ctorch.arange(12).reshape(3, 4).to(ctorch.get_dtype(dt))
+    rec = Recorder(t)
+    return t, consumer(rec), rec
+
+
+def assert_writes_shared(t, other):
+    """ctorch tensor `t` and the numpy array or torch tensor `other` are one
+    buffer: a write on either side is seen on the other."""
+    t[0, 1] = 5
+    assert other[0, 1].item() == 5
+    other[2, 3] = 3
+    assert t[2, 3].item() == 3
+
+
 @pytest.mark.parametrize("dt", DTYPES)
 def test_numpy_to_ctorch(dt):
     a = (np.arange(12) % 7).astype(dt).reshape(3, 4)
@@ -53,17 +70,12 @@ def test_numpy_to_ctorch(dt):
     assert last_capsule(rec) == ("dltensor_versioned" if NUMPY2 else "dltensor")
     assert t.data_ptr() == a.ctypes.data and t.shape == (3, 4)
     assert t.dtype is ctorch.get_dtype(dt)
-    t[0, 1] = 5
-    assert a[0, 1] == 5
-    a[2, 3] = 3
-    assert t[2, 3].item() == 3
+    assert_writes_shared(t, a)
 
 
 @pytest.mark.parametrize("dt", DTYPES)
 def test_ctorch_to_numpy(dt):
-    t = ctorch.arange(12).reshape(3, 4).to(ctorch.get_dtype(dt))
-    rec = Recorder(t)
-    a = np.from_dlpack(rec)
+    t, a, rec = export_3x4(dt, np.from_dlpack)
     if NUMPY2:
         # numpy 2.x asks for max_version (1, 0) or newer; ctorch gives versioned.
         assert tuple(rec.calls[-1]["max_version"]) >= (1, 0)
@@ -95,24 +107,18 @@ def test_torch_to_ctorch(dt):
     # try), so the capsule is legacy on both legs.
     assert last_capsule(rec) == "dltensor"
     assert t.data_ptr() == x.data_ptr()
-    t[0, 0] = 7
-    assert x[0, 0].item() == 7
-    x[2, 2] = 1
-    assert t[2, 2].item() == 1
+    assert_writes_shared(t, x)
 
 
 @pytest.mark.parametrize("dt", DTYPES)
 def test_ctorch_to_torch(dt):
-    t = ctorch.arange(12).reshape(3, 4).to(ctorch.get_dtype(dt))
-    rec = Recorder(t)
-    x = torch.from_dlpack(rec)
+    t, x, rec = export_3x4(dt, torch.from_dlpack)
     # torch 2.6 accepts only legacy capsules: ctorch must give one when the
     # consumer does not pass max_version.
     assert last_capsule(rec) == "dltensor"
     assert x.data_ptr() == t.data_ptr()
     assert torch.equal(x, torch.arange(12).reshape(3, 4).to(getattr(torch, dt)))
-    x[1, 2] = 4
-    assert t[1, 2].item() == 4
+    assert_writes_shared(t, x)
 
 
 def test_numpy_to_ctorch_to_torch_and_back_is_one_buffer():

@@ -144,18 +144,17 @@ function _store_new_handle!(slots::Ptr{Ptr{Cvoid}}, i::Int, t)
     end
 end
 
-function _forward_trampoline(ctx::Ptr{Cvoid}, inputs::Ptr{Ptr{Cvoid}}, n_in::Csize_t,
-                             outputs::Ptr{Ptr{Cvoid}}, n_out::Csize_t)::Int32
+# Both trampolines: every result slot starts NULL; `run(state)` calls the
+# user's function and returns one Tensor (or `nothing`) per slot, which get
+# new handles. A Julia exception becomes CT_ERR_CALLBACK.
+function _run_trampoline(run, ctx::Ptr{Cvoid}, slots::Ptr{Ptr{Cvoid}}, n::Csize_t)::Int32
     try
-        st = _state_of(ctx)
-        xs = [_borrowed_tensor(unsafe_load(inputs, i)) for i in 1:Int(n_in)]
-        res = st.forward(st.ctx, xs...)
-        outs = res isa Tensor ? (res,) : Tuple(res)
-        length(outs) == n_out ||
-            throw(ArgumentError("forward returned $(length(outs)) tensors, expected $(Int(n_out))"))
-        for i in 1:Int(n_out)
-            outs[i] isa Tensor || throw(ArgumentError("forward must return Tensors, got $(typeof(outs[i]))"))
-            _store_new_handle!(outputs, i, outs[i])
+        for i in 1:Int(n)
+            unsafe_store!(slots, C_NULL, i)
+        end
+        results = run(_state_of(ctx))
+        for i in 1:Int(n)
+            _store_new_handle!(slots, i, results[i])
         end
         return CT_OK
     catch e
@@ -163,24 +162,31 @@ function _forward_trampoline(ctx::Ptr{Cvoid}, inputs::Ptr{Ptr{Cvoid}}, n_in::Csi
     end
 end
 
+_borrowed_tensors(handles::Ptr{Ptr{Cvoid}}, n::Csize_t) =
+    [_borrowed_tensor(unsafe_load(handles, i)) for i in 1:Int(n)]
+
+function _forward_trampoline(ctx::Ptr{Cvoid}, inputs::Ptr{Ptr{Cvoid}}, n_in::Csize_t,
+                             outputs::Ptr{Ptr{Cvoid}}, n_out::Csize_t)::Int32
+    return _run_trampoline(ctx, outputs, n_out) do st
+        res = st.forward(st.ctx, _borrowed_tensors(inputs, n_in)...)
+        outs = res isa Tensor ? (res,) : Tuple(res)
+        length(outs) == n_out ||
+            throw(ArgumentError("forward returned $(length(outs)) tensors, expected $(Int(n_out))"))
+        for o in outs
+            o isa Tensor || throw(ArgumentError("forward must return Tensors, got $(typeof(o))"))
+        end
+        return outs
+    end
+end
+
 function _backward_trampoline(ctx::Ptr{Cvoid}, grad_outputs::Ptr{Ptr{Cvoid}}, n_out::Csize_t,
                               grad_inputs::Ptr{Ptr{Cvoid}}, n_in::Csize_t)::Int32
-    try
-        for i in 1:Int(n_in)
-            unsafe_store!(grad_inputs, C_NULL, i)
-        end
-        st = _state_of(ctx)
-        gs = [_borrowed_tensor(unsafe_load(grad_outputs, i)) for i in 1:Int(n_out)]
-        res = st.backward(st.ctx, gs...)
+    return _run_trampoline(ctx, grad_inputs, n_in) do st
+        res = st.backward(st.ctx, _borrowed_tensors(grad_outputs, n_out)...)
         gins = (res isa Tensor || res === nothing) ? (res,) : Tuple(res)
         length(gins) == n_in ||
             throw(ArgumentError("backward returned $(length(gins)) gradients, expected $(Int(n_in)) (one per input)"))
-        for i in 1:Int(n_in)
-            _store_new_handle!(grad_inputs, i, gins[i])
-        end
-        return CT_OK
-    catch e
-        return _callback_failed(e, catch_backtrace())
+        return gins
     end
 end
 

@@ -125,13 +125,8 @@ function call(m::ScriptModule, method::Union{AbstractString,Symbol}, args...; kw
         r = _forward_tensors(m, args, String(method))
         r === nothing || return r
     end
-    out = Ref{Ptr{Cvoid}}(C_NULL)
-    _with_values(collect(Any, args)) do ap
-        _with_kwargs(kw) do kn, kv
-            check(ct_module_call(out, m, String(method), ap, length(ap), kn, kv, length(kn)))
-        end
-    end
-    return from_value(out[])
+    name = String(method)
+    return from_value(_call_with_values((out, a...) -> ct_module_call(out, m, name, a...), args, kw))
 end
 
 (m::ScriptModule)(method::Symbol, args...; kw...) = call(m, method, args...; kw...)
@@ -265,12 +260,7 @@ function Script(source::AbstractString)
 end
 functions(s::Script) = from_value(@_newvalue ct_script_functions(out, s))
 function call(s::Script, fn::Union{AbstractString,Symbol}, args...; kw...)
-    out = Ref{Ptr{Cvoid}}(C_NULL)
-    _with_values(collect(Any, args)) do ap
-        _with_kwargs(kw) do kn, kv
-            check(ct_script_call(out, s, String(fn), ap, length(ap), kn, kv, length(kn)))
-        end
-    end
-    return from_value(out[])
+    name = String(fn)
+    return from_value(_call_with_values((out, a...) -> ct_script_call(out, s, name, a...), args, kw))
 end
 (s::Script)(fn::Symbol, args...; kw...) = call(s, fn, args...; kw...)

@@ -132,15 +132,8 @@ const _FastArg = Union{Tensor,Real}
     return out[]
 end
 
-function _call_generic(p::Ptr{Cvoid}, args::Tuple, kw)
-    out = Ref{Ptr{Cvoid}}(C_NULL)
-    _with_values(collect(Any, args)) do ap
-        _with_kwargs(kw) do kn, kv
-            check(ct_op_call(out, p, ap, length(ap), kn, kv, length(kn)))
-        end
-    end
-    return out[]
-end
+_call_generic(p::Ptr{Cvoid}, args::Tuple, kw) =
+    _call_with_values((out, a...) -> ct_op_call(out, p, a...), args, kw)
 
 @inline function (o::Op)(args...; kw...)
     if isempty(kw) && args isa Tuple{Tensor,Vararg{Tensor}} &&

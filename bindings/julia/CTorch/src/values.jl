@@ -126,6 +126,18 @@ function _with_kwargs(f, kw)
     end
 end
 
+# Runs a C call with value arguments and keyword arguments, given as
+# `cfn(out, args, nargs, kwnames, kwvalues, nkw)`; returns the ct_value* it made.
+function _call_with_values(cfn, args::Tuple, kw)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    _with_values(collect(Any, args)) do ap
+        _with_kwargs(kw) do kn, kv
+            check(cfn(out, ap, length(ap), kn, kv, length(kn)))
+        end
+    end
+    return out[]
+end
+
 # ---- ct_value* -> Julia -----------------------------------------------------------------
 
 """
