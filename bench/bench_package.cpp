@@ -30,12 +30,12 @@
 namespace {
 using Clock = std::chrono::steady_clock;
 
-double median(std::vector<double> v) {
+[[maybe_unused]] double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-#define CHECK(call)                                                                   \
+#define CT_CHECK_OK(call)                                                             \
   do {                                                                                \
     ct_status st_ = (call);                                                           \
     if (st_ != CT_OK) {                                                               \
@@ -62,9 +62,9 @@ int main(int argc, char **argv) {
   torch::manual_seed(0);
 
   ct_package *p = nullptr;
-  CHECK(ct_package_load(&p, argv[1], nullptr));
+  CT_CHECK_OK(ct_package_load(&p, argv[1], nullptr));
   int32_t dev_type = 0, dev_index = -1;
-  CHECK(ct_package_device(&dev_type, &dev_index, p));
+  CT_CHECK_OK(ct_package_device(&dev_type, &dev_index, p));
   const bool cuda = dev_type == CT_DEVICE_CUDA;
   // A CUDA package (tests/gpu/run.sh) takes CUDA inputs; every timed call
   // then ends with a device synchronisation, for both variants.
@@ -73,12 +73,12 @@ int main(int argc, char **argv) {
   torch::inductor::AOTIModelPackageLoader loader(argv[1], "model");
   std::vector<at::Tensor> in{x};
   ct_tensor *cx = nullptr;
-  CHECK(ct_tensor_from_blob(&cx, x.data_ptr(), sizes.data(), sizes.size(), nullptr, CT_FLOAT32,
-                            cuda ? CT_DEVICE_CUDA : CT_DEVICE_CPU, cuda ? x.device().index() : -1,
-                            nullptr, nullptr));
+  CT_CHECK_OK(ct_tensor_from_blob(&cx, x.data_ptr(), sizes.data(), sizes.size(), nullptr,
+                                  CT_FLOAT32, cuda ? CT_DEVICE_CUDA : CT_DEVICE_CPU,
+                                  cuda ? x.device().index() : -1, nullptr, nullptr));
   const ct_tensor *cin[1] = {cx};
   auto sync = [&] {
-    if (cuda) CHECK(ct_cuda_synchronize(-1));
+    if (cuda) CT_CHECK_OK(ct_cuda_synchronize(-1));
   };
 
   auto run_cpp = [&] {
@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
   auto run_ct = [&] {
     ct_tensor *out[4];
     size_t n = 0;
-    CHECK(ct_package_run(out, 4, &n, p, cin, 1));
+    CT_CHECK_OK(ct_package_run(out, 4, &n, p, cin, 1));
     sync();
     void *d = ct_tensor_data_ptr(out[0]);
     for (size_t i = 0; i < n; ++i) ct_tensor_free(out[i]);
@@ -101,8 +101,8 @@ int main(int argc, char **argv) {
     at::Tensor ref = loader.run(in)[0].cpu().contiguous();
     ct_tensor *out[4], *host = nullptr;
     size_t n = 0;
-    CHECK(ct_package_run(out, 4, &n, p, cin, 1));
-    CHECK(ct_tensor_to(&host, out[0], CT_DEVICE_CPU, -1, CT_FLOAT32, 0, 1));
+    CT_CHECK_OK(ct_package_run(out, 4, &n, p, cin, 1));
+    CT_CHECK_OK(ct_tensor_to(&host, out[0], CT_DEVICE_CPU, -1, CT_FLOAT32, 0, 1));
     int64_t numel = ct_tensor_numel(host);
     const float *a = static_cast<const float *>(ct_tensor_data_ptr(host));
     const float *b = ref.data_ptr<float>();

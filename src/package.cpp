@@ -209,12 +209,6 @@ ct_status load_file(const char *func, ct_package **out, const std::string &path,
   return CT_OK;
 }
 
-c10::IValue string_list_value(const std::vector<std::string> &strings) {
-  c10::List<std::string> l;
-  for (const auto &s : strings) l.push_back(s);
-  return c10::IValue(std::move(l));
-}
-
 #if CTORCH_AOTI_EMPLACE_RUNTIME
 // The update on LibTorch 2.6 (see CTORCH_AOTI_EMPLACE_RUNTIME): the first one
 // fills the still-empty inactive buffer with copies the runtime then owns,
@@ -268,6 +262,29 @@ ct_status replace_constants_2_6(const char *func, ct_package *p,
 #endif
 
 #endif
+
+[[maybe_unused]] c10::IValue string_list_value(const std::vector<std::string> &strings) {
+  c10::List<std::string> l;
+  for (const auto &s : strings) l.push_back(s);
+  return c10::IValue(std::move(l));
+}
+
+// The accessors that return one new value made from the package (make takes
+// the package; generic, so that it is compiled only with AOTInductor).
+template <class Make>
+ct_status package_value(const char *ct_fn_, ct_value **out, const ct_package *p, Make make) {
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(p);
+#if CTORCH_HAVE_AOTI
+    *out = ct::new_value(make(*p));
+    return CT_OK;
+#else
+    (void)make;
+    return not_supported(ct_fn_);
+#endif
+  });
+}
 
 }  // namespace
 
@@ -373,50 +390,24 @@ ct_status ct_package_run(ct_tensor **outputs, size_t n_outputs, size_t *n_return
 }
 
 ct_status ct_package_metadata(ct_value **out, const ct_package *p) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(p);
-#if CTORCH_HAVE_AOTI
+  return package_value(__func__, out, p, [](const auto &pk) {
     std::vector<std::string> keys;
-    for (const auto &kv : p->metadata) keys.push_back(kv.first);
+    for (const auto &kv : pk.metadata) keys.push_back(kv.first);
     std::sort(keys.begin(), keys.end());
     c10::Dict<std::string, std::string> d;
-    for (const auto &k : keys) d.insert(k, p->metadata.at(k));
-    *out = ct::new_value(c10::IValue(std::move(d)));
-    return CT_OK;
-#else
-    return not_supported(ct_fn_);
-#endif
+    for (const auto &k : keys) d.insert(k, pk.metadata.at(k));
+    return c10::IValue(std::move(d));
   });
 }
 
 ct_status ct_package_call_spec(ct_value **out, const ct_package *p) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(p);
-#if CTORCH_HAVE_AOTI
-    *out = ct::new_value(string_list_value(p->call_spec));
-    return CT_OK;
-#else
-    return not_supported(ct_fn_);
-#endif
-  });
+  return package_value(__func__, out, p,
+                       [](const auto &pk) { return string_list_value(pk.call_spec); });
 }
 
 ct_status ct_package_constant_names(ct_value **out, const ct_package *p) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(p);
-#if CTORCH_HAVE_AOTI
-    *out = ct::new_value(string_list_value(p->constant_names));
-    return CT_OK;
-#else
-    return not_supported(ct_fn_);
-#endif
-  });
+  return package_value(__func__, out, p,
+                       [](const auto &pk) { return string_list_value(pk.constant_names); });
 }
 
 ct_status ct_package_update_constants(ct_package *p, const char *const *names,
