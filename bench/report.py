@@ -524,6 +524,17 @@ def main():
         body.p("</details>")
         body.p()
     python_group(body, py, ov)
+    prof = read(os.path.join(a.out, "python_profile.txt")).strip()
+    if prof:
+        body.p("<details><summary>Python profile (bench/profile_python.py: the pieces of the "
+               "missed Python rows)</summary>")
+        body.p()
+        body.p("```")
+        body.p(prof)
+        body.p("```")
+        body.p()
+        body.p("</details>")
+        body.p()
     julia_group(body, jl, ov)
     package_group(body, a.out)
     scale_group(body, ov)

@@ -74,6 +74,12 @@ else
   echo "skipped: bench/bench_python.py or /usr/bin/python3 with torch missing" | tee "$OUT/python.txt"
 fi
 
+step "Python profile (bench/profile_python.py: where x + y, numpy(), from_numpy spend it)"
+if /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then
+  CTORCH_LIBRARY=$LIB timeout 300 /usr/bin/python3 bench/profile_python.py \
+    --json "$OUT/python_profile.json" 2>&1 | tee "$OUT/python_profile.txt"
+fi
+
 step "Julia (bench/bench_julia.jl)"
 if [ -f bench/bench_julia.jl ] && command -v julia >/dev/null 2>&1; then
   PRE=/lib/x86_64-linux-gnu/libgcc_s.so.1

@@ -9,6 +9,7 @@ AOTInductor packages (.pt2) come from CTORCH_TEST_PACKAGES (tests/models/make_pa
 with a LibTorch >= 2.6 `inspect`, `run` and `bench` are checked on them; with an older one
 the not-supported path is checked instead.
 """
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -28,6 +29,13 @@ def ctorch(*args, check=None):
     if check is not None:
         assert r.returncode == check, f"ctorch {args}: exit {r.returncode}\n{r.stdout}\n{r.stderr}"
     return r
+
+
+def ctorch_all(arg_lists, check=None):
+    """ctorch once per argument list, two at a time (each start loads LibTorch,
+    about a second here); the results in order."""
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        return list(pool.map(lambda args: ctorch(*args, check=check), arg_lists))
 
 
 def model(name):
@@ -52,38 +60,38 @@ class Help(unittest.TestCase):
         self.assertTrue(torch.__version__.startswith(v.split("LibTorch ")[1].rstrip(")\n")), v)
 
     def test_every_subcommand(self):
-        for sub in ("info", "inspect", "run", "bench", "verify"):
-            for flag in ("--help", "-h"):
-                r = ctorch(sub, flag, check=0)
-                self.assertTrue(r.stdout.startswith(f"Usage: ctorch {sub}"), r.stdout)
-                self.assertEqual(r.stderr, "")
+        cases = [(sub, flag) for sub in ("info", "inspect", "run", "bench", "verify")
+                 for flag in ("--help", "-h")]
+        for (sub, _), r in zip(cases, ctorch_all(cases, check=0)):
+            self.assertTrue(r.stdout.startswith(f"Usage: ctorch {sub}"), r.stdout)
+            self.assertEqual(r.stderr, "")
 
     def test_usage_errors_exit_2(self):
-        for args, msg in [(("info", "--bogus"), "unknown argument '--bogus'"),
-                          (("inspect",), "no model file given"),
-                          (("inspect", "a.pt", "b.pt"), "one model file only"),
-                          (("run",), "no model file given"),
-                          (("run", model("gate"), "--method"), "--method needs a value"),
-                          (("run", model("gate"), "--device", "tpu"), "bad device 'tpu'"),
-                          (("bench", model("gate"), "--iters", "0"), "bad value '0' for --iters"),
-                          (("bench", model("gate"), "--warmup", "x"), "bad value 'x' for --warmup"),
-                          (("bench", model("gate"), "--frob"), "unknown option '--frob'"),
-                          (("inspect", "a.pt2", "--model-name"), "--model-name needs a value"),
-                          (("inspect", model("gate"), "--model-name", "m"),
-                           "--model-name applies to AOTInductor packages"),
-                          (("run", model("gate"), "--model-name", "m"),
-                           "--model-name applies to AOTInductor packages"),
-                          (("run", "m.pt2", "--method", "encode"),
-                           "--method does not apply to an AOTInductor package"),
-                          (("bench", "m.pt2", "--eval"),
-                           "--eval does not apply to an AOTInductor package"),
-                          (("verify",), "no file given"),
-                          (("verify", "--frob", "x.pt"), "unknown option '--frob'"),
-                          (("verify", "--module", "--pickle", "x.pt"),
-                           "--module and --pickle exclude each other"),
-                          (("verify", "x.pt", "--timeout"), "--timeout needs a value"),
-                          (("verify", "x.pt", "--timeout", "soon"), "bad timeout 'soon'")]:
-            r = ctorch(*args, check=2)
+        cases = [(("info", "--bogus"), "unknown argument '--bogus'"),
+                 (("inspect",), "no model file given"),
+                 (("inspect", "a.pt", "b.pt"), "one model file only"),
+                 (("run",), "no model file given"),
+                 (("run", model("gate"), "--method"), "--method needs a value"),
+                 (("run", model("gate"), "--device", "tpu"), "bad device 'tpu'"),
+                 (("bench", model("gate"), "--iters", "0"), "bad value '0' for --iters"),
+                 (("bench", model("gate"), "--warmup", "x"), "bad value 'x' for --warmup"),
+                 (("bench", model("gate"), "--frob"), "unknown option '--frob'"),
+                 (("inspect", "a.pt2", "--model-name"), "--model-name needs a value"),
+                 (("inspect", model("gate"), "--model-name", "m"),
+                  "--model-name applies to AOTInductor packages"),
+                 (("run", model("gate"), "--model-name", "m"),
+                  "--model-name applies to AOTInductor packages"),
+                 (("run", "m.pt2", "--method", "encode"),
+                  "--method does not apply to an AOTInductor package"),
+                 (("bench", "m.pt2", "--eval"),
+                  "--eval does not apply to an AOTInductor package"),
+                 (("verify",), "no file given"),
+                 (("verify", "--frob", "x.pt"), "unknown option '--frob'"),
+                 (("verify", "--module", "--pickle", "x.pt"),
+                  "--module and --pickle exclude each other"),
+                 (("verify", "x.pt", "--timeout"), "--timeout needs a value"),
+                 (("verify", "x.pt", "--timeout", "soon"), "bad timeout 'soon'")]
+        for (_, msg), r in zip(cases, ctorch_all([args for args, _ in cases], check=2)):
             self.assertIn(msg, r.stderr)
             self.assertIn("--help", r.stderr)
 
