@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 # Object files are cached by path relative to the checkout, so a fresh clone
 # elsewhere still hits the cache a previous run filled.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(pwd)}"
+# -g builds would otherwise hash the build directory's absolute path (no hit
+# from another clone), and the precompiled header needs the PCH sloppiness.
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
 t0=$(date +%s)
 stage() { echo "test.sh: $1 done at $(( $(date +%s) - t0 )) s"; }
 ./scripts/setup.sh
