@@ -1004,8 +1004,9 @@ CT_API ct_status ct_op_num_returns(size_t *out, const ct_op *op, size_t overload
 CT_API ct_status ct_op_return(const char **name, const char **type, const ct_op *op,
                               size_t overload, size_t i);
 
-/* Calls the operator. Arguments of type ScalarType (e.g. `dtype=`) take ctorch
- * dtype codes (CT_FLOAT64, ...); Layout and MemoryFormat take torch's own
+/* Calls the operator. Arguments of type ScalarType (e.g. `dtype=`), and int
+ * arguments named dtype (TorchScript's prim overloads), take ctorch dtype
+ * codes (CT_FLOAT64, ...); Layout and MemoryFormat take torch's own
  * numbers. args: n positional values; kwnames/kwvalues: nkw keyword
  * arguments; missing arguments take their defaults. Python-like coercions
  * apply (int for float, list for int[], a tensor for Scalar is not allowed).

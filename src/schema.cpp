@@ -5,7 +5,8 @@
 //
 // Arguments whose schema type is ScalarType (dtype=...) take ctorch's dtype
 // codes (CT_FLOAT64, ...), as everywhere else in the C ABI; they are
-// translated to torch's ScalarType. Layout and MemoryFormat arguments take
+// translated to torch's ScalarType (so do int arguments named dtype, see
+// is_scalar_type_arg). Layout and MemoryFormat arguments take
 // torch's own integer values (ctorch has no codes for them).
 #include "schema.h"
 
@@ -49,10 +50,15 @@ static bool is_int_list_type(TypePtr t) {
          t->castRaw<c10::ListType>()->getElementType()->kind() == TypeKind::IntType;
 }
 
+// A ScalarType argument, or an int one named dtype: TorchScript's prim
+// overloads (aten::to.prim_dtype(Tensor self, int? dtype, ...)) take torch's
+// ScalarType as a plain int and pass it on unchecked (a bad one crashed inside
+// LibTorch; found by fuzz_op_call), so they take ctorch's codes too.
 bool is_scalar_type_arg(const c10::Argument &a) {
   TypePtr t = a.real_type();
   if (t->kind() == TypeKind::OptionalType) t = t->castRaw<c10::OptionalType>()->getElementType();
-  return t->kind() == TypeKind::ScalarTypeType;
+  return t->kind() == TypeKind::ScalarTypeType ||
+         (t->kind() == TypeKind::IntType && a.name() == "dtype");
 }
 
 // Layout or MemoryFormat (optional or not): name and number of valid codes
@@ -363,7 +369,8 @@ ct_status bind_call(const c10::FunctionSchema &schema, const ct_value *const *ar
     const char *enum_name = nullptr;
     if (v.isInt() && is_scalar_type_arg(p)) {
       c10::ScalarType st;
-      if (!ct::to_scalar_type(static_cast<int32_t>(v.toInt()), &st)) {
+      if (v.toInt() < INT32_MIN || v.toInt() > INT32_MAX ||
+          !ct::to_scalar_type(static_cast<int32_t>(v.toInt()), &st)) {
         stack->resize(base);
         *why = name() + ": argument '" + p.name() + "': unknown dtype code " +
                std::to_string(v.toInt());

@@ -731,6 +731,40 @@ static void test_schema_default_type(void **state) {
       noop_op, NULL));
 }
 
+/* Found by fuzz_op_call: aten::to(t, INT64_MAX) chose TorchScript's
+   to.prim_dtype(Tensor self, int? dtype, ...), which hands a raw int to
+   LibTorch as a ScalarType (a crash; and 9 meant complex64, not CT_FLOAT32).
+   An int dtype argument takes ctorch's codes and is checked like ScalarType. */
+static void test_int_dtype_argument(void **state) {
+  (void)state;
+  ct_tensor *t = NULL;
+  const double one = 1.5;
+  CT_OK_OR_FAIL(ct_tensor_from_data(&t, &one, NULL, 0, CT_FLOAT64, CT_DEVICE_CPU, -1));
+  ct_value *args[2] = {NULL, NULL}, *out = (ct_value *)0x1;
+  CT_OK_OR_FAIL(ct_value_from_tensor(&args[0], t));
+  const int64_t bad[] = {INT64_MAX, INT64_MIN, -1, 0, 200, ((int64_t)1 << 32) + CT_FLOAT32};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    CT_OK_OR_FAIL(ct_value_from_int(&args[1], bad[i]));
+    CT_EXPECT_ERROR(
+        ct_op_call_name(&out, "aten::to", (const ct_value *const *)args, 2, NULL, NULL, 0),
+        CT_ERR_TYPE, "unknown dtype code");
+    assert_ptr_equal(out, (ct_value *)0x1);
+    ct_value_free(args[1]);
+  }
+  /* A ctorch code means that dtype, through whichever overload is chosen. */
+  CT_OK_OR_FAIL(ct_value_from_int(&args[1], CT_FLOAT32));
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::to", (const ct_value *const *)args, 2, NULL, NULL, 0));
+  ct_tensor *r = NULL;
+  CT_OK_OR_FAIL(ct_value_to_tensor(&r, out));
+  assert_int_equal(ct_tensor_dtype(r), CT_FLOAT32);
+  assert_true(*(const float *)ct_tensor_data_ptr(r) == 1.5f);
+  ct_tensor_free(r);
+  ct_value_free(out);
+  ct_value_free(args[1]);
+  ct_value_free(args[0]);
+  ct_tensor_free(t);
+}
+
 static void test_enum_codes(void **state) {
   (void)state;
   ct_value *sizes = NULL, *bad = NULL, *out = (ct_value *)0x1;
@@ -805,6 +839,7 @@ int main(void) {
       cmocka_unit_test(test_malformed_module_tensor),
       cmocka_unit_test(test_schema_default_type),
       cmocka_unit_test(test_enum_codes),
+      cmocka_unit_test(test_int_dtype_argument),
       cmocka_unit_test(test_unknown_keyword_message),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
