@@ -157,10 +157,11 @@ else
     -DCTORCH_BUILD_EXAMPLES=OFF -DCTORCH_BUILD_BENCH=ON >/dev/null
   ninja -C build bench_package
   python3 tests/models/make_packages.py --bench /tmp/pt2
-  build/bench/bench_package /tmp/pt2/convnet.pt2 1 3 64 64 | tee build/package.txt
+  build/bench/bench_package /tmp/pt2/convnet.pt2 1 3 64 64 > build/package.txt
   if [ -f /tmp/pt2/resnet18.pt2 ]; then
-    build/bench/bench_package /tmp/pt2/resnet18.pt2 1 3 224 224 | tee -a build/package.txt
-  fi'
+    build/bench/bench_package /tmp/pt2/resnet18.pt2 1 3 224 224 >> build/package.txt
+  fi
+  cat build/package.txt'
 fi
 chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
   CCACHE_DIR=/ccache CCACHE_BASEDIR=/src sh -eu -c "
