@@ -1111,6 +1111,12 @@ static int cmd_run(int argc, char **argv) {
     }
     rc = flatten(outs, &n, res, "output");
   }
+  if (!rc) { /* refuse before writing any file, so no -o file is left half-done */
+    size_t n_tensors = 0;
+    for (i = 0; i < n; i++) n_tensors += ct_value_tag(outs[i].v) == CT_VALUE_TENSOR;
+    if (n_tensors < o.n_outs)
+      rc = fail("%zu -o file(s) given but the model returned %zu tensor(s)", o.n_outs, n_tensors);
+  }
   for (i = 0; i < n; i++) {
     if (!rc) {
       if (ct_value_tag(outs[i].v) == CT_VALUE_TENSOR) {
@@ -1135,8 +1141,6 @@ static int cmd_run(int argc, char **argv) {
     }
     ct_value_free(outs[i].v);
   }
-  if (!rc && next_out < o.n_outs)
-    rc = fail("%zu -o file(s) given but the model returned %zu tensor(s)", o.n_outs, next_out);
   model_free(&t);
   return rc;
 }

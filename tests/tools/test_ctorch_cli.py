@@ -267,13 +267,16 @@ class Run(unittest.TestCase):
             (("run", model("gate"), "3x4:float32:pink"), "unknown fill 'pink'", None),
             (("run", model("gate"), "nonsense"), "expected FILE.npy or SHAPE:DTYPE", None),
             (("run", model("gate"), "/nonexistent.npy"), "No such file", None),
-            (("run", model("gate"), x, "-o", "a.npy", "-o", "b.npy"), "2 -o file(s) given", None),
         ]
+        a_out, b_out = (os.path.join(self.tmp.name, f) for f in ("a.npy", "b.npy"))
+        cases.append((("run", model("gate"), x, "-o", a_out, "-o", b_out), "2 -o file(s) given", None))
         for args, msg, code in cases:
             r = ctorch(*args, check=1)
             self.assertIn(msg, r.stderr, args)
             if code:
                 self.assertIn(code, r.stderr, args)
+        # refused before anything is written
+        self.assertFalse(os.path.exists(a_out) or os.path.exists(b_out))
         # the library's own message for a shape mismatch inside the model
         r = ctorch("run", model("gate"), "2x3:float32", check=1)
         self.assertIn("ctorch: forward: ", r.stderr)
