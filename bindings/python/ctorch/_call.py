@@ -443,18 +443,19 @@ def result_kind(schema: str) -> Optional[str]:
     return kind
 
 
+_MAX_OUT = SIZES[MAX_OUTPUTS]
+
+
 def forward_tensors(m: int, method: bytes, args: Sequence[Any], kind: str) -> Any:
     """ct_module_forward_tensors: one C call, tensor handles in and out.
     Returns NotImplemented when the method's result is not tensors only
     (CT_ERR_TYPE), so the caller takes the general path."""
-    t = tls
-    arr = t.tensors
+    ins, outs, n, n_ref, a_ins, a_outs = tls.forward
     i = 0
     for a in args:
-        arr[i] = a._h or a._ptr()
+        ins[i] = a._h or a._ptr()
         i += 1
-    outs = t.outputs
-    st = C.module_forward_tensors(outs, MAX_OUTPUTS, t.n_ref, m, method, arr, i)
+    st = C.module_forward_tensors(a_outs, _MAX_OUT, n_ref, m, method, a_ins, SIZES[i])
     generation[0] += 1
     if st:
         if st in (CT_ERR_TYPE, CT_ERR_NOT_SUPPORTED):
@@ -463,10 +464,16 @@ def forward_tensors(m: int, method: bytes, args: Sequence[Any], kind: str) -> An
         raise error_from_status(st)
     if _HAS_WARNINGS and _warnings_count():
         flush_warnings(5)
+    k = n.value
+    if k == 1 and kind == "one":
+        t = _new(_values.Tensor)
+        t._h = outs[0]
+        t._m = None
+        return t
     wrap = _values.wrap_tensor
-    res = [wrap(outs[k]) for k in range(t.n.value)]
+    res = [wrap(outs[j]) for j in range(k)]
     if kind == "one":
-        return res[0] if len(res) == 1 else tuple(res)
+        return res[0] if k == 1 else tuple(res)
     return tuple(res) if kind == "tuple" else res
 
 

@@ -16,6 +16,7 @@ from ._lib import (C, G, CT_DEVICE_CPU, CT_DEVICE_CUDA, DL_CPU, DL_CUDA,
 from ._types import BY_TYPESTR, CPU, device
 
 _byref = byref
+_new = object.__new__
 
 
 def leak(obj: Any) -> Any:
@@ -67,7 +68,7 @@ def from_numpy(a: Any) -> Any:
     arrays, other byte orders, bool on older numpy, negative strides, ...),
     ``ct_tensor_from_blob`` with a Python deleter, which also gives the
     errors and warnings."""
-    t = _from_numpy_dlpack(a) if type(a) is _ndarray() else None
+    t = _from_numpy_dlpack(a) if type(a) is (_NDARRAY or _ndarray()) else None
     if t is not None:
         return t
     return _from_numpy_blob(a)
@@ -86,7 +87,10 @@ def _from_numpy_dlpack(a: Any) -> Any:
     if _from_dlpack(tls.out_ref, p):
         _clear_error()
         return None
-    return _values.wrap_tensor(tls.out.value or 0)
+    t = _new(_values.Tensor)
+    t._h = tls.out.value
+    t._m = None
+    return t
 
 
 def _ndarray() -> Any:
@@ -146,7 +150,7 @@ def _from_numpy_blob(a: Any) -> Any:
     return _values.wrap_tensor(out.value or 0)
 
 
-_NP_DTYPES: Dict[str, Any] = {}   # typestr -> numpy.dtype
+_NP_DTYPES: Dict[Any, Any] = {}   # ctorch dtype -> numpy.dtype
 _tensor_ref = G.tensor_ref
 _c_char = ctypes.c_char
 
@@ -156,40 +160,53 @@ def to_numpy(t: Any, bfloat16: str = "raise") -> Any:
     char array over exactly the bytes the view reaches, which holds a new
     handle to the tensor (so the memory lives while the array does)."""
     m = t._meta()
-    d = m.dtype
     if m.device_type != CT_DEVICE_CPU:
         raise _lib.CTorchTypeError("can't convert %s tensor to numpy; use .cpu() first"
                                    % t.device)
     if m.requires_grad:
         raise _lib.InvalidArgumentError(
             "can't call numpy() on a tensor that requires grad; use .detach().numpy()")
-    typestr = d.typestr
-    if typestr is None:
-        if bfloat16 == "uint16":
-            typestr = "<u2"
-        elif bfloat16 == "float32":
-            return t.float().numpy()
-        else:
-            raise _lib.CTorchTypeError(
-                "numpy has no bfloat16 dtype: use t.numpy(bfloat16='uint16') for a "
-                "zero-copy view of the raw bits, t.numpy(bfloat16='float32') for a "
-                "converted copy, or t.float().numpy()")
-    import numpy
-    ndt = _NP_DTYPES.get(typestr)
+    d = m.dtype
+    ndt = _NP_DTYPES.get(d)
     if ndt is None:
-        ndt = _NP_DTYPES[typestr] = numpy.dtype(typestr)
+        typestr = d.typestr if d is not None else None
+        if typestr is None:
+            if bfloat16 == "uint16":
+                typestr = "<u2"
+            elif bfloat16 == "float32":
+                return t.float().numpy()
+            else:
+                raise _lib.CTorchTypeError(
+                    "numpy has no bfloat16 dtype: use t.numpy(bfloat16='uint16') for a "
+                    "zero-copy view of the raw bits, t.numpy(bfloat16='float32') for a "
+                    "converted copy, or t.float().numpy()")
+        ndt = _numpy().dtype(typestr)
+        if d.typestr is not None:
+            _NP_DTYPES[d] = ndt
     if m.numel == 0:
-        return numpy.empty(m.shape, dtype=ndt)
+        return _numpy().empty(m.shape, dtype=ndt)
     item = ndt.itemsize
-    extent = 1  # elements from the first to the last one the view reaches
-    for n, st in zip(m.shape, m.strides):
-        extent += (n - 1) * st
-    out = tls.out
-    check(_tensor_ref(tls.out_ref, t._ptr()))
-    ref = _values.wrap_tensor(out.value or 0)
+    if m.is_contiguous:
+        extent, strides = m.numel, None  # numpy's own C-order strides are the same
+    else:
+        extent = 1  # elements from the first to the last one the view reaches
+        for n, st in zip(m.shape, m.strides):
+            extent += (n - 1) * st
+        strides = tuple([st * item for st in m.strides])
+    st = _tensor_ref(tls.out_ref, t._h or t._ptr())
+    if st:
+        raise error_from_status(st)
+    ref = _new(_values.Tensor)
+    ref._h = tls.out.value
+    ref._m = None
     buf: Any = (_c_char * (extent * item)).from_address(m.data)
     buf._t = ref  # keeps the memory alive: the array's base is buf
-    return numpy.ndarray(m.shape, ndt, buf, 0, tuple([st * item for st in m.strides]))
+    return (_NDARRAY or _ndarray())(m.shape, ndt, buf, 0, strides)
+
+
+def _numpy() -> Any:
+    import numpy
+    return numpy
 
 
 # ---- DLPack through PyCapsules --------------------------------------------------------

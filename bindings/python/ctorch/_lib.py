@@ -514,7 +514,7 @@ SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     "ct_module_free": (None, [P]),
     "ct_module_extra_files": (S, [PP, P]),
     "ct_module_forward": (S, [PP, P, PP, SZ]),
-    "ct_module_forward_tensors": (S, [PP, SZ, PSZ, P, STR, PP, SZ]),
+    "ct_module_forward_tensors": (S, [PA, SZ, PSZ, P, STR, PA, SZ]),
     "ct_module_call": (S, [PP, P, STR, PP, SZ, PSTR, PP, SZ]),
     "ct_module_methods": (S, [PP, P]),
     "ct_module_named_parameters": (S, [PP, P, I32]),
@@ -710,13 +710,15 @@ class _TLS(threading.local):
         self.outputs = (c_void_p * 16)()    # ct_tensor* outputs
         self.n = c_size_t()
         self.n_ref = ctypes.byref(self.n)
-        self.frame = (self.tensors, self.outputs)   # one thread-local lookup
         self.sizes = (c_int64 * 32)()       # sizes in (from_numpy)
         #: the arrays and their addresses (c_void_p) for the hot op paths
         self.fast = (self.tensors, self.outputs, self.args,
                      c_void_p(ctypes.addressof(self.tensors)),
                      c_void_p(ctypes.addressof(self.outputs)),
                      c_void_p(ctypes.addressof(self.args)))
+        #: the same for the tensors-only module call (adds the result count)
+        self.forward = (self.tensors, self.outputs, self.n, self.n_ref,
+                        self.fast[3], self.fast[4])
 
 
 tls = _TLS()

@@ -11,6 +11,7 @@ from ._values import to_value, from_value
 from ._types import get_device, get_dtype
 
 _HAS_FORWARD_TENSORS = _lib.has("ct_module_forward_tensors")
+_forward_tensors = _call.forward_tensors
 
 
 def _read_bytes(data: Any) -> Optional[bytes]:
@@ -78,15 +79,18 @@ class Module:
 
     # ---- calling -------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.call("forward", *args, **kwargs)
+        return self._call("forward", args, kwargs)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return self.call("forward", *args, **kwargs)
+        return self._call("forward", args, kwargs)
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Runs any method by name with positional and keyword arguments.
         Tensor arguments only, and a method returning tensors only: one
         ct_module_forward_tensors call, no value handles."""
+        return self._call(method, args, kwargs)
+
+    def _call(self, method: str, args: Any, kwargs: Any) -> Any:
         if not kwargs and _HAS_FORWARD_TENSORS and len(args) <= 16:
             kind = self._kinds.get(method, 0)
             if kind == 0:
@@ -97,7 +101,7 @@ class Module:
                     if type(a) is not T:
                         break
                 else:
-                    r = _call.forward_tensors(self._ptr(), kind[1], args, kind[0])
+                    r = _forward_tensors(self._m or self._ptr(), kind[1], args, kind[0])
                     if r is not NotImplemented:
                         return r
                     # not callable tensors-only after all: the value path says why
@@ -306,7 +310,7 @@ class _Method:
         self.name = name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.module.call(self.name, *args, **kwargs)
+        return self.module._call(self.name, args, kwargs)
 
     @property
     def schema(self) -> str:
