@@ -62,15 +62,40 @@ def add_pieces():
         t._h = 0
         t._m = None
 
+    def method_only():  # the operator method, its wrapper and __del__, no C call
+        outs[0] = 0  # the no-op call leaves it 0: the wrapper owns nothing
+        T.Tensor.__add__(x, y, _call=noop_call)
+
+    def noop_call(*a):
+        return 0
+
+    floor = _cxx_floor()
     whole = best(lambda: x + y)
     rows = [("x + y (whole)", whole),
+            ("  torch::add from C++, same process (bench_julia_floor's loop)", floor or 0.0),
             ("  ct_op_call_tensors + ct_tensor_free through ctypes, GIL released",
              best(call_gil_released)),
             ("    same with the GIL held (no release/reacquire)", best(call_gil_held)),
             ("    one ctypes call with no arguments (ct_last_error_code)", best(noop)),
             ("  the Tensor wrapper (object.__new__ + two slots)", best(wrapper)),
+            ("  the operator method + wrapper + __del__, C call replaced by a no-op function",
+             best(method_only)),
+            ("    of which the no-op function's call and the outs[0] reset",
+             best(lambda: (outs.__setitem__(0, 0), noop_call(1, 2, 3, 4, 5)))),
             ("  a Python call of an empty lambda (the harness)", best(lambda: None))]
     return rows, whole, best(lambda: tx + ty)
+
+
+def _cxx_floor():
+    """torch::add on 4 floats timed by a C++ loop in this process
+    (build-bench/bench/libbench_julia_floor.so), or None without it."""
+    lib = os.path.join(os.path.dirname(os.path.abspath(_lib.LIBRARY_PATH)), "bench",
+                       "libbench_julia_floor.so")
+    if not os.path.exists(lib):
+        return None
+    f = ctypes.CDLL(lib).ctb_add_ns
+    f.restype, f.argtypes = ctypes.c_double, [ctypes.c_int64]
+    return min(f(20000) for _ in range(7))
 
 
 def numpy_pieces():
@@ -98,7 +123,7 @@ def numpy_pieces():
             ("  a new tensor handle for the array's base (ct_tensor_ref + its free)", best(handle)),
             ("  the handle's Tensor wrapper", best(lambda: V.wrap_tensor(0))),
             ("  ctypes buffer over the bytes (from_address + attribute)", best(buffer)),
-            ("  numpy.ndarray on the buffer", best(lambda: np.ndarray((256,), nd, b, 0, (4,))))]
+            ("  numpy.ndarray on the buffer", best(lambda: np.ndarray((256,), nd, b, 0, None)))]
     return rows, whole, best(lambda: tx.numpy())
 
 
