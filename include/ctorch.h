@@ -889,7 +889,9 @@ CT_API ct_status ct_module_forward(ct_value **out, ct_module *m, const ct_value 
                                    size_t n);
 /* Runs any method with positional and keyword arguments. kwnames/kwvalues:
  * nkw names and values (may be NULL if nkw == 0). Arguments not given take the
- * schema's defaults. CT_ERR_NOT_FOUND for an unknown method. */
+ * schema's defaults. Arguments are matched by the same binder as ct_op_call's,
+ * with its coercions: an int argument named dtype takes a ctorch dtype code.
+ * CT_ERR_NOT_FOUND for an unknown method. */
 CT_API ct_status ct_module_call(ct_value **out, ct_module *m, const char *method,
                                 const ct_value *const *args, size_t n,
                                 const char *const *kwnames, const ct_value *const *kwvalues,
