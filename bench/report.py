@@ -137,6 +137,22 @@ class Report:
         self.targets.append((key, label, text, met))
 
 
+def reflow(text):
+    """A cause's text as Markdown: paragraphs (blank-line separated) and "- "
+    list items each on one line."""
+    out = []
+    for para in text.strip().split("\n\n"):
+        items = []
+        for line in para.splitlines():
+            if line.lstrip().startswith("- ") or not items:
+                items.append(line.strip())
+            else:
+                items[-1] += " " + line.strip()
+        out.append("\n".join(" ".join(i.split()) if not i.startswith("- ")
+                             else "- " + " ".join(i[2:].split()) for i in items))
+    return "\n\n".join(out)
+
+
 def load_causes(path):
     try:
         with open(path, "rb") as f:
@@ -575,7 +591,7 @@ def main():
             rep.p()
             rep.p("### %s" % c["title"])
             rep.p()
-            rep.p(" ".join(c["text"].split()))
+            rep.p(reflow(c["text"]))
             rep.p()
             rep.p("Rows: %s." % "; ".join(missed_by_cause[cid]))
             rep.p()
