@@ -16,7 +16,6 @@ from ._lib import (C, G, CT_DEVICE_CPU, CT_DEVICE_CUDA, DL_CPU, DL_CUDA,
 from ._types import BY_TYPESTR, CPU, device
 
 _byref = byref
-_new = object.__new__
 
 
 def leak(obj: Any) -> Any:
@@ -68,7 +67,7 @@ def from_numpy(a: Any) -> Any:
     arrays, other byte orders, bool on older numpy, negative strides, ...),
     ``ct_tensor_from_blob`` with a Python deleter, which also gives the
     errors and warnings."""
-    t = _from_numpy_dlpack(a) if type(a) is (_NDARRAY or _ndarray()) else None
+    t = _from_numpy_dlpack(a) if type(a) is _ndarray() else None
     if t is not None:
         return t
     return _from_numpy_blob(a)
@@ -87,10 +86,7 @@ def _from_numpy_dlpack(a: Any) -> Any:
     if _from_dlpack(tls.out_ref, p):
         _clear_error()
         return None
-    t = _new(_values.Tensor)
-    t._h = tls.out.value
-    t._m = None
-    return t
+    return _values.wrap_tensor(tls.out.value)
 
 
 def _ndarray() -> Any:
@@ -169,7 +165,7 @@ def to_numpy(t: Any, bfloat16: str = "raise") -> Any:
     d = m.dtype
     ndt = _NP_DTYPES.get(d)
     if ndt is None:
-        typestr = d.typestr if d is not None else None
+        typestr = own = d.typestr if d is not None else None
         if typestr is None:
             if bfloat16 == "uint16":
                 typestr = "<u2"
@@ -181,7 +177,7 @@ def to_numpy(t: Any, bfloat16: str = "raise") -> Any:
                     "zero-copy view of the raw bits, t.numpy(bfloat16='float32') for a "
                     "converted copy, or t.float().numpy()")
         ndt = _numpy().dtype(typestr)
-        if d.typestr is not None:
+        if own is not None:  # not the bfloat16="uint16" view: that depends on the option
             _NP_DTYPES[d] = ndt
     if m.numel == 0:
         return _numpy().empty(m.shape, dtype=ndt)
@@ -196,12 +192,10 @@ def to_numpy(t: Any, bfloat16: str = "raise") -> Any:
     st = _tensor_ref(tls.out_ref, t._h or t._ptr())
     if st:
         raise error_from_status(st)
-    ref = _new(_values.Tensor)
-    ref._h = tls.out.value
-    ref._m = None
+    ref = _values.wrap_tensor(tls.out.value)
     buf: Any = (_c_char * (extent * item)).from_address(m.data)
     buf._t = ref  # keeps the memory alive: the array's base is buf
-    return (_NDARRAY or _ndarray())(m.shape, ndt, buf, 0, strides)
+    return _ndarray()(m.shape, ndt, buf, 0, strides)
 
 
 def _numpy() -> Any:
