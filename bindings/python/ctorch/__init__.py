@@ -42,7 +42,7 @@ from ._functions import FUNCTIONS as _FUNCTIONS
 from ._misc import (version, torch_version, abi_version, cuda, manual_seed, get_num_threads,
                     set_num_threads, get_num_interop_threads, set_num_interop_threads,
                     no_grad, enable_grad, inference_mode, is_grad_enabled, load_library,
-                    set_cpp_backtraces)
+                    set_cpp_backtraces, lstm_guard_set, lstm_guard_state, lstm_guard_check)
 
 globals().update(_FUNCTIONS)  # cat, stack, matmul, where, relu, softmax ... (see _functions)
 
@@ -74,6 +74,7 @@ __all__ = ["Tensor", "Module", "Value", "Script", "dtype", "device", "tensor", "
     "library", "no_grad", "enable_grad", "inference_mode", "is_grad_enabled", "manual_seed",
     "cuda", "version", "torch_version", "abi_version", "get_num_threads", "set_num_threads",
     "get_num_interop_threads", "set_num_interop_threads", "load_library", "set_cpp_backtraces",
+    "lstm_guard_set", "lstm_guard_state", "lstm_guard_check",
     "set_printoptions", "values_indices", "get_dtype", "get_device", "ABI_VERSION",
     "LIBRARY_PATH", "Error", "InvalidArgumentError", "CTorchTypeError", "CTorchIndexError",
     "NotFoundError", "CTorchIOError", "CTorchMemoryError", "NotSupportedError", "TorchError",

@@ -444,6 +444,9 @@ SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     # TorchScript CPU fuser switch
     "ct_cpu_fuser_set": (S, [I32]),
     "ct_cpu_fuser_is_enabled": (I32, []),
+    "ct_lstm_guard_set": (S, [I32]),
+    "ct_lstm_guard_state": (I32, []),
+    "ct_lstm_guard_check": (S, [POINTER(c_double)]),
     "ct_tensor_data_ptr": (P, [P]),
     "ct_tensor_is_contiguous": (I32, [P]),
     "ct_tensor_requires_grad": (I32, [P]),

@@ -2,7 +2,7 @@
 
 import functools
 import os
-from ctypes import byref, c_int32, c_size_t, c_void_p
+from ctypes import byref, c_double, c_int32, c_size_t, c_void_p
 from typing import Any, Callable, List, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -53,6 +53,34 @@ def set_cpp_backtraces(enabled: bool) -> None:
     """Restores (True) or disables (False, the default) LibTorch's C++
     backtraces in error messages. Process-wide; see ct_set_cpp_backtraces."""
     G.set_cpp_backtraces(1 if enabled else 0)
+
+
+_LSTM_GUARD_MODES = {None: -1, False: 0, True: 1}
+
+
+def lstm_guard_set(mode: Any) -> None:
+    """Where float32 LSTM layers without grad run (ct_lstm_guard_set): None
+    probes oneDNN's kernel once and routes around it where it is wrong (the
+    default), False uses oneDNN's kernel as LibTorch does, True always
+    ctorch's own LSTM layer. Process-wide; call it at start-up."""
+    if mode not in _LSTM_GUARD_MODES:
+        raise ValueError("lstm_guard_set: mode must be None, False or True, got %r" % (mode,))
+    check(G.lstm_guard_set(_LSTM_GUARD_MODES[mode]))
+
+
+def lstm_guard_state() -> int:
+    """-1 nothing to guard (no oneDNN LSTM kernel in this LibTorch), 0 oneDNN's
+    kernel in use, 1 ctorch's layer in use, 2 not probed yet (ct_lstm_guard_state)."""
+    return int(G.lstm_guard_state())
+
+
+def lstm_guard_check() -> float:
+    """Probes now: the largest difference between oneDNN's no-grad LSTM and
+    ctorch's layer on small LSTMs (ct_lstm_guard_check). NotSupportedError
+    where there is nothing to guard."""
+    err = c_double(0.0)
+    check(C.lstm_guard_check(byref(err)))
+    return float(err.value)
 
 
 def is_grad_enabled() -> bool:

@@ -308,6 +308,21 @@ num_threads() = Int(ct_get_num_threads())
 set_num_threads(n::Integer) = check(ct_set_num_threads(Int32(n)))
 num_interop_threads() = Int(ct_get_num_interop_threads())
 set_num_interop_threads(n::Integer) = check(ct_set_num_interop_threads(Int32(n)))
+
+"""
+    lstm_guard!(mode)
+
+Where float32 LSTM layers without grad run (`ct_lstm_guard_set`): `nothing`
+probes oneDNN's kernel once and routes around it where it is wrong (the
+default), `false` uses oneDNN's kernel as LibTorch does, `true` always ctorch's
+own LSTM layer. Process-wide; call it at start-up.
+"""
+lstm_guard!(mode::Union{Nothing,Bool}) =
+    check(ct_lstm_guard_set(mode === nothing ? Int32(-1) : Int32(mode)))
+"`-1` nothing to guard, `0` oneDNN's LSTM kernel in use, `1` ctorch's layer in use, `2` not probed yet."
+lstm_guard_state() = Int(ct_lstm_guard_state())
+"Probes now: the largest difference between oneDNN's no-grad LSTM and ctorch's layer (`ct_lstm_guard_check`)."
+lstm_guard_check() = (r = Ref{Float64}(0); check(ct_lstm_guard_check(r)); r[])
 cuda_is_available() = ct_cuda_is_available() == 1
 cuda_is_compiled() = ct_cuda_is_compiled() == 1
 cuda_device_count() = Int(ct_cuda_device_count())

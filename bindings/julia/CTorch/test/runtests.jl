@@ -674,6 +674,52 @@ end
     end
 end
 
+@testset "LSTM guard: no-grad LSTM matches float64" begin
+    # A 2-layer LSTM(8, 3) over deterministic values, in float32 without grad
+    # and in float64 (never oneDNN's path); tests/c/test_lstm_guard.c has the
+    # detection and route tests.
+    s = C.Script("""
+def vals(shape: List[int], phase: float, double: bool):
+    n = 1
+    for s in shape:
+        n *= s
+    t = torch.sin(torch.arange(n).double() * 0.7373 + phase).mul(0.6).reshape(shape)
+    return t if double else t.float()
+
+def lstm(double: bool, bidirectional: bool):
+    I, H, N, T, L = 8, 3, 2, 5, 2
+    D = 2 if bidirectional else 1
+    params: List[Tensor] = []
+    k = 0.0
+    for layer in range(L):
+        inp = I if layer == 0 else H * D
+        for d in range(D):
+            for shape in [[4 * H, inp], [4 * H, H], [4 * H], [4 * H]]:
+                k += 1.0
+                params.append(vals(shape, k, double))
+    x = vals([N, T, I], 0.5, double)
+    h0 = vals([L * D, N, H], 1.5, double)
+    c0 = vals([L * D, N, H], 2.5, double)
+    out, h, c = torch.lstm(x, [h0, c0], params, True, L, 0.0, False, bidirectional, True)
+    return torch.cat([out.flatten(), h.flatten(), c.flatten()]).double()
+""")
+    for bidir in (false, true)
+        want = Array(s(:lstm, true, bidir))
+        got = Array(C.no_grad(() -> s(:lstm, false, bidir)))
+        @test maximum(abs.(got .- want)) <= 1e-5
+    end
+    state = C.lstm_guard_state()
+    if startswith(C.torch_version(), "1.")
+        @test state == -1
+        @test_throws CTorchError C.lstm_guard!(true)
+        @test_throws CTorchError C.lstm_guard_check()
+        C.lstm_guard!(nothing)
+    else
+        @test state == (C.lstm_guard_check() > 1e-3 ? 1 : 0)
+    end
+    @test_throws MethodError C.lstm_guard!(1)
+end
+
 @testset "autograd" begin
     x = requires_grad!(Tensor([1.0, 2.0, 3.0]))
     l = sum(x * x)
