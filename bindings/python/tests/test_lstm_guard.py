@@ -60,10 +60,10 @@ def _scripted_bytes(lstm):
     return buf.getvalue()
 
 
-def _ctorch_no_grad_error(lstm, x):
+def _ctorch_no_grad_error(lstm, x, mode=ctorch.no_grad):
     m = ctorch.load(_scripted_bytes(lstm))
     want = _float64_reference(lstm, x)
-    with ctorch.no_grad():
+    with mode():
         out, (h, c) = m(to_ctorch(x))
     got = torch.cat([to_torch(t).flatten() for t in (out, h, c)]).double()
     return float((got - want).abs().max())
@@ -109,6 +109,7 @@ def test_switch():
         ctorch.lstm_guard_set(True)
         assert ctorch.lstm_guard_state() == 1
         assert _ctorch_no_grad_error(lstm, x) <= 1e-5
+        assert _ctorch_no_grad_error(lstm, x, ctorch.inference_mode) <= 1e-5
         ctorch.lstm_guard_set(False)
         assert ctorch.lstm_guard_state() == 0
     finally:
