@@ -181,36 +181,40 @@ CT_API ct_status ct_cpu_fuser_set(int32_t enabled);
 CT_API int32_t ct_cpu_fuser_is_enabled(void);
 
 /* The LSTM guard. LibTorch 2.x runs float32 nn.LSTM layers on the CPU through
- * oneDNN's RNN kernel, and without grad (no_grad, inference mode) that kernel
- * gives wrong results on some CPUs (Debian 13's LibTorch 2.6 on AVX-512
- * CPUs: errors of 0.05 where float64 agrees to 1e-7). ctorch puts its own
- * CPU kernel in front of LibTorch's LSTM layer (aten::mkldnn_rnn_layer): the
- * first time a float32 LSTM layer runs without grad, it compares oneDNN's
- * result on a few small LSTMs with ctorch's own layer (LibTorch's non-oneDNN
- * math on at::linear/addmm) and, if oneDNN is off by more than 1e-3, runs
- * such layers through ctorch's layer from then on and records a warning
- * (ct_warnings_get) on the thread that ran it. Everything else, convolutions
- * and LSTMs with grad included, keeps oneDNN. Process-wide: it applies to
- * every LibTorch user in the process (Python's torch too). On LibTorch
- * without a oneDNN LSTM kernel (1.13) there is nothing to guard.
- * CTORCH_LSTM_GUARD=0 in the environment before loading uses oneDNN's kernel
- * as LibTorch does, =1 always ctorch's; unset: probe.
+ * oneDNN's RNN kernels, and without grad (no_grad, inference mode) its
+ * inference kernel gives wrong results on some CPUs (Debian 13's LibTorch 2.6
+ * on AVX-512 CPUs: errors of 0.05 where float64 agrees to 1e-7). ctorch puts
+ * its own CPU kernel in front of LibTorch's LSTM layer
+ * (aten::mkldnn_rnn_layer): the first time a float32 LSTM layer runs without
+ * grad, it compares oneDNN's inference and training kernels on a few small
+ * LSTMs with ctorch's own LSTM layer (LibTorch's non-oneDNN math on
+ * at::linear/addmm). If the inference kernel is off by more than 1e-3, such
+ * layers run from then on through oneDNN's training kernel (about as fast;
+ * its workspace is dropped) where that one is right, else through ctorch's
+ * layer, and a warning is recorded (ct_warnings_get) on the thread that ran
+ * it. Everything else, convolutions and LSTMs with grad included, is
+ * untouched. Process-wide: it applies to every LibTorch user in the process
+ * (Python's torch too). On LibTorch without a oneDNN LSTM kernel (1.13) there
+ * is nothing to guard. CTORCH_LSTM_GUARD=0 in the environment before loading
+ * uses oneDNN's kernels as LibTorch does, =1 always ctorch's layer; unset:
+ * probe.
  *
- * ct_lstm_guard_set(mode): -1 probe (the default), 0 oneDNN's kernel as
+ * ct_lstm_guard_set(mode): -1 probe (the default), 0 oneDNN's kernels as
  * LibTorch does (ctorch's kernel is removed from the dispatcher), 1 ctorch's
- * layer for every float32 LSTM layer without grad. Errors:
- * CT_ERR_INVALID_ARGUMENT (another mode), CT_ERR_NOT_SUPPORTED (mode 1 where
- * there is nothing to guard). Not thread-safe against LSTMs running on other
- * threads; call it at start-up. */
+ * layer for every float32 LSTM layer without grad (no oneDNN RNN kernel at
+ * all; as fast as LibTorch's non-oneDNN LSTM, which is slow where LibTorch
+ * uses a reference BLAS). Errors: CT_ERR_INVALID_ARGUMENT (another mode),
+ * CT_ERR_NOT_SUPPORTED (mode 1 where there is nothing to guard). Not
+ * thread-safe against LSTMs running on other threads; call it at start-up. */
 CT_API ct_status ct_lstm_guard_set(int32_t mode);
 /* -1: nothing to guard (no oneDNN LSTM kernel in this LibTorch); 0: oneDNN's
- * kernel in use (mode 0, or the probe found it right); 1: ctorch's layer in use
- * (mode 1, or the probe found oneDNN wrong); 2: mode -1, not probed yet. Any
- * thread. */
+ * inference kernel in use (mode 0, or the probe found it right); 1: routed
+ * around it (mode 1, or the probe found it wrong); 2: mode -1, not probed yet.
+ * Any thread. */
 CT_API int32_t ct_lstm_guard_state(void);
 /* Runs the probe now, whatever the mode, and writes into *max_error the
- * largest difference between oneDNN's no-grad LSTM and ctorch's layer on the
- * probe's small LSTMs; the first probe also decides mode -1. max_error: not
+ * largest difference between oneDNN's inference kernel and ctorch's layer on
+ * the probe's small LSTMs; the first probe also decides mode -1. max_error: not
  * NULL, untouched on failure. Errors: CT_ERR_INVALID_ARGUMENT,
  * CT_ERR_NOT_SUPPORTED (nothing to guard). Any thread. */
 CT_API ct_status ct_lstm_guard_check(double *max_error);

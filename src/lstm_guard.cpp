@@ -4,11 +4,13 @@
 // CPUs (Debian 13's LibTorch 2.6 on AVX-512: max error 0.05 against float64,
 // while the forward_training primitive and LibTorch's own non-oneDNN kernel
 // are right). ctorch puts a CPU kernel in front of aten::mkldnn_rnn_layer;
-// the first time a float32 layer runs without grad it probes oneDNN against
-// ctorch's own LSTM layer (the textbook recurrence on at::linear/addmm, the
-// same math as LibTorch's non-oneDNN kernel) and, where oneDNN is wrong,
-// runs such layers through ctorch's layer from then on. Everything else
-// (convolutions, linear, grad-mode LSTMs, other dtypes) keeps oneDNN.
+// the first time a float32 layer runs without grad it probes oneDNN's
+// inference and training primitives against ctorch's own LSTM layer (the
+// textbook recurrence on at::linear/addmm, the same math as LibTorch's
+// non-oneDNN kernel). Where the inference primitive is wrong, such layers run
+// through the training primitive (as fast; its workspace is dropped) where
+// that one is right, else through ctorch's layer. Everything else
+// (convolutions, linear, grad-mode LSTMs, other dtypes) is untouched.
 // ct_lstm_guard_set / CTORCH_LSTM_GUARD force either way.
 #include "internal.h"
 #include "torch_version.h"
@@ -35,8 +37,9 @@
 namespace {
 
 constexpr int32_t kAuto = -1, kOff = 0, kOn = 1;
-// Results of the probe: not run yet, oneDNN right, oneDNN wrong.
-constexpr int kUnprobed = 0, kOneDnnRight = 1, kOneDnnWrong = 2;
+// Results of the probe: not run yet; oneDNN's inference primitive right;
+// wrong, and the training primitive right; both wrong.
+constexpr int kUnprobed = 0, kOneDnnRight = 1, kUseTraining = 2, kUseCtorch = 3;
 // LSTM outputs h are in (-1, 1); legitimate float32 differences between two
 // correct kernels are ~1e-6, the defect ~5e-2.
 constexpr double kTolerance = 1e-3;
@@ -51,15 +54,18 @@ using Layer = std::tuple<Tensor, Tensor, Tensor, Tensor>;
 
 std::unique_ptr<torch::Library> g_library;  // our kernel is registered while it lives
 
-// Test hook (CONTRIBUTING.md): CTORCH_TEST_LSTM_ONEDNN_ERROR=<x> adds x to
-// every output oneDNN's inference primitive gives through the guard, so the
-// detection and the route can be tested on CPUs where oneDNN is right.
-float injected_error() {
-  static const float e = [] {
-    const char *s = std::getenv("CTORCH_TEST_LSTM_ONEDNN_ERROR");
-    return s ? std::strtof(s, nullptr) : 0.0f;
-  }();
-  return e;
+// Test hooks (docs/conventions.md): CTORCH_TEST_LSTM_ONEDNN_ERROR=<x> adds x
+// to every output oneDNN's inference primitive gives through the guard,
+// CTORCH_TEST_LSTM_ONEDNN_TRAINING_ERROR=<x> to the training primitive's, so
+// that detection and routes are tested on CPUs where oneDNN is right.
+float env_float(const char *name) {
+  const char *s = std::getenv(name);
+  return s ? std::strtof(s, nullptr) : 0.0f;
+}
+float injected_error(bool training) {
+  static const float inference_error = env_float("CTORCH_TEST_LSTM_ONEDNN_ERROR");
+  static const float training_error = env_float("CTORCH_TEST_LSTM_ONEDNN_TRAINING_ERROR");
+  return training ? training_error : inference_error;
 }
 
 // One LSTM layer over a time-major [T, N, I] input, as LibTorch's non-oneDNN
@@ -83,17 +89,28 @@ Layer ctorch_layer(const Tensor &input, const Tensor &w_ih, const Tensor &w_hh,
   return Layer(out, h.view(hx.sizes()), c.view(cx.sizes()), Tensor());
 }
 
-// LibTorch's own kernel; without grad, oneDNN's forward_inference primitive.
+// LibTorch's own kernel: oneDNN's forward_inference primitive without grad,
+// forward_training with grad. training=true runs the training primitive
+// whatever the grad mode (no autograd graph; its workspace is dropped).
 Layer onednn_layer(const Tensor &input, const Tensor &w0, const Tensor &w1, const Tensor &w2,
                    const Tensor &w3, const Tensor &hx, const Tensor &cx, bool reverse,
                    at::IntArrayRef batch_sizes, int64_t mode, int64_t hidden_size,
                    int64_t num_layers, bool has_biases, bool bidirectional, bool batch_first,
-                   bool train) {
+                   bool train, bool training = false) {
+  if (training) {
+    at::AutoDispatchBelowAutograd no_graph;
+    c10::AutoGradMode grad(true);
+    Layer r = at::native::mkldnn_rnn_layer(input, w0, w1, w2, w3, hx, cx, reverse, batch_sizes,
+                                           mode, hidden_size, num_layers, has_biases,
+                                           bidirectional, batch_first, train);
+    if (float e = injected_error(true)) std::get<0>(r).add_(e);
+    return Layer(std::get<0>(r), std::get<1>(r), std::get<2>(r), Tensor());
+  }
   Layer r = at::native::mkldnn_rnn_layer(input, w0, w1, w2, w3, hx, cx, reverse, batch_sizes,
                                          mode, hidden_size, num_layers, has_biases,
                                          bidirectional, batch_first, train);
-  float e = injected_error();
-  if (e != 0.0f && !c10::GradMode::is_enabled()) std::get<0>(r).add_(e);
+  if (float e = injected_error(false))
+    if (!c10::GradMode::is_enabled()) std::get<0>(r).add_(e);
   return r;
 }
 
@@ -110,16 +127,20 @@ Tensor probe_values(at::IntArrayRef sizes, double phase) {
       .reshape(sizes);
 }
 
-// Max error of oneDNN's no-grad LSTM against ctorch's layer on small LSTMs
-// (the 8->3 and the test model's 5->7, both directions, one wider).
-double probe_error() {
+struct ProbeErrors {
+  double inference = 0, training = 0;  // max |oneDNN - ctorch's layer|
+};
+
+// oneDNN's two primitives against ctorch's layer on small LSTMs (the
+// reported 8->3, the test model's 5->7 reversed, and a wider one).
+ProbeErrors probe_errors() {
   c10::AutoGradMode no_grad(false);
   struct Shape {
     int64_t steps, batch, in, hidden;
     bool reverse;
   };
   const Shape shapes[] = {{5, 2, 8, 3, false}, {6, 3, 5, 7, true}, {4, 2, 16, 20, false}};
-  double worst = 0;
+  ProbeErrors worst;
   double phase = 0.1;
   for (const Shape &s : shapes) {
     Tensor x = probe_values({s.steps, s.batch, s.in}, phase += 1);
@@ -129,35 +150,46 @@ double probe_error() {
     Tensor b_hh = probe_values({4 * s.hidden}, phase += 1);
     Tensor hx = probe_values({s.batch, s.hidden}, phase += 1);
     Tensor cx = probe_values({s.batch, s.hidden}, phase += 1);
-    Layer a = onednn_layer(x, w_ih, w_hh, b_ih, b_hh, hx, cx, s.reverse, {}, /*LSTM*/ 2,
-                           s.hidden, 1, true, false, false, false);
-    Layer b = ctorch_layer(x, w_ih, w_hh, b_ih, b_hh, hx, cx, s.reverse, true);
-    worst = std::max({worst, max_diff(std::get<0>(a), std::get<0>(b)),
-                      max_diff(std::get<1>(a), std::get<1>(b))});
+    Layer want = ctorch_layer(x, w_ih, w_hh, b_ih, b_hh, hx, cx, s.reverse, true);
+    for (bool training : {false, true}) {
+      Layer got = onednn_layer(x, w_ih, w_hh, b_ih, b_hh, hx, cx, s.reverse, {}, /*LSTM*/ 2,
+                               s.hidden, 1, true, false, false, false, training);
+      double &w = training ? worst.training : worst.inference;
+      for (int k : {0, 1, 2}) {
+        double d = max_diff(k == 0 ? std::get<0>(got) : k == 1 ? std::get<1>(got) : std::get<2>(got),
+                            k == 0 ? std::get<0>(want) : k == 1 ? std::get<1>(want) : std::get<2>(want));
+        if (!(d <= w)) w = d;  // NaN sticks
+      }
+    }
   }
   return worst;
 }
 
-void record_probe(double err) {
-  bool wrong = !(err <= kTolerance);  // NaN counts as wrong
-  g_probe.store(wrong ? kOneDnnWrong : kOneDnnRight);
-  if (wrong)
+void record_probe(const ProbeErrors &err) {
+  bool inference_right = err.inference <= kTolerance;  // NaN counts as wrong
+  bool training_right = err.training <= kTolerance;
+  int result = inference_right ? kOneDnnRight : training_right ? kUseTraining : kUseCtorch;
+  g_probe.store(result);
+  if (result != kOneDnnRight)
     TORCH_WARN("ctorch: oneDNN's LSTM kernel gives wrong results on this CPU without grad (max "
                "error ",
-               err,
-               " on a probe); float32 LSTM layers without grad now run through ctorch's own "
-               "kernel. CTORCH_LSTM_GUARD=0 or ct_lstm_guard_set(0) uses oneDNN's anyway.");
+               err.inference, " on a probe); float32 LSTM layers without grad now run through ",
+               result == kUseTraining ? "oneDNN's training kernel (right here)"
+                                      : "ctorch's own LSTM layer",
+               ". CTORCH_LSTM_GUARD=0 or ct_lstm_guard_set(0) uses oneDNN's inference kernel "
+               "anyway.");
 }
 
-bool routed() {
+// Which route a float32 no-grad LSTM layer takes now (probing first if due).
+int route() {
   int32_t mode = g_mode.load();
-  if (mode == kOn) return true;
-  if (mode == kOff) return false;
+  if (mode == kOn) return kUseCtorch;
+  if (mode == kOff) return kOneDnnRight;
   if (g_probe.load() == kUnprobed) {
     std::lock_guard<std::mutex> lock(g_mutex);
-    if (g_probe.load() == kUnprobed) record_probe(probe_error());
+    if (g_probe.load() == kUnprobed) record_probe(probe_errors());
   }
-  return g_probe.load() == kOneDnnWrong;
+  return g_probe.load();
 }
 
 // The kernel in front of aten::mkldnn_rnn_layer (CPU).
@@ -178,9 +210,11 @@ Layer guarded_layer(const Tensor &input, const Tensor &w0, const Tensor &w1, con
                   hx.numel() == input.size(1) * hidden_size && cx.numel() == hx.numel() &&
                   (!has_biases || (w2.numel() == 4 * hidden_size && w3.numel() == 4 * hidden_size &&
                                    w2.scalar_type() == at::kFloat && w3.scalar_type() == at::kFloat));
-  if (eligible && routed()) return ctorch_layer(input, w0, w1, w2, w3, hx, cx, reverse, has_biases);
+  int r = eligible ? route() : kOneDnnRight;
+  if (r == kUseCtorch) return ctorch_layer(input, w0, w1, w2, w3, hx, cx, reverse, has_biases);
   return onednn_layer(input, w0, w1, w2, w3, hx, cx, reverse, batch_sizes, mode, hidden_size,
-                      num_layers, has_biases, bidirectional, batch_first, train);
+                      num_layers, has_biases, bidirectional, batch_first, train,
+                      r == kUseTraining);
 }
 
 // Swallows the one warning LibTorch gives when a kernel is registered over
@@ -255,7 +289,7 @@ int32_t ct_lstm_guard_state(void) {
   if (!g_library) return g_mode.load() == kOff ? 0 : -1;
   if (g_mode.load() == kOn) return 1;
   int probe = g_probe.load();
-  return probe == kUnprobed ? 2 : probe == kOneDnnWrong ? 1 : 0;
+  return probe == kUnprobed ? 2 : probe == kOneDnnRight ? 0 : 1;
 #else
   return -1;
 #endif
@@ -267,9 +301,9 @@ ct_status ct_lstm_guard_check(double *max_error) {
     CT_CHECK_NOT_NULL(max_error);
 #if CT_HAS_ONEDNN_LSTM
     std::lock_guard<std::mutex> lock(g_mutex);
-    double err = probe_error();
+    ProbeErrors err = probe_errors();
     if (g_probe.load() == kUnprobed) record_probe(err);
-    *max_error = err;
+    *max_error = err.inference;
     return CT_OK;
 #else
     return ct::set_error(CT_ERR_NOT_SUPPORTED,

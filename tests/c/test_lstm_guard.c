@@ -2,9 +2,10 @@
  * float32 LSTM without grad matches the same LSTM in float64 (LibTorch's
  * non-oneDNN kernel) to 1e-5 on whatever CPU this runs on; the guard routes
  * around oneDNN exactly when its probe finds oneDNN wrong, and on CPUs without
- * AVX-512 it switches nothing off. CTORCH_TEST_LSTM_ONEDNN_ERROR (a test hook
- * that skews oneDNN's no-grad results) checks detection and route end to end
- * on CPUs where oneDNN is right. */
+ * AVX-512 it switches nothing off. CTORCH_TEST_LSTM_ONEDNN_ERROR and
+ * CTORCH_TEST_LSTM_ONEDNN_TRAINING_ERROR (test hooks that skew oneDNN's
+ * inference and training kernels' results) check detection and both routes
+ * end to end on CPUs where oneDNN is right. */
 #include "test_util.h"
 
 #include <math.h>
@@ -94,9 +95,14 @@ static double no_grad_error(ct_script *s) {
   return worst;
 }
 
+/* 0: no warning about oneDNN; 1: routed to oneDNN's training kernel; 2: to
+ * ctorch's own layer. */
 static int warned_about_onednn(void) {
-  for (size_t i = 0; i < ct_warnings_count(); ++i)
-    if (strstr(ct_warnings_get(i), "oneDNN's LSTM kernel gives wrong results")) return 1;
+  for (size_t i = 0; i < ct_warnings_count(); ++i) {
+    const char *w = ct_warnings_get(i);
+    if (strstr(w, "oneDNN's LSTM kernel gives wrong results"))
+      return strstr(w, "through ctorch's own LSTM layer") ? 2 : 1;
+  }
   return 0;
 }
 
@@ -201,8 +207,9 @@ static void child(const char *env, int *before, double *err, int *after, int *wa
   assert_int_equal(WEXITSTATUS(pclose(f)), 0);
 }
 
-/* oneDNN made wrong by the test hook: the probe sees it, the guard routes
- * around it, the results stay right and a warning says so. */
+/* oneDNN's inference kernel made wrong by the test hook: the probe sees it,
+ * the guard routes around it to oneDNN's training kernel, the results stay
+ * right and a warning says so. */
 static void test_detects_and_routes(void **state) {
   (void)state;
   if (torch_major() < 2) skip();
@@ -211,11 +218,25 @@ static void test_detects_and_routes(void **state) {
   child("CTORCH_TEST_LSTM_ONEDNN_ERROR=0.25", &before, &err, &after, &warned);
   assert_int_equal(before, 2);
   assert_int_equal(after, 1);
-  assert_true(warned);
+  assert_int_equal(warned, 1);
   if (!(err <= 1e-5)) fail_msg("guarded LSTM differs from float64 by %g", err);
-  /* oneDNN's path through the guard is skewed (the hook works), so the
-   * right results above came through ctorch's layer. */
+  /* oneDNN's inference path through the guard is skewed (the hook works),
+   * so the right results above came another way. */
   assert_true(fabs(child_probe - 0.25) < 0.01);
+}
+
+/* Both oneDNN kernels wrong: ctorch's own layer. */
+static void test_routes_to_ctorch_layer(void **state) {
+  (void)state;
+  if (torch_major() < 2) skip();
+  int before, after, warned;
+  double err;
+  child("CTORCH_TEST_LSTM_ONEDNN_ERROR=0.25 CTORCH_TEST_LSTM_ONEDNN_TRAINING_ERROR=0.5", &before,
+        &err, &after, &warned);
+  assert_int_equal(before, 2);
+  assert_int_equal(after, 1);
+  assert_int_equal(warned, 2);
+  if (!(err <= 1e-5)) fail_msg("guarded LSTM differs from float64 by %g", err);
 }
 
 static void test_env_switch(void **state) {
@@ -237,7 +258,8 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_initial_state),      cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_no_grad_lstm_is_right), cmocka_unit_test(test_forced_modes),
-      cmocka_unit_test(test_detects_and_routes), cmocka_unit_test(test_env_switch),
+      cmocka_unit_test(test_detects_and_routes), cmocka_unit_test(test_routes_to_ctorch_layer),
+      cmocka_unit_test(test_env_switch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

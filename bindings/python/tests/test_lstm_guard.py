@@ -2,8 +2,9 @@
 results through ctorch on whatever CPU this runs on; the guard routes around
 oneDNN's LSTM kernel exactly where its probe finds it wrong (never on CPUs
 without AVX-512), for Python's torch in the same process too.
-CTORCH_TEST_LSTM_ONEDNN_ERROR skews oneDNN's no-grad results (a test hook) so
-that detection and route are checked end to end where oneDNN is right."""
+CTORCH_TEST_LSTM_ONEDNN_ERROR and CTORCH_TEST_LSTM_ONEDNN_TRAINING_ERROR skew
+oneDNN's kernels (test hooks) so that detection and routes are checked end to
+end where oneDNN is right."""
 import io
 import json
 import os
@@ -148,8 +149,13 @@ def test_detects_and_routes_around_a_wrong_onednn():
     r = _child({"CTORCH_TEST_LSTM_ONEDNN_ERROR": "0.25"})
     assert r["before"] == 2 and r["after"] == 1
     assert r["error"] <= 1e-5
-    assert any("oneDNN's LSTM kernel gives wrong results" in m for m in r["warnings"])
+    assert any("oneDNN's LSTM kernel gives wrong results" in m and "training kernel" in m
+               for m in r["warnings"])
     assert abs(r["probe"] - 0.25) < 0.01  # oneDNN's path is skewed: the route gave the above
+    r = _child({"CTORCH_TEST_LSTM_ONEDNN_ERROR": "0.25",
+                "CTORCH_TEST_LSTM_ONEDNN_TRAINING_ERROR": "0.5"})
+    assert r["after"] == 1 and r["error"] <= 1e-5
+    assert any("through ctorch's own LSTM layer" in m for m in r["warnings"])
 
 
 def test_environment_switch():
