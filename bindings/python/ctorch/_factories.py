@@ -6,13 +6,14 @@ from ctypes import byref, c_int64, c_void_p
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import _lib, _values, _types
-from ._lib import C, CT_DEVICE_CPU, NO_INDEX, check
+from ._lib import C, CT_DEVICE_CPU, NO_INDEX, check, int_arg
 from ._interop import from_dlpack, from_numpy
 from ._types import CPU, dtype, get_device, get_dtype
 from ._call import aten as _op
 from .tensor import Tensor, wrap
 
 _DEFAULT_DTYPE = _types.float32
+_EXACT = 1 << 53  # ints up to this pass through a C double exactly
 
 
 def _out(fn: Callable[..., int], *args: Any) -> Tensor:
@@ -25,13 +26,8 @@ def _sizes_arg(size: Sequence[Any]) -> Tuple[Any, int]:
     if len(size) == 1 and not isinstance(size[0], int):
         s = size[0]
         size = s.tolist() if isinstance(s, Tensor) else s
-    dims = tuple(operator.index(s) for s in size)
-    for i, d in enumerate(dims):
-        # ctypes would wrap 2**63 silently to -2**63 ("negative size").
-        if not -2**63 <= d < 2**63:
-            raise _lib.InvalidArgumentError(
-                "size %d at dimension %d is out of range (a size must fit in int64)" % (d, i),
-                _lib.CT_ERR_INVALID_ARGUMENT)
+    # ctypes would wrap 2**64 + 3 silently to 3
+    dims = tuple(int_arg(s, "int64", "size at dimension %d", i) for i, s in enumerate(size))
     return (c_int64 * max(len(dims), 1))(*dims), len(dims)
 
 
@@ -82,6 +78,13 @@ def full(size: Any, fill_value: Any, dtype: Any = None, device: Any = None,
         dtype = _types.bool_ if isinstance(fill_value, bool) else (
             _types.int64 if isinstance(fill_value, int) else _DEFAULT_DTYPE)
     dc, di = _dev_args(device)
+    if type(fill_value) is int and not -_EXACT <= fill_value <= _EXACT:
+        # ct_tensor_full takes a double: exact only up to 2**53
+        t = _out(C.tensor_empty, sizes, n, get_dtype(dtype).code, dc, di, 0)
+        t.fill_(fill_value)
+        if requires_grad:
+            t.requires_grad = True
+        return t
     return _out(C.tensor_full, sizes, n, float(fill_value), get_dtype(dtype).code, dc, di,
                 1 if requires_grad else 0)
 
@@ -95,6 +98,13 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
     if dtype is None:
         dtype = _types.int64 if all(isinstance(x, int) for x in (start, end, step)) \
             else _DEFAULT_DTYPE
+    if any(type(x) is int and not -_EXACT <= x <= _EXACT for x in (start, end, step)):
+        # ct_tensor_arange takes doubles: exact only up to 2**53
+        t: Tensor = _op("arange", "start_step")(start, end, step, dtype=get_dtype(dtype),
+                                                device=get_device(device or CPU))
+        if requires_grad:
+            t.requires_grad = True
+        return t
     dc, di = _dev_args(device)
     return _out(C.tensor_arange, float(start), float(end), float(step), get_dtype(dtype).code,
                 dc, di, 1 if requires_grad else 0)
@@ -103,7 +113,8 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
 def eye(n: int, m: Optional[int] = None, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
     dc, di = _dev_args(device)
-    return _out(C.tensor_eye, n, -1 if m is None else m, _dt(dtype), dc, di,
+    return _out(C.tensor_eye, int_arg(n, "int64", "eye: n"),
+                -1 if m is None else int_arg(m, "int64", "eye: m"), _dt(dtype), dc, di,
                 1 if requires_grad else 0)
 
 
@@ -195,7 +206,13 @@ def _from_flat(shape: List[int], flat: List[Any], d: dtype, kinds: Set[str]) -> 
         buf = array.array("d", [float(e) for e in flat])
         tmp = _types.float64
     else:
-        buf = array.array("q", [operator.index(e) for e in flat])
+        ints = [operator.index(e) for e in flat]
+        try:
+            buf = array.array("q", ints)
+        except OverflowError:
+            for i, e in enumerate(ints):
+                int_arg(e, "int64", "tensor: element %d", i)
+            raise
         tmp = _types.int64
     addr = buf.buffer_info()[0] if len(buf) else None
     t = _out(C.tensor_from_data, addr, sizes, n, tmp.code, CT_DEVICE_CPU, NO_INDEX)

@@ -52,6 +52,15 @@ def index(t: Any, idx: Any) -> Any:
     return t
 
 
+_BOUND = 1 << 62  # beyond any dimension; c10::SymInt takes ints below -2**62 as symbolic
+
+
+def _bound(x: Any) -> int:
+    """A slice bound clamped to +-2**62, as Python clamps bounds (t[2**70:] is
+    empty, t[-2**70:] everything): no dimension is that long."""
+    return min(max(operator.index(x), -_BOUND), _BOUND)
+
+
 def _adv_list(adv: List[Tuple[int, Any]]) -> List[Optional[Any]]:
     idxs: List[Optional[Any]] = [None] * (max(d for d, _ in adv) + 1)
     for d, it in adv:
@@ -89,8 +98,8 @@ def _basic_index(t: Any, idx: Tuple[Any, ...]) -> Tuple[Any, List[Tuple[int, Any
                 raise _lib.InvalidArgumentError("step must be greater than zero")
             if it.start is not None or it.stop is not None or step != 1:
                 cur = _op("slice", "Tensor")(
-                    cur, dim, None if it.start is None else operator.index(it.start),
-                    None if it.stop is None else operator.index(it.stop), step)
+                    cur, dim, None if it.start is None else _bound(it.start),
+                    None if it.stop is None else _bound(it.stop), step)
             dim += 1
         else:
             ti = _as_tensor(it)

@@ -294,7 +294,7 @@ def to_dlpack(t: Any, stream: Any, max_version: Any, dl_device: Any, copy: Any) 
         elif stream == 0:
             raise ValueError("__dlpack__: stream 0 is ambiguous and not allowed")
         else:
-            s = int(stream)
+            s = _lib.int_arg(int(stream), "int64", "__dlpack__: stream")
     else:
         if stream not in (None, -1):
             raise ValueError("__dlpack__: stream must be None for a CPU tensor")
@@ -356,7 +356,8 @@ def _get_capsule(x: Any) -> Any:
     dev = x.__dlpack_device__() if hasattr(x, "__dlpack_device__") else (DL_CPU, 0)
     if int(dev[0]) in (DL_CUDA, DL_ROCM):  # ask the producer to sync with our stream
         sp = c_void_p()
-        if G.cuda_current_stream(byref(sp), int(dev[1])) == _lib.CT_OK:
+        if G.cuda_current_stream(byref(sp), _lib.int_arg(int(dev[1]), "int32",
+                                                        "__dlpack_device__ index")) == _lib.CT_OK:
             kw["stream"] = sp.value or DL_STREAM_LEGACY
         else:
             G.clear_error()

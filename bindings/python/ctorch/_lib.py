@@ -8,6 +8,7 @@ the GIL during the call (anything that may run long or call back into Python),
 
 import ctypes
 import ctypes.util
+import operator
 import os
 import threading
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_int32, c_int64,
@@ -137,6 +138,12 @@ class Error(Exception):
 
 class InvalidArgumentError(Error, ValueError):
     code = CT_ERR_INVALID_ARGUMENT
+
+
+class IntRangeError(InvalidArgumentError, OverflowError):
+    """A Python int that does not fit the C integer type it is passed as,
+    caught before ctypes would truncate it (see int_arg). Also an
+    OverflowError, as Python's own int conversions raise."""
 
 
 class CTorchTypeError(Error, TypeError):
@@ -674,6 +681,38 @@ def check(status: int) -> None:
 def last_error_code() -> int:
     code: int = G.last_error_code()
     return code
+
+
+# ---- integers entering C ------------------------------------------------------------
+
+#: Ranges of the C integer types user integers are passed as; "seed" is what
+#: torch.manual_seed takes (negative seeds wrap to uint64, as in torch).
+INT_RANGES: Dict[str, Tuple[int, int]] = {
+    "int32": (-(1 << 31), (1 << 31) - 1),
+    "int64": (-(1 << 63), (1 << 63) - 1),
+    "uint64": (0, (1 << 64) - 1),
+    "size_t": (0, (1 << (8 * ctypes.sizeof(c_size_t))) - 1),
+    "seed": (-(1 << 63), (1 << 64) - 1),
+}
+
+
+def int_arg(x: Any, kind: str, what: str, *what_args: Any) -> int:
+    """x (an int, or anything with __index__) as a Python int that fits the C
+    type `kind` (a key of INT_RANGES). Raises IntRangeError naming the
+    argument (``what % what_args``) and the user's number where ctypes would
+    silently truncate it, and CTorchTypeError for a non-integer. Every user
+    integer bound for a C integer parameter goes through here (TorchScript
+    values through _values.int_value); the hot paths take no user integers."""
+    try:
+        v: int = x if type(x) is int else operator.index(x)
+    except TypeError:
+        raise CTorchTypeError("%s must be an integer, got %s"
+                              % (what % what_args, type(x).__name__)) from None
+    lo, hi = INT_RANGES[kind]
+    if not lo <= v <= hi:
+        raise IntRangeError("%s: %d is out of range for %s (%d to %d)"
+                            % (what % what_args, v, kind, lo, hi))
+    return v
 
 
 # ---- small helpers ---------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Any, Callable, List, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-from ._lib import C, G, check
+from ._lib import C, G, check, int_arg
 
 
 def version() -> str:
@@ -25,7 +25,9 @@ def abi_version() -> int:
 
 
 def manual_seed(seed: int) -> None:
-    check(G.manual_seed(int(seed) & 0xFFFFFFFFFFFFFFFF))
+    """Seeds the CPU (and CUDA) generators. As torch: seeds from -2**63 to
+    2**64 - 1; a negative seed wraps to uint64 (-1 is 2**64 - 1)."""
+    check(G.manual_seed(int_arg(int(seed), "seed", "manual_seed") & 0xFFFFFFFFFFFFFFFF))
 
 
 def get_num_threads() -> int:
@@ -33,7 +35,7 @@ def get_num_threads() -> int:
 
 
 def set_num_threads(n: int) -> None:
-    check(G.set_num_threads(n))
+    check(G.set_num_threads(int_arg(n, "int32", "set_num_threads")))
 
 
 def get_num_interop_threads() -> int:
@@ -41,7 +43,7 @@ def get_num_interop_threads() -> int:
 
 
 def set_num_interop_threads(n: int) -> None:
-    check(G.set_num_interop_threads(n))
+    check(G.set_num_interop_threads(int_arg(n, "int32", "set_num_interop_threads")))
 
 
 def load_library(path: Any) -> None:
@@ -168,22 +170,24 @@ class _Cuda:
 
     @staticmethod
     def set_device(d: int) -> None:
-        check(G.cuda_set_device(int(d)))
+        check(G.cuda_set_device(int_arg(int(d), "int32", "cuda.set_device")))
 
     @staticmethod
     def synchronize(device: Any = -1) -> None:
-        check(C.cuda_synchronize(-1 if device is None else int(device)))
+        check(C.cuda_synchronize(-1 if device is None else
+                                 int_arg(int(device), "int32", "cuda.synchronize")))
 
     @staticmethod
     def memory_allocated(device: int = -1) -> int:
         o = c_size_t()
-        check(G.cuda_memory_allocated(byref(o), device))
+        check(G.cuda_memory_allocated(byref(o), int_arg(device, "int32",
+                                                        "cuda.memory_allocated")))
         return o.value
 
     @staticmethod
     def memory_reserved(device: int = -1) -> int:
         o = c_size_t()
-        check(G.cuda_memory_reserved(byref(o), device))
+        check(G.cuda_memory_reserved(byref(o), int_arg(device, "int32", "cuda.memory_reserved")))
         return o.value
 
     @staticmethod
@@ -192,13 +196,14 @@ class _Cuda:
 
     @staticmethod
     def manual_seed_all(seed: int) -> None:
-        check(G.cuda_manual_seed_all(int(seed) & 0xFFFFFFFFFFFFFFFF))
+        check(G.cuda_manual_seed_all(int_arg(int(seed), "seed", "cuda.manual_seed_all")
+                                     & 0xFFFFFFFFFFFFFFFF))
 
     @staticmethod
     def current_stream(device: int = -1) -> int:
         """torch's current cudaStream_t on a device, as an int."""
         o = c_void_p()
-        check(G.cuda_current_stream(byref(o), device))
+        check(G.cuda_current_stream(byref(o), int_arg(device, "int32", "cuda.current_stream")))
         return o.value or 0
 
     @staticmethod
@@ -206,7 +211,8 @@ class _Cuda:
         """Makes `stream` (a cudaStream_t as int) torch's current stream on the
         calling thread; returns the previous one."""
         prev = c_void_p()
-        check(G.cuda_set_stream(byref(prev), device, stream))
+        check(G.cuda_set_stream(byref(prev), int_arg(device, "int32", "cuda.set_stream"),
+                                int_arg(stream, "size_t", "cuda.set_stream: stream")))
         return prev.value or 0
 
 

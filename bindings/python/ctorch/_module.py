@@ -4,7 +4,7 @@ import os
 from ctypes import byref, c_size_t, c_void_p
 from typing import Any, Dict, List, Optional
 
-from . import _lib, _values, _call
+from . import _lib, _values, _call, _release
 from ._lib import (C, G, CT_DEVICE_KEEP, CT_DTYPE_KEEP, CT_ERR_NOT_FOUND, NO_INDEX, check,
                    error_from_status)
 from ._values import to_value, from_value
@@ -61,15 +61,36 @@ class Module:
         return self._ptr()
 
     def free(self) -> None:
+        """Frees the handle now (deferred while another thread runs ctorch
+        code, see Tensor.free)."""
         m, self._m = self._m, None
         if m:
-            G.module_free(m)
+            _release.release(self, G.module_free, m)
 
     def __del__(self) -> None:
         m = self._m
         if m:
             self._m = None
             G.module_free(m)
+        elif _release._deferred:
+            _release.release_deferred(self)
+
+    # ---- copying and pickling ---------------------------------------------------
+    def __copy__(self) -> "Module":
+        """copy.copy: a real copy, the same as copy.deepcopy (clone():
+        parameters and buffers copied). torch's copy.copy of a ScriptModule
+        shares the parameters; a ctorch copy shares neither handle nor
+        tensors with the original, so either can be changed or freed alone."""
+        return self.clone()
+
+    def __deepcopy__(self, memo: Any) -> "Module":
+        """copy.deepcopy: clone() (parameters and buffers copied)."""
+        return self.clone()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickled as its TorchScript archive (save(), extra files included);
+        unpickling loads it with ctorch.load, in any process."""
+        return (load, (self.save(extra_files=self.extra_files or None),))
 
     def __enter__(self) -> "Module":
         return self
@@ -379,15 +400,39 @@ def save_pickle(obj: Any, f: Any = None) -> Optional[bytes]:
 
 class Script:
     """TorchScript functions compiled from source: ``s = compile_script(src)``,
-    then ``s.fname(args)`` or ``s.call("fname", ...)``."""
+    then ``s.fname(args)`` or ``s.call("fname", ...)``. Copies and pickles
+    hold the source and compile it again."""
 
-    __slots__ = ("_s", "__weakref__")
+    __slots__ = ("_s", "_source", "__weakref__")
     _s: Optional[int]
+    _source: str
 
     def __init__(self, source: str) -> None:
         out = c_void_p()
         check(C.script_compile(byref(out), source.encode()))
         self._s = out.value
+        self._source = source
+
+    @property
+    def source(self) -> str:
+        """The TorchScript source this script was compiled from."""
+        return self._source
+
+    def _live_source(self) -> str:
+        if not self._s:
+            raise _lib.InvalidArgumentError("use of a freed script")
+        return self._source
+
+    def __copy__(self) -> "Script":
+        """copy.copy: the source compiled again (a script holds no state)."""
+        return Script(self._live_source())
+
+    def __deepcopy__(self, memo: Any) -> "Script":
+        return Script(self._live_source())
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickled as its source; unpickling compiles it again."""
+        return (Script, (self._live_source(),))
 
     def functions(self) -> List[str]:
         out = c_void_p()
@@ -408,15 +453,19 @@ class Script:
         return lambda *a, **k: self.call(name, *a, **k)
 
     def free(self) -> None:
+        """Frees the handle now (deferred while another thread runs ctorch
+        code, see Tensor.free)."""
         s, self._s = self._s, None
         if s:
-            G.script_free(s)
+            _release.release(self, G.script_free, s)
 
     def __del__(self) -> None:
         s = getattr(self, "_s", None)
         if s:
             self._s = None
             G.script_free(s)
+        elif _release._deferred:
+            _release.release_deferred(self)
 
 
 def compile_script(source: str) -> Script:

@@ -166,7 +166,8 @@ class device:
             raise _lib.InvalidArgumentError(
                 "unknown device type %r (expected one of %s)" % (type, ", ".join(self._TYPES)))
         if index is not None:
-            index = int(index)
+            # passed to C as int32: 2**32 + 1 must not become device 1
+            index = _lib.int_arg(int(index), "int32", "device index")
             if index < 0:
                 index = None
         if type == "cpu":

@@ -9,7 +9,7 @@ import operator
 from ctypes import byref, c_double, c_int32, c_int64, c_size_t, c_void_p
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _lib
+from . import _lib, _release
 from ._lib import (G, CT_VALUE_BOOL, CT_VALUE_BOOL_LIST, CT_VALUE_DEVICE, CT_VALUE_DICT,
                    CT_VALUE_DOUBLE, CT_VALUE_DOUBLE_LIST, CT_VALUE_INT, CT_VALUE_INT_LIST,
                    CT_VALUE_LIST, CT_VALUE_NONE, CT_VALUE_OBJECT, CT_VALUE_STRING,
@@ -58,7 +58,7 @@ def int_value(x: int) -> Tuple[int, bool]:
     if v is not None:
         return v, False
     if not _INT64_MIN <= x <= _INT64_MAX:
-        raise OverflowError("Python int %d does not fit in int64" % x)
+        _lib.int_arg(x, "int64", "integer argument")  # raises IntRangeError (an OverflowError)
     v = new_value(G.value_from_int, x)
     if len(_INT_CACHE) < _CACHE_MAX:
         w = _INT_CACHE.setdefault(x, v)  # another thread may have won the race
@@ -343,15 +343,49 @@ class Value:
         return "Value(%s: %s)" % (r, self.type_str)
 
     def free(self) -> None:
+        """Frees the handle now (deferred while another thread runs ctorch
+        code, see Tensor.free)."""
         p, self._p = self._p, None
         if p:
-            _value_free(p)
+            _release.release(self, _value_free, p)
 
     def __del__(self) -> None:
         p = self._p
         if p:
             self._p = None
             _value_free(p)
+        elif _release._deferred:
+            _release.release_deferred(self)
+
+    # ---- copying and pickling -------------------------------------------------------
+    def __copy__(self) -> "Value":
+        """copy.copy: a new handle to the same value (shared, as a shallow
+        copy shares; ct_value_ref)."""
+        return Value._wrap(new_value(G.value_ref, self._ptr()))
+
+    def _pickled(self, what: str) -> bytes:
+        buf, n = c_void_p(), c_size_t()
+        st = _lib.C.pickle_save_buffer(byref(buf), byref(n), self._ptr())
+        if st:
+            err = _lib.error_from_status(st)
+            raise _lib.CTorchTypeError("cannot %s a ctorch.Value of type %s: %s"
+                                       % (what, self.type_str, err)) from err
+        return _lib.take_buffer(buf.value, n.value)
+
+    def __deepcopy__(self, memo: Any) -> "Value":
+        """copy.deepcopy: the value through torch.save's format and back
+        (CTorchTypeError, a TypeError, for values it cannot hold)."""
+        return _load_value(self._pickled("deepcopy"))
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickled in torch.save's format (CTorchTypeError, a TypeError, for
+        values it cannot hold)."""
+        return (_load_value, (self._pickled("pickle"),))
+
+
+def _load_value(data: bytes) -> Value:
+    """A Value of torch.save bytes (Value pickles)."""
+    return Value._wrap(new_value(_lib.C.pickle_load_buffer, data, len(data)))
 
 
 __all__ = ["Value", "to_value", "from_value", "borrowed_to_python", "to_owned_value",

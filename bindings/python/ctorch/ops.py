@@ -87,6 +87,17 @@ class OpOverload(OpCaller):
         ov = "" if self._overload is None else "." + (self._overload or "default")
         return "<ctorch op %s%s>" % (self._qualname, ov)
 
+    # An op is a process-wide constant, like a function: copies are the op
+    # itself, and a pickle names it (looked up again when loaded).
+    def __copy__(self) -> "OpOverload":
+        return self
+
+    def __deepcopy__(self, memo: Any) -> "OpOverload":
+        return self
+
+    def __reduce__(self) -> Any:
+        return (_op_by_name, (self._qualname, self._overload))
+
 
 class OpPacket(OpOverload):
     """All overloads of one operator. Call it to resolve the overload from the
@@ -162,6 +173,15 @@ def __getattr__(ns: str) -> OpNamespace:
 
 def __dir__() -> List[str]:
     return sorted(set(_build_index()) | set(globals()))
+
+
+def _op_by_name(qualname: str, overload: Optional[str]) -> OpOverload:
+    """ops.<ns>.<name>[.<overload>] for a pickled op."""
+    ns, _, name = qualname.partition("::")
+    p: OpOverload = getattr(__getattr__(ns), name)
+    if overload is not None:
+        p = getattr(p, overload or "default")
+    return p
 
 
 aten: OpNamespace = __getattr__("aten")

@@ -15,6 +15,7 @@ from ctypes import byref, c_char_p, c_int32, c_size_t, c_void_p
 from ._factories import as_tensor
 from ._values import from_value
 from .tensor import Tensor, wrap as _wrap_h
+from . import _release
 from ._lib import C, check
 from ._types import device
 
@@ -105,15 +106,37 @@ class Package:
         return device._from_codes(t.value, i.value)
 
     def free(self) -> None:
-        if self._p:
-            p, self._p = self._p, None
-            C.package_free(p)
+        """Frees the package now (deferred while another thread runs ctorch
+        code, see Tensor.free)."""
+        p, self._p = self._p, None
+        if p:
+            _release.release(self, C.package_free, p)
 
     def __del__(self) -> None:
         try:
-            self.free()
+            p = self._p
+            if p:
+                self._p = None
+                C.package_free(p)
+            elif _release._deferred:
+                _release.release_deferred(self)
         except Exception:  # interpreter shutdown
             pass
+
+    # A loaded package is compiled code LibTorch unpacked and dlopened; the C
+    # API can neither duplicate nor serialize it, and sharing the handle
+    # would free it twice: copies and pickles are refused.
+    def __copy__(self) -> "Package":
+        raise TypeError("cannot copy a ctorch.Package (the C API cannot duplicate a loaded "
+                        "package); load the .pt2 file again with ctorch.load_package")
+
+    def __deepcopy__(self, memo: Any) -> "Package":
+        raise TypeError("cannot deepcopy a ctorch.Package (the C API cannot duplicate a "
+                        "loaded package); load the .pt2 file again with ctorch.load_package")
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError("cannot pickle a ctorch.Package; pickle the .pt2 file's bytes and "
+                        "load them with ctorch.load_package")
 
     def __repr__(self) -> str:
         return "<ctorch.Package on %s>" % (self.device if self._p else "freed")

@@ -5,7 +5,7 @@ from ctypes import byref, c_int32, c_void_p
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List, NamedTuple, Optional,
                     Tuple)
 
-from . import _lib, _values, _call, _interop, _format, ops
+from . import _lib, _values, _call, _interop, _format, _release, ops
 from ._lib import (C, G, CT_DEVICE_CPU, CT_DEVICE_CUDA, CT_DTYPE_KEEP, CT_DEVICE_KEEP, NO_INDEX,
                    SIZES, check, tls)
 from ._call import aten as _op, generation
@@ -16,9 +16,12 @@ from . import _types
 
 _new = object.__new__
 _tensor_free = G.tensor_free
+_release_h, _release_deferred, _deferred = (_release.release, _release.release_deferred,
+                                             _release._deferred)
 _op_call_tensors = C.op_call_tensors
 _last_error_code = G.last_error_code
 _ONE, _TWO = SIZES[1], SIZES[2]
+_EXACT = 1 << 53  # ints up to this pass through a C double exactly
 
 
 def wrap(h: Optional[int]) -> "Tensor":
@@ -75,15 +78,20 @@ class Tensor:
 
     def free(self) -> None:
         """Frees the handle now (the memory lives on while other handles, views
-        or numpy arrays use it). Further use raises ctorch.InvalidArgumentError."""
+        or numpy arrays use it). Further use raises ctorch.InvalidArgumentError.
+        Safe against use on other threads: while another thread runs ctorch
+        code (it may be using this tensor), the handle is freed when this
+        object dies instead (see _release)."""
         h, self._h, self._m = self._h, 0, None
         if h:
-            _tensor_free(h)
+            _release_h(self, _tensor_free, h)
 
     def __del__(self) -> None:
         h = self._h
         if h:
             _tensor_free(h)
+        elif _deferred:
+            _release_deferred(self)
 
     def __enter__(self) -> "Tensor":
         return self
@@ -321,6 +329,10 @@ class Tensor:
             return self.copy_(value)
         if isinstance(value, complex):
             raise _lib.NotSupportedError("fill_ with a complex value is not supported")
+        if type(value) is int and not -_EXACT <= value <= _EXACT:
+            # ct_tensor_fill_ takes a double: exact only up to 2**53
+            _op("fill_", "Scalar")(self, value)
+            return self
         check(C.tensor_fill_(self._ptr(), float(value)))
         return self
 
@@ -687,7 +699,9 @@ def _operator(name: str, scalar_overload: Optional[str] = "Scalar",
     def _finish(self: Tensor, r: Any) -> Any:
         if inplace:
             if r is not self and isinstance(r, Tensor):
-                r.free()
+                h, r._h = r._h, 0  # a fresh result no other thread has seen
+                if h:
+                    _tensor_free(h)
             return self
         return r
 

@@ -1,0 +1,84 @@
+"""Explicit free() made safe against use of the same handle on another thread.
+
+A handle is borrowed by every ctorch call that uses it, from the moment the
+call reads it off its Python object until C returns (with the GIL released on
+the long paths). free() on another thread in that window would free it under
+the call. The calls themselves carry no bookkeeping (x + y stays one C call):
+instead, release() frees at once only while no ctorch code may be borrowing
+the handle (no other thread's stack holds a frame of this package, nor this
+thread's below the free() call: checked with sys._current_frames under the
+GIL); otherwise the handle is parked and freed when its object dies (every
+call borrowing a handle holds the object) or at a later release() that finds
+ctorch idle. Standard library only.
+"""
+
+import os
+import sys
+import threading
+from typing import Any, Dict, Tuple
+
+_PKG_PREFIX = os.path.dirname(__file__) + os.sep
+_current_frames = getattr(sys, "_current_frames", None)
+_gil_enabled = getattr(sys, "_is_gil_enabled", None)
+#: id(owner) -> (free function, handle) of handles whose free() was deferred
+_deferred: Dict[int, Tuple[Any, int]] = {}
+#: Frames of the free() chain itself (skipped at the top of the calling thread).
+_FREE_CHAIN = frozenset({"_ctorch_busy_elsewhere", "release", "free", "__exit__"})
+
+
+#: co_filename -> whether it is a file of this package (a cache: few files)
+_OURS: Dict[str, bool] = {}
+
+
+def _ours(filename: str) -> bool:
+    o = _OURS.get(filename)
+    if o is None:
+        o = _OURS[filename] = filename.startswith(_PKG_PREFIX)
+    return o
+
+
+def _ctorch_busy_elsewhere() -> bool:
+    """Whether a handle may be borrowed right now by ctorch code other than
+    the free() asking: another thread runs ctorch code, or the calling thread
+    does below the free() chain (a free() inside a callback that ctorch
+    called, or inside a user method ctorch called while marshalling), or the
+    state cannot be known (no sys._current_frames, no GIL)."""
+    if _current_frames is None or (_gil_enabled is not None and not _gil_enabled()):
+        return True
+    me = threading.get_ident()
+    ours = _OURS.get
+    for tid, f in _current_frames().items():
+        if tid == me:
+            while f is not None and f.f_code.co_name in _FREE_CHAIN and \
+                    _ours(f.f_code.co_filename):
+                f = f.f_back
+        while f is not None:
+            o = ours(f.f_code.co_filename)
+            if o or (o is None and _ours(f.f_code.co_filename)):
+                return True
+            f = f.f_back
+    return False
+
+
+def release(owner: Any, free: Any, h: int) -> None:
+    """Frees handle h, just taken off `owner` by its free() (never from
+    __del__: a dead object's handle is free to go): now when no ctorch code
+    may be borrowing it, else when `owner` dies (its __del__ calls
+    release_deferred) or at a later release() that finds ctorch idle."""
+    if _ctorch_busy_elsewhere():
+        _deferred[id(owner)] = (free, h)
+        return
+    free(h)
+    while _deferred:
+        try:
+            _k, (fn, p) = _deferred.popitem()
+        except KeyError:
+            break
+        fn(p)
+
+
+def release_deferred(owner: Any) -> None:
+    """Frees the handle whose free() `owner` deferred (from its __del__)."""
+    e = _deferred.pop(id(owner), None)
+    if e is not None:
+        e[0](e[1])
