@@ -371,12 +371,13 @@ class Verify(unittest.TestCase):
         self.assertIn("ct_module_verify", r.stderr)
         self.assertIn("(status 4)", r.stderr)
         self.assertNotIn("ct_pickle_verify", r.stderr)
-        # neither kind: both messages
+        # neither kind by its contents: no reader is tried
         bad = self.file("bad.pt", b"not a zip archive, not a pickle")
         r = ctorch("verify", bad, check=1)
-        self.assertIn("neither a loadable TorchScript archive nor a loadable torch.save file", r.stderr)
-        self.assertRegex(r.stderr, r"\n  as TorchScript \(status 5\): ct_module_verify: ct_module_load: ")
-        self.assertRegex(r.stderr, r"\n  as torch.save \(status 5\): ct_pickle_verify: ct_pickle_load: ")
+        self.assertIn("not a TorchScript archive, a torch.save file or an AOTInductor package",
+                      r.stderr)
+        self.assertNotIn("ct_module_verify", r.stderr)
+        self.assertNotIn("ct_pickle_verify", r.stderr)
         self.assertEqual(r.stdout, "")
         # forced kinds: one message each
         r = ctorch("verify", "--module", os.path.join(MODELS, "tensor.pt"), check=1)
@@ -395,6 +396,37 @@ class Verify(unittest.TestCase):
         pt2 = self.file("m.pt2", b"PK\x03\x04")
         r = ctorch("verify", pt2, check=1)
         self.assertIn("AOTInductor packages (.pt2) hold compiled native code", r.stderr)
+
+
+class VerifyByContents(unittest.TestCase):
+    """Issue 20: a TorchScript archive whose check fails is never reported ok by
+    reading it as a torch.save file (its data.pkl loads as a pickle)."""
+
+    def test_failing_archive_is_not_ok_as_pickle(self):
+        import zipfile
+        with tempfile.TemporaryDirectory() as d:
+            src, dst = model("gate"), os.path.join(d, "broken.pt")
+            with zipfile.ZipFile(src) as zi, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zo:
+                for it in zi.infolist():
+                    data = zi.read(it.filename)
+                    if "/code/" in it.filename and it.filename.endswith(".py"):
+                        data = b"def forward(self, x):\n    return x +\n"
+                    zo.writestr(it, data)
+            r = ctorch("verify", dst, check=1)
+            self.assertEqual(r.stdout, "")
+            self.assertIn("ct_module_verify", r.stderr)
+            self.assertNotIn("ct_pickle_verify", r.stderr)
+            # a torch.save file in zip form is read as one
+            t = os.path.join(d, "t.pt")
+            torch.save({"w": torch.ones(2)}, t)
+            r = ctorch("verify", t, check=0)
+            self.assertIn("ok: torch.save file", r.stdout)
+            # a package by contents, whatever its name
+            pk = os.path.join(d, "pkg.bin")
+            with zipfile.ZipFile(pk, "w") as z:
+                z.writestr("archive/data/aotinductor/model/m.cpp", b"")
+            r = ctorch("verify", pk, check=1)
+            self.assertIn("AOTInductor packages (.pt2) hold compiled native code", r.stderr)
 
 
 def package(name):
