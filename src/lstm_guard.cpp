@@ -37,6 +37,8 @@
 namespace {
 
 constexpr int32_t kAuto = -1, kOff = 0, kOn = 1;
+
+#if CT_HAS_ONEDNN_LSTM
 // Results of the probe: not run yet; oneDNN's inference primitive right;
 // wrong, and the training primitive right; both wrong.
 constexpr int kUnprobed = 0, kOneDnnRight = 1, kUseTraining = 2, kUseCtorch = 3;
@@ -48,7 +50,6 @@ std::atomic<int32_t> g_mode{kAuto};
 std::atomic<int> g_probe{kUnprobed};
 std::mutex g_mutex;  // registration and the probe
 
-#if CT_HAS_ONEDNN_LSTM
 using at::Tensor;
 using Layer = std::tuple<Tensor, Tensor, Tensor, Tensor>;
 
@@ -155,11 +156,10 @@ ProbeErrors probe_errors() {
       Layer got = onednn_layer(x, w_ih, w_hh, b_ih, b_hh, hx, cx, s.reverse, {}, /*LSTM*/ 2,
                                s.hidden, 1, true, false, false, false, training);
       double &w = training ? worst.training : worst.inference;
-      for (int k : {0, 1, 2}) {
-        double d = max_diff(k == 0 ? std::get<0>(got) : k == 1 ? std::get<1>(got) : std::get<2>(got),
-                            k == 0 ? std::get<0>(want) : k == 1 ? std::get<1>(want) : std::get<2>(want));
+      for (double d : {max_diff(std::get<0>(got), std::get<0>(want)),
+                       max_diff(std::get<1>(got), std::get<1>(want)),
+                       max_diff(std::get<2>(got), std::get<2>(want))})
         if (!(d <= w)) w = d;  // NaN sticks
-      }
     }
   }
   return worst;
