@@ -63,17 +63,10 @@ class Module:
     def free(self) -> None:
         """Frees the handle now (deferred while another thread runs ctorch
         code, see Tensor.free)."""
-        m, self._m = self._m, None
-        if m:
-            _release.release(self, G.module_free, m)
+        _release.free_handle(self, "_m", G.module_free)
 
     def __del__(self) -> None:
-        m = self._m
-        if m:
-            self._m = None
-            G.module_free(m)
-        elif _release._deferred:
-            _release.release_deferred(self)
+        _release.free_on_del(self, "_m", G.module_free)
 
     # ---- copying and pickling ---------------------------------------------------
     def __copy__(self) -> "Module":
@@ -455,17 +448,10 @@ class Script:
     def free(self) -> None:
         """Frees the handle now (deferred while another thread runs ctorch
         code, see Tensor.free)."""
-        s, self._s = self._s, None
-        if s:
-            _release.release(self, G.script_free, s)
+        _release.free_handle(self, "_s", G.script_free)
 
     def __del__(self) -> None:
-        s = getattr(self, "_s", None)
-        if s:
-            self._s = None
-            G.script_free(s)
-        elif _release._deferred:
-            _release.release_deferred(self)
+        _release.free_on_del(self, "_s", G.script_free)
 
 
 def compile_script(source: str) -> Script:

@@ -23,7 +23,8 @@ _gil_enabled = getattr(sys, "_is_gil_enabled", None)
 #: id(owner) -> (free function, handle) of handles whose free() was deferred
 _deferred: Dict[int, Tuple[Any, int]] = {}
 #: Frames of the free() chain itself (skipped at the top of the calling thread).
-_FREE_CHAIN = frozenset({"_ctorch_busy_elsewhere", "release", "free", "__exit__"})
+_FREE_CHAIN = frozenset({"_ctorch_busy_elsewhere", "release", "free_handle", "free",
+                         "__exit__"})
 
 
 #: co_filename -> whether it is a file of this package (a cache: few files)
@@ -82,3 +83,23 @@ def release_deferred(owner: Any) -> None:
     e = _deferred.pop(id(owner), None)
     if e is not None:
         e[0](e[1])
+
+
+def free_handle(owner: Any, attr: str, free: Any) -> None:
+    """A handle class's free(): takes the handle off owner.<attr> and
+    releases it (now, or deferred as release() decides)."""
+    h = getattr(owner, attr, None)
+    setattr(owner, attr, None)
+    if h:
+        release(owner, free, h)
+
+
+def free_on_del(owner: Any, attr: str, free: Any) -> None:
+    """A handle class's __del__: frees owner.<attr>'s handle at once, or the
+    one an earlier free() deferred."""
+    h = getattr(owner, attr, None)
+    if h:
+        setattr(owner, attr, None)
+        free(h)
+    elif _deferred:
+        release_deferred(owner)

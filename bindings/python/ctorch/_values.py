@@ -345,17 +345,10 @@ class Value:
     def free(self) -> None:
         """Frees the handle now (deferred while another thread runs ctorch
         code, see Tensor.free)."""
-        p, self._p = self._p, None
-        if p:
-            _release.release(self, _value_free, p)
+        _release.free_handle(self, "_p", _value_free)
 
     def __del__(self) -> None:
-        p = self._p
-        if p:
-            self._p = None
-            _value_free(p)
-        elif _release._deferred:
-            _release.release_deferred(self)
+        _release.free_on_del(self, "_p", _value_free)
 
     # ---- copying and pickling -------------------------------------------------------
     def __copy__(self) -> "Value":

@@ -108,18 +108,11 @@ class Package:
     def free(self) -> None:
         """Frees the package now (deferred while another thread runs ctorch
         code, see Tensor.free)."""
-        p, self._p = self._p, None
-        if p:
-            _release.release(self, C.package_free, p)
+        _release.free_handle(self, "_p", C.package_free)
 
     def __del__(self) -> None:
         try:
-            p = self._p
-            if p:
-                self._p = None
-                C.package_free(p)
-            elif _release._deferred:
-                _release.release_deferred(self)
+            _release.free_on_del(self, "_p", C.package_free)
         except Exception:  # interpreter shutdown
             pass
 
