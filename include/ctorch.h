@@ -865,7 +865,15 @@ CT_API ct_status ct_value_type_str(char **out, const ct_value *v);
  * ("argparse.Namespace") and whose ct_value_object_state is the state it was
  * pickled with (usually a Dict[str, Any] of its attributes). Sets become
  * lists, torch.Size an int list, a reference to a class or function its
- * qualified name as a string; tensors load onto the CPU. Errors: CT_ERR_IO.
+ * qualified name as a string; tensors load onto the CPU. Limits on what
+ * loads (files are untrusted input): lists, tuples, dicts and objects nest
+ * at most 256 deep (CT_ERR_IO "nesting deeper than 256": everything that
+ * walks a value -- ct_value_to_repr, ct_value_type_str, ct_pickle_save, the
+ * bindings, destructors -- recurses once per level, and 256 levels fit a
+ * 256 KB thread stack); no list, tuple or dict contains itself (a Python
+ * object may refer back to itself); every tensor fits its storage, which
+ * fits the file. Errors: CT_ERR_IO. ct_pickle_save refuses a value nested
+ * deeper than 256 or containing itself (CT_ERR_INVALID_ARGUMENT).
  * Buffers: data borrowed; *data_out caller-owned (ct_free). */
 CT_API ct_status ct_pickle_load(ct_value **out, const char *path);
 CT_API ct_status ct_pickle_load_buffer(ct_value **out, const void *data, size_t size);

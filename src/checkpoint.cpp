@@ -6,6 +6,7 @@
 // and every other object a generic CT_VALUE_OBJECT of its class name holding
 // the constructor arguments and the state it was pickled with.
 #include "checkpoint.h"
+#include "checks.h"
 #include "internal.h"
 
 #include <caffe2/serialize/inline_container.h>
@@ -16,10 +17,14 @@
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace {
 
 [[noreturn]] void fail(const std::string &msg) { throw std::runtime_error(msg); }
+// A file ctorch refuses on purpose (too deep, a tensor outside its storage):
+// reported as "cannot load <file>: <why>" whichever reader got there.
+[[noreturn]] void refuse(const std::string &why) { throw ct::Error(CT_ERR_IO, why); }
 
 // ---- Generic objects -----------------------------------------------------------
 
@@ -57,6 +62,10 @@ c10::IValue make_object(const std::string &cls, c10::IValue args) {
 struct Item {
   c10::IValue v;
   std::string global;
+  // How deep lists, tuples, dicts and objects nest in v (0: none), as built;
+  // a memoized container filled later can make it too small, so the value
+  // is checked exactly again at STOP.
+  int depth = 0;
 };
 
 struct Storages {
@@ -171,9 +180,15 @@ c10::ScalarType numpy_dtype(const c10::IValue &dtype_obj, bool *swap) {
 
 at::Tensor tensor_from_bytes(const std::string &raw, c10::ScalarType st, bool swap,
                              at::IntArrayRef shape) {
+  // The shape comes from the file: compare it with the data before allocating.
+  uint64_t numel = 1, n = 0;
+  for (int64_t s : shape)
+    if (s < 0 || __builtin_mul_overflow(numel, static_cast<uint64_t>(s), &numel))
+      fail("numpy array with an invalid shape");
+  if (__builtin_mul_overflow(numel, static_cast<uint64_t>(c10::elementSize(st)), &n) ||
+      raw.size() != n)
+    fail("numpy data has the wrong size");
   at::Tensor t = at::empty(shape, at::TensorOptions().dtype(st));
-  size_t n = static_cast<size_t>(t.numel()) * t.element_size();
-  if (raw.size() != n) fail("numpy data has the wrong size");
   if (n) std::memcpy(t.data_ptr(), raw.data(), n);
   if (swap && t.element_size() > 1) {
     auto *p = static_cast<char *>(t.data_ptr());
@@ -195,6 +210,16 @@ class Machine {
  public:
   Machine(const char *data, size_t size, Storages *storages)
       : p_(data), end_(data + size), storages_(storages) {}
+  // Every container this machine made is in owned_, so nothing it drops is
+  // destroyed while it runs; at the end each is let go without recursion
+  // (a value nested 100,000 deep would overflow the stack in destructors).
+  ~Machine() {
+    for (Item &it : stack_) ct::release_value(std::move(it.v));
+    for (auto &kv : memo_) ct::release_value(std::move(kv.second.v));
+    for (c10::IValue &v : owned_) ct::release_value(std::move(v));
+  }
+  Machine(const Machine &) = delete;
+  Machine &operator=(const Machine &) = delete;
 
   const char *pos() const { return p_; }
 
@@ -205,9 +230,9 @@ class Machine {
     for (;;) {
       uint8_t op = u8();
       switch (op) {
-        case 0x80: u8(); break;         // PROTO
-        case 0x95: take(8); break;      // FRAME
-        case '.': return value(pop());  // STOP
+        case 0x80: u8(); break;          // PROTO
+        case 0x95: take(8); break;       // FRAME
+        case '.': return finish(pop());  // STOP
         case '(': marks_.push_back(stack_.size()); break;
         case '0': pop(); break;
         case '1': pop_mark(); break;
@@ -259,68 +284,76 @@ class Machine {
           break;
         }
         case 'V': push(line()); break;
-        case ']': push(c10::impl::GenericList(c10::AnyType::get())); break;
-        case 'l': {
+        case ']': push(owned(c10::impl::GenericList(c10::AnyType::get())), 1); break;
+        case 'l':
+        case 0x91: {  // LIST, FROZENSET
           auto items = pop_mark();
+          int depth = nest(items);
           c10::impl::GenericList l(c10::AnyType::get());
           for (auto &x : items) l.push_back(value(std::move(x)));
-          push(std::move(l));
+          push(owned(std::move(l)), depth);
           break;
         }
-        case 0x8f: push(c10::impl::GenericList(c10::AnyType::get())); break;  // EMPTY_SET
+        case 0x8f: push(owned(c10::impl::GenericList(c10::AnyType::get())), 1); break;  // EMPTY_SET
         case 'a': {
-          c10::IValue x = value(pop());
-          list_of(top()).push_back(std::move(x));
+          Item x = pop();
+          Item &l = top();
+          int depth = nest(x.depth);
+          list_of(l).push_back(value(std::move(x)));
+          l.depth = std::max(l.depth, depth);
           break;
         }
         case 'e':
         case 0x90: {  // APPENDS, ADDITEMS
           auto items = pop_mark();
-          auto l = list_of(top());
+          Item &top_item = top();
+          auto l = list_of(top_item);
+          top_item.depth = std::max(top_item.depth, nest(items));
           for (auto &x : items) l.push_back(value(std::move(x)));
           break;
         }
-        case 0x91: {  // FROZENSET
-          auto items = pop_mark();
-          c10::impl::GenericList l(c10::AnyType::get());
-          for (auto &x : items) l.push_back(value(std::move(x)));
-          push(std::move(l));
-          break;
-        }
-        case ')': push(c10::ivalue::Tuple::create(std::vector<c10::IValue>{})); break;
+        case ')': push(owned(c10::ivalue::Tuple::create(std::vector<c10::IValue>{})), 1); break;
         case 't': {
           auto items = pop_mark();
-          push(tuple(items));
+          push_item(tuple(items));
           break;
         }
         case 0x85:
         case 0x86:
-        case 0x87: {
+        case 0x87: {  // TUPLE1..3: items above the topmost mark only
           size_t n = op - 0x84;
-          if (stack_.size() < n) fail("stack underflow");
+          if (stack_.size() < n || (!marks_.empty() && stack_.size() - n < marks_.back()))
+            fail("stack underflow");
           std::vector<Item> items(std::make_move_iterator(stack_.end() - n),
                                   std::make_move_iterator(stack_.end()));
           stack_.resize(stack_.size() - n);
-          push(tuple(items));
+          push_item(tuple(items));
           break;
         }
-        case '}': push(new_dict()); break;
+        case '}': push(owned(new_dict()), 1); break;
         case 'd': {
           auto items = pop_mark();
+          int depth = nest(items);
           auto d = new_dict();
+          owned_.push_back(d);
           set_items(d, items);
-          push(std::move(d));
+          push(std::move(d), depth);
           break;
         }
         case 's': {
-          c10::IValue v = value(pop());
-          c10::IValue k = value(pop());
-          dict_of(top()).insert_or_assign(std::move(k), std::move(v));
+          Item v = pop();
+          Item k = pop();
+          Item &d = top();
+          int depth = nest(std::max(k.depth, v.depth));
+          dict_of(d).insert_or_assign(value(std::move(k)), value(std::move(v)));
+          d.depth = std::max(d.depth, depth);
           break;
         }
         case 'u': {
           auto items = pop_mark();
-          auto d = dict_of(top());
+          Item &top_item = top();
+          auto d = dict_of(top_item);
+          top_item.depth = std::max(top_item.depth, nest(items));
           set_items(d, items);
           break;
         }
@@ -343,21 +376,16 @@ class Machine {
           stack_.push_back(Item{c10::IValue(), global_name(mod, name)});
           break;
         }
-        case 'R': {
-          c10::IValue args = value(pop());
+        case 'R':
+        case 0x81: {  // REDUCE: fn(*args); NEWOBJ: cls.__new__(cls, *args)
+          Item args = pop();
           Item fn = pop();
           push_item(call(fn, std::move(args)));
           break;
         }
-        case 0x81: {  // NEWOBJ: cls.__new__(cls, *args)
-          c10::IValue args = value(pop());
-          Item cls = pop();
-          push_item(call(cls, std::move(args)));
-          break;
-        }
         case 0x92: {  // NEWOBJ_EX
           pop();      // kwargs
-          c10::IValue args = value(pop());
+          Item args = pop();
           Item cls = pop();
           push_item(call(cls, std::move(args)));
           break;
@@ -378,7 +406,7 @@ class Machine {
           break;
         }
         case 'b': {
-          c10::IValue state = value(pop());
+          Item state = pop();
           build(std::move(state));
           break;
         }
@@ -445,8 +473,36 @@ class Machine {
   }
 
   // ---- Stack ----
-  void push(c10::IValue v) { stack_.push_back(Item{std::move(v), std::string()}); }
+  void push(c10::IValue v, int depth = 0) {
+    stack_.push_back(Item{std::move(v), std::string(), depth});
+  }
   void push_item(Item it) { stack_.push_back(std::move(it)); }
+  // A container or object made here: kept until the machine ends (~Machine).
+  c10::IValue owned(c10::IValue v) {
+    owned_.push_back(v);
+    return v;
+  }
+  // The depth of a container around something `inner` deep.
+  static int nest(int inner) {
+    if (inner >= ct::kMaxNesting) refuse(ct::nesting_too_deep());
+    return inner + 1;
+  }
+  static int nest(const std::vector<Item> &items) {
+    int d = 0;
+    for (const Item &x : items) d = std::max(d, x.depth);
+    return nest(d);
+  }
+  // STOP: the result, checked exactly (a memoized container filled after it
+  // was used escapes the depths counted while building).
+  c10::IValue finish(Item it) {
+    c10::IValue v = value(std::move(it));
+    std::string why = ct::loaded_nesting_problem(v);
+    if (!why.empty()) {
+      ct::release_value(std::move(v));
+      refuse(why);
+    }
+    return v;
+  }
   Item pop() {
     if (stack_.empty() || (!marks_.empty() && stack_.size() <= marks_.back()))
       fail("stack underflow");
@@ -454,7 +510,7 @@ class Machine {
     stack_.pop_back();
     return it;
   }
-  const Item &top() {
+  Item &top() {
     if (stack_.empty()) fail("stack underflow");
     return stack_.back();
   }
@@ -462,6 +518,7 @@ class Machine {
     if (marks_.empty()) fail("no mark");
     size_t m = marks_.back();
     marks_.pop_back();
+    if (m > stack_.size()) fail("stack underflow");
     std::vector<Item> items(std::make_move_iterator(stack_.begin() + m),
                             std::make_move_iterator(stack_.end()));
     stack_.resize(m);
@@ -488,11 +545,12 @@ class Machine {
     for (size_t i = 0; i < items.size(); i += 2)
       d.insert_or_assign(value(std::move(items[i])), value(std::move(items[i + 1])));
   }
-  c10::IValue tuple(std::vector<Item> &items) {
+  Item tuple(std::vector<Item> &items) {
+    int depth = nest(items);
     std::vector<c10::IValue> v;
     v.reserve(items.size());
     for (auto &x : items) v.push_back(value(std::move(x)));
-    return c10::ivalue::Tuple::create(std::move(v));
+    return Item{owned(c10::ivalue::Tuple::create(std::move(v))), {}, depth};
   }
   // A global used as a value: its qualified name as a string.
   static c10::IValue value(Item it) {
@@ -501,35 +559,68 @@ class Machine {
   }
 
   // ---- REDUCE / NEWOBJ: known callables, else a generic object ----
-  Item call(const Item &fn, c10::IValue args_v) {
+  // Every item of the file is checked for type and count before use: a
+  // malformed file fails with a message, never reads past a tuple.
+  Item call(const Item &fn, Item args, int calls = 0) {
     if (fn.global.empty()) fail("call of something that is not a global");
+    // _rebuild_from_type_v2 calls the function it is given: bounded like nesting.
+    if (calls >= ct::kMaxNesting) refuse(ct::nesting_too_deep());
     const std::string &g = fn.global;
+    const int args_depth = args.depth;
+    c10::IValue args_v = value(std::move(args));
     std::vector<c10::IValue> a = tuple_items(args_v);
     auto arg = [&](size_t i) -> const c10::IValue & {
       if (i >= a.size()) fail(g + ": too few arguments");
       return a[i];
     };
+    auto string_arg = [&](size_t i) -> const std::string & {
+      if (!arg(i).isString()) fail(g + ": argument " + std::to_string(i) + " is not a string");
+      return a[i].toStringRef();
+    };
+    auto tensor_arg = [&](size_t i) -> const at::Tensor & {
+      if (!arg(i).isTensor())
+        fail(g + ": argument " + std::to_string(i) + " is not a tensor or storage");
+      return a[i].toTensor();
+    };
+    // A view of a storage tensor; the geometry comes from the file.
+    auto view = [&](const at::Tensor &storage, size_t first) {
+      int64_t offset = arg(first).toInt();
+      std::vector<int64_t> sizes = int_vec(arg(first + 1)), strides = int_vec(arg(first + 2));
+      if (sizes.size() != strides.size()) fail(g + ": sizes and strides differ in length");
+      // Checked before set_(), which would grow a resizable storage to fit.
+      std::string why = ct::storage_misfit(sizes, strides, offset, storage.element_size(),
+                                           storage.storage().nbytes());
+      if (!why.empty()) refuse("a tensor does not fit its storage (" + why + ")");
+      return at::empty({0}, storage.options()).set_(storage.storage(), offset, sizes, strides);
+    };
     if (g == "collections.OrderedDict" || g == "builtins.dict") {
+      // ([(key, value), ...],): the dict is two levels less deep than its arguments.
       auto d = new_dict();
+      owned_.push_back(d);
       if (!a.empty() && a[0].isList())
         for (const auto &kv : a[0].toListRef()) {
-          auto &e = kv.toTupleRef().elements();
+          c10::ArrayRef<c10::IValue> e;
+          if (kv.isTuple())
+            e = kv.toTupleRef().elements();
+          else if (kv.isList())
+            e = kv.toListRef();
+          if (e.size() != 2) fail(g + ": an item is not a (key, value) pair");
           d.insert_or_assign(e[0], e[1]);
         }
-      return Item{d, {}};
+      return Item{d, {}, std::max(1, args_depth - 2)};
     }
     if (g == "builtins.set" || g == "builtins.frozenset" || g == "builtins.list") {
       c10::impl::GenericList l(c10::AnyType::get());
       if (!a.empty() && a[0].isList())
         for (const auto &x : a[0].toListRef()) l.push_back(x);
-      return Item{l, {}};
+      return Item{owned(l), {}, std::max(1, args_depth - 1)};
     }
     if (g == "builtins.complex")
       return Item{c10::complex<double>(arg(0).toDouble(), a.size() > 1 ? a[1].toDouble() : 0.0),
                   {}};
     if (g == "_codecs.encode") {
       // Protocol 2's bytes: _codecs.encode(text, "latin1"): code points -> bytes.
-      const std::string &s = arg(0).toStringRef();
+      const std::string &s = string_arg(0);
       std::string out;
       for (size_t i = 0; i < s.size(); ++i) {
         auto c = static_cast<uint8_t>(s[i]);
@@ -543,44 +634,45 @@ class Machine {
       }
       return Item{out, {}};
     }
-    if (g == "torch.Size") return Item{c10::IValue(int_vec(arg(0))), {}};
+    if (g == "torch.Size") return Item{c10::IValue(int_vec(arg(0))), {}, 1};
     if (g == "torch.device") {
-      std::string s = arg(0).toStringRef();
+      std::string s = string_arg(0);
       if (a.size() > 1 && a[1].isInt()) s += ":" + std::to_string(a[1].toInt());
       return Item{c10::Device(s), {}};
     }
     if (g == "torch._utils._rebuild_tensor_v2" || g == "torch._utils._rebuild_tensor") {
-      at::Tensor t = arg(0).toTensor();
-      at::Tensor r = at::empty({0}, t.options())
-                         .set_(t.storage(), arg(1).toInt(), int_vec(arg(2)), int_vec(arg(3)));
+      // (storage, offset, sizes, strides[, requires_grad, hooks...])
+      at::Tensor r = view(tensor_arg(0), 1);
       if (a.size() > 4 && a[4].isBool() && a[4].toBool()) r.set_requires_grad(true);
       return Item{r, {}};
     }
     if (g == "torch._utils._rebuild_parameter" ||
         g == "torch._utils._rebuild_parameter_with_state") {
-      at::Tensor t = arg(0).toTensor();
+      at::Tensor t = tensor_arg(0);
       if (arg(1).toBool() && (t.is_floating_point() || t.is_complex())) t.set_requires_grad(true);
       return Item{t, {}};
     }
     if (g == "torch._utils._rebuild_qtensor") {
-      at::Tensor t = arg(0).toTensor();
+      // (storage, offset, sizes, strides, (scheme, ...), ...)
       std::vector<c10::IValue> q = tuple_items(arg(4));
+      if (q.empty() || !q[0].isString()) fail(g + ": unreadable quantization parameters");
+      std::string scheme = q[0].toStringRef();
+      size_t want = scheme == "torch.per_tensor_affine"    ? 3
+                    : scheme == "torch.per_channel_affine" ? 4
+                                                           : 0;
+      if (!want) fail("quantization scheme " + scheme + " is not supported");
+      if (q.size() < want) fail(g + ": too few quantization parameters");
       // The storage tensor holds the integers (uint8 for quint8, int8, int32).
-      at::Tensor ints = at::empty({0}, t.options())
-                            .set_(t.storage(), arg(1).toInt(), int_vec(arg(2)), int_vec(arg(3)));
-      std::string scheme = q.at(0).toStringRef();
-      if (scheme == "torch.per_tensor_affine")
-        return Item{
-            at::_make_per_tensor_quantized_tensor(ints, q.at(1).toDouble(), q.at(2).toInt()), {}};
-      if (scheme == "torch.per_channel_affine")
-        return Item{at::_make_per_channel_quantized_tensor(ints, q.at(1).toTensor(),
-                                                           q.at(2).toTensor(), q.at(3).toInt()),
-                    {}};
-      fail("quantization scheme " + scheme + " is not supported");
+      at::Tensor ints = view(tensor_arg(0), 1);
+      if (want == 3)
+        return Item{at::_make_per_tensor_quantized_tensor(ints, q[1].toDouble(), q[2].toInt()), {}};
+      return Item{at::_make_per_channel_quantized_tensor(ints, q[1].toTensor(), q[2].toTensor(),
+                                                         q[3].toInt()),
+                  {}};
     }
     if (g == "torch._utils._rebuild_meta_tensor_no_storage") {
       c10::ScalarType st;
-      if (!torch_dtype(arg(0).toStringRef(), &st)) fail("unknown dtype " + arg(0).toStringRef());
+      if (!torch_dtype(string_arg(0), &st)) fail("unknown dtype " + a[0].toStringRef());
       return Item{at::empty_strided(int_vec(arg(1)), int_vec(arg(2)),
                                     at::TensorOptions().dtype(st).device(c10::kMeta)),
                   {}};
@@ -588,7 +680,8 @@ class Machine {
     if (g == "torch._tensor._rebuild_from_type_v2" || g == "torch._tensor._rebuild_from_type") {
       // (func, type, args, state): rebuild the plain tensor, drop the subclass.
       if (!arg(0).isString()) fail(g + ": unexpected arguments");
-      return call(Item{c10::IValue(), arg(0).toStringRef()}, arg(2));
+      return call(Item{c10::IValue(), a[0].toStringRef()}, Item{arg(2), {}, args_depth - 1},
+                  calls + 1);
     }
     if (g == "numpy.core.multiarray.scalar" || g == "numpy._core.multiarray.scalar") {
       bool swap;
@@ -596,19 +689,22 @@ class Machine {
       return Item{scalar_of(tensor_from_bytes(bytes_of(arg(1)), st, swap, {})), {}};
     }
     if (g == "numpy.core.multiarray._reconstruct" || g == "numpy._core.multiarray._reconstruct")
-      return Item{make_object("numpy.ndarray", args_v), {}};
+      return Item{owned(make_object("numpy.ndarray", args_v)), {}, nest(args_depth)};
     if (g == "copyreg._reconstructor")
       return Item{
-          make_object(arg(0).toStringRef(), c10::ivalue::Tuple::create(std::vector<c10::IValue>{})),
-          {}};
-    return Item{make_object(g, std::move(args_v)), {}};
+          owned(make_object(string_arg(0), c10::ivalue::Tuple::create(std::vector<c10::IValue>{}))),
+          {},
+          2};
+    return Item{owned(make_object(g, std::move(args_v))), {}, nest(args_depth)};
   }
 
   // ---- BUILD: state into the object on top of the stack ----
-  void build(c10::IValue state) {
+  void build(Item state_item) {
     if (stack_.empty()) fail("BUILD on an empty stack");
     Item &it = stack_.back();
     if (!it.v.isObject()) return;  // OrderedDict's _metadata, Parameters' state: dropped
+    const int depth = nest(state_item.depth);
+    c10::IValue state = value(std::move(state_item));
     auto obj = it.v.toObject();
     if (obj->type()->name()->qualifiedName() == "numpy.ndarray" && state.isTuple()) {
       // (version, shape, dtype, is_fortran, raw bytes)
@@ -630,6 +726,7 @@ class Machine {
       return;
     }
     obj->setSlot(1, std::move(state));
+    it.depth = std::max(it.depth, depth);
   }
   static std::vector<int64_t> reverse_dims(size_t n) {
     std::vector<int64_t> d(n);
@@ -651,6 +748,7 @@ class Machine {
     if (e.size() < 5 || !e[0].isString() || e[0].toStringRef() != "storage")
       fail("unexpected persistent id");
     if (!storages_) fail("this pickle refers to tensor data it does not have");
+    if (!e[1].isString() || !e[2].isString() || !e[4].isInt()) fail("unexpected persistent id");
     c10::ScalarType st = storage_dtype(e[1].toStringRef());
     return storages_->get(st, e[2].toStringRef(), e[4].toInt(),
                           e.size() > 5 ? e[5] : c10::IValue());
@@ -662,6 +760,7 @@ class Machine {
   std::vector<Item> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<size_t, Item> memo_;
+  std::vector<c10::IValue> owned_;
 };
 
 // ---- Zip (torch.save since 1.6) ------------------------------------------------------
@@ -714,15 +813,28 @@ struct ZipStorages : Storages {
 
 // ---- Legacy (torch.save before 1.6, or _use_new_zipfile_serialization=False) --------
 
+// Bytes of `numel` elements of `st`, or -1 if negative or past int64.
+int64_t storage_bytes(int64_t numel, c10::ScalarType st) {
+  int64_t n;
+  if (numel < 0 || __builtin_mul_overflow(numel, static_cast<int64_t>(c10::elementSize(st)), &n))
+    return -1;
+  return n;
+}
+
 struct LegacyStorages : Storages {
   std::unordered_map<std::string, std::pair<at::Tensor, c10::ScalarType>> by_key;  // bytes
+  // The storages' bytes follow the pickles in the file: none can be larger.
+  int64_t max_bytes;
+  explicit LegacyStorages(size_t file_size) : max_bytes(static_cast<int64_t>(file_size)) {}
   at::Tensor get(c10::ScalarType st, const std::string &key, int64_t numel,
                  const c10::IValue &view) override {
     auto it = by_key.find(key);
     if (it == by_key.end()) {
-      if (numel < 0) fail("negative storage size");
-      at::Tensor bytes = at::empty({numel * static_cast<int64_t>(c10::elementSize(st))},
-                                   at::TensorOptions().dtype(c10::kByte));
+      int64_t nbytes = storage_bytes(numel, st);
+      if (nbytes < 0 || nbytes > max_bytes)
+        refuse("legacy storage '" + key + "' of " + std::to_string(numel) + " " +
+               c10::toString(st) + " elements is larger than the file");
+      at::Tensor bytes = at::empty({nbytes}, at::TensorOptions().dtype(c10::kByte));
       it = by_key.emplace(key, std::make_pair(bytes, st)).first;
     }
     if (view.isTuple()) fail("legacy storage views are not supported");
@@ -745,24 +857,28 @@ c10::IValue load_legacy(const char *data, size_t size) {
   if (!version.isInt() || version.toInt() != 1001)
     fail("unsupported legacy torch.save protocol version");
   next(nullptr);  // sys_info
-  LegacyStorages storages;
+  LegacyStorages storages(size);
   c10::IValue result = next(&storages);
   c10::IValue keys = next(nullptr);
   if (!keys.isList()) fail("legacy file without storage keys");
+  std::unordered_set<std::string> filled;
   for (const auto &k : keys.toListRef()) {
-    auto it = storages.by_key.find(k.toStringRef());
-    if (it == storages.by_key.end()) fail("legacy file with an unknown storage key");
+    auto it = storages.by_key.find(k.isString() ? k.toStringRef() : std::string());
+    if (it == storages.by_key.end() || !filled.insert(it->first).second)
+      fail("legacy file with an unknown or repeated storage key");
     if (end - p < 8) fail("truncated legacy file");
     int64_t numel;
     std::memcpy(&numel, p, 8);
     p += 8;
-    size_t nbytes = static_cast<size_t>(numel) * c10::elementSize(it->second.second);
-    if (numel < 0 || static_cast<int64_t>(nbytes) != it->second.first.numel() ||
-        nbytes > static_cast<size_t>(end - p))
+    int64_t nbytes = storage_bytes(numel, it->second.second);
+    if (nbytes < 0 || nbytes != it->second.first.numel() || nbytes > end - p)
       fail("legacy file with a storage of the wrong size");
     if (nbytes) std::memcpy(it->second.first.data_ptr(), p, nbytes);
     p += nbytes;
   }
+  // Each key once, and every storage the pickle used has its data.
+  if (filled.size() != storages.by_key.size())
+    fail("legacy file without the data of every storage");
   return result;
 }
 

@@ -40,6 +40,52 @@ ct_status check_loaded_tensors(const char *func, const char *what,
 // submodules, other attributes) and the tensor constants in its code.
 ct_status check_loaded_module(const char *func, const char *what, const torch::jit::Module &m);
 
+// Whether a tensor geometry fits a storage of `nbytes` bytes: empty when it
+// does, else why not ("sizes [...], strides [...], offset N, K-byte elements
+// needs B bytes but its storage has S", or a negative size, stride or offset,
+// or an overflow). sizes and strides must have the same length. Shared by
+// the load checks below and ctorch's own pickle reader (checkpoint.cpp),
+// which must check before LibTorch's set_() grows a resizable storage.
+std::string storage_misfit(c10::IntArrayRef sizes, c10::IntArrayRef strides, int64_t offset,
+                           uint64_t item_size, uint64_t nbytes);
+
+// ---- Nesting of loaded values (nesting.cpp) ---------------------------------
+// How deep lists, tuples, dicts and objects may nest inside each other in a
+// value that ct_pickle_load returns (and ct_pickle_save accepts). Everything
+// that walks a value recurses once per level -- LibTorch's printer
+// (ct_value_to_repr), type names (ct_value_type_str), its pickler and
+// ctorch's save, the Python binding's conversion (3 Python frames per level
+// under Python's default recursion limit of 1000), destructors -- and needs
+// at most ~850 bytes of stack per level: 256 levels fit a 512 KB thread stack
+// with room to spare (docs/conventions.md, "Untrusted files").
+constexpr int kMaxNesting = 256;
+
+// Empty when a loaded value may be handed out: no path of lists, tuples and
+// dicts (objects counted or not) is more than kMaxNesting deep, and no list,
+// tuple or dict contains itself through other lists, tuples and dicts (a
+// Python object may: e.g. OmegaConf nodes refer to their parents). Else why
+// not ("nesting deeper than 256 ..."). Iterative, linear in the value.
+std::string loaded_nesting_problem(const c10::IValue &v);
+// The same for a value to be pickled, which may contain nothing that
+// contains itself at all (LibTorch's pickler would recurse forever).
+std::string saved_nesting_problem(const c10::IValue &v);
+// "nesting deeper than 256 (...)", the message of all three.
+std::string nesting_too_deep();
+// Drops a reference to `v` without recursion: a deep value destroyed by its
+// destructors would overflow the stack (~40 bytes per level).
+void release_value(c10::IValue v) noexcept;
+
+// Pre-check of a pickle before LibTorch's Unpickler reads it: follows its
+// opcodes as that Unpickler would and bounds how deep its lists, tuples and
+// dicts get, since the Unpickler's own destructor (on any error) and its
+// dict-key hashing recurse per level. kTooDeep: deeper than ctorch allows
+// for certain; kUnsure: the stream does something this check does not
+// follow (an opcode it does not know, a container filled after it was put
+// into another, an inconsistent stack), so it must not go to LibTorch;
+// kFine: LibTorch may read it (it may still fail, but not crash this way).
+enum class PickleScan { kFine, kTooDeep, kUnsure };
+PickleScan scan_pickle_nesting(const char *data, size_t size);
+
 // LibTorch's operator list is not safe to read while a registration grows
 // it: ct_op_register holds this exclusively, lookups and compiles (which
 // resolve ops) hold it shared. RegistryRead is re-entrant per thread.

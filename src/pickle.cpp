@@ -343,9 +343,28 @@ void retag_dicts(const c10::IValue &root) {
   }
 }
 
+// The checks every loaded value passes before it is handed out, whichever
+// reader made it: nesting (ctorch's own reader checked it already), then
+// tensors against their storages.
+ct_status accept(const char *func, const char *what, c10::IValue v, const ct::RecordSizes *records,
+                 ct_value **out) {
+  std::string why = ct::loaded_nesting_problem(v);
+  if (!why.empty()) {
+    ct::release_value(std::move(v));
+    return ct::set_error(CT_ERR_IO, "%s: cannot load %s: %s", func, what, why.c_str());
+  }
+  ct_status fit = ct::check_loaded_tensors(func, what, {{std::string(), v}}, records);
+  if (fit != CT_OK) return fit;
+  retag_dicts(v);
+  *out = ct::new_value(std::move(v));
+  return CT_OK;
+}
+
 ct_status unpickle(const char *func, const char *data, size_t size, ct_value **out,
                    const char *what) {
-  std::string fixed_error;
+  // Why LibTorch's Unpickler did not read it (its message is the one shown
+  // for a zip archive that neither reader can read).
+  std::string libtorch_error;
   try {
     caffe2::serialize::PyTorchStreamReader reader(std::make_shared<ct::BorrowedReader>(data, size));
     at::DataPtr pkl;
@@ -353,10 +372,19 @@ ct_status unpickle(const char *func, const char *data, size_t size, ct_value **o
     std::tie(pkl, pkl_size) = reader.getRecord("data.pkl");
     const char *pkl_data = static_cast<const char *>(pkl.get());
     std::vector<char> fixed;
+    bool rewritten = rewrite_pickle(pkl_data, pkl_size, &fixed);
+    // LibTorch's Unpickler crashes on deep input (its destructor and dict
+    // keys recurse per level): it only gets streams checked before.
+    ct::PickleScan scan = ct::scan_pickle_nesting(pkl_data, pkl_size);
+    ct::PickleScan scan_fixed =
+        rewritten ? ct::scan_pickle_nesting(fixed.data(), fixed.size()) : ct::PickleScan::kUnsure;
+    if (scan == ct::PickleScan::kTooDeep || scan_fixed == ct::PickleScan::kTooDeep)
+      return ct::set_error(CT_ERR_IO, "%s: cannot load %s: %s", func, what,
+                           ct::nesting_too_deep().c_str());
     ct::RecordSizes records;
     c10::IValue v;
     bool done = false;
-    if (rewrite_pickle(pkl_data, pkl_size, &fixed)) {
+    if (scan_fixed == ct::PickleScan::kFine) {
       try {
         v = unpickle_stream(reader, fixed.data(), fixed.size(), &records);
         done = true;
@@ -364,37 +392,43 @@ ct_status unpickle(const char *func, const char *data, size_t size, ct_value **o
         throw;
       } catch (const std::exception &e) {
         // Never worse than before: retry with the original bytes below.
-        fixed_error = ct::exception_text(e);
+        libtorch_error = ct::exception_text(e);
       }
     }
-    if (!done) v = unpickle_stream(reader, pkl_data, pkl_size, &records);
+    if (!done && scan == ct::PickleScan::kFine) {
+      try {
+        v = unpickle_stream(reader, pkl_data, pkl_size, &records);
+        done = true;
+      } catch (const std::bad_alloc &) {
+        throw;
+      } catch (const std::exception &e) {
+        // The rewritten stream got further than the original one.
+        if (libtorch_error.empty()) libtorch_error = ct::exception_text(e);
+      }
+    }
     // A malformed file loads tensors that reach past their storages (#10).
-    ct_status fit = ct::check_loaded_tensors(func, what, {{std::string(), v}}, &records);
-    if (fit != CT_OK) return fit;
-    retag_dicts(v);
-    *out = ct::new_value(std::move(v));
-    return CT_OK;
+    if (done) return accept(func, what, std::move(v), &records, out);
   } catch (const std::bad_alloc &) {
     throw;
   } catch (const std::exception &e) {
-    // The rewritten stream got further than the original one.
-    std::string msg = fixed_error.empty() ? ct::exception_text(e) : fixed_error;
-    // Legacy files, Python objects, numpy values: ctorch's own reader.
-    try {
-      c10::IValue v = ct::load_checkpoint(data, size);
-      ct_status fit = ct::check_loaded_tensors(func, what, {{std::string(), v}}, nullptr);
-      if (fit != CT_OK) return fit;
-      retag_dicts(v);
-      *out = ct::new_value(std::move(v));
-      return CT_OK;
-    } catch (const std::bad_alloc &) {
-      throw;
-    } catch (const std::exception &e2) {
-      if (size < 4 || std::memcmp(data, "PK\x03\x04", 4) != 0) msg = e2.what();
-    }
-    return ct::set_error(CT_ERR_IO, "%s: %s is not a readable torch.save file\n%s", func, what,
-                         msg.c_str());
+    libtorch_error = ct::exception_text(e);  // not an archive, or no data.pkl
   }
+  // Legacy files, Python objects, numpy values, and what the Unpickler
+  // could not read or was not given: ctorch's own reader.
+  std::string msg = libtorch_error;
+  try {
+    return accept(func, what, ct::load_checkpoint(data, size), nullptr, out);
+  } catch (const std::bad_alloc &) {
+    throw;
+  } catch (const ct::Error &e2) {
+    // Refused on purpose (nesting, a tensor outside its storage).
+    return ct::set_error(e2.code, "%s: cannot load %s: %s", func, what, e2.msg.c_str());
+  } catch (const std::exception &e2) {
+    if (msg.empty() || size < 4 || std::memcmp(data, "PK\x03\x04", 4) != 0)
+      msg = ct::exception_text(e2);
+  }
+  return ct::set_error(CT_ERR_IO, "%s: %s is not a readable torch.save file\n%s", func, what,
+                       msg.c_str());
 }
 
 // torch.save's format for ct_pickle_save, with containers as Python writes
@@ -422,6 +456,10 @@ c10::IValue untyped(const c10::IValue &v) {
 }
 
 std::vector<char> pickle_save_plain(const c10::IValue &v) {
+  // untyped() and LibTorch's Pickler recurse per level and forever on a
+  // value that contains itself; ct_pickle_load would refuse the file anyway.
+  std::string why = ct::saved_nesting_problem(v);
+  if (!why.empty()) throw ct::Error(CT_ERR_INVALID_ARGUMENT, "cannot save: " + why);
   std::vector<char> pkl;
   torch::jit::Pickler pickler(
       [&](const char *buf, size_t n) { pkl.insert(pkl.end(), buf, buf + n); },

@@ -245,6 +245,24 @@ def test_state_dict_pickle(models_dir):
         assert_same(sd[k], tsd[k])
 
 
+def test_load_pickle_nesting_limit():
+    # ctorch refuses values nested deeper than 256 (lists, tuples, dicts);
+    # 256 levels load and convert to Python objects under Python's default
+    # recursion limit (the binding converts recursively).
+    def nested(n):  # pickle protocol 2 of n lists inside each other
+        return b"\x80\x02" + b"(" * (n - 1) + b"]" + b"l" * (n - 1) + b"."
+    v = ctorch.load_pickle(nested(256))
+    depth = 0
+    while isinstance(v, list):
+        depth += 1
+        v = v[0] if v else None
+    assert depth == 256
+    t = ctorch.load_pickle(b"\x80\x02)" + b"\x85" * 255 + b".")
+    assert isinstance(t, tuple)
+    with pytest.raises(ctorch.CTorchIOError, match="nesting deeper than 256"):
+        ctorch.load_pickle(nested(257))
+
+
 def test_save_pickle_read_by_torch(tmp_path):
     obj = {"w": ctorch.arange(6, dtype=ctorch.float32).reshape(2, 3), "n": 3,
            "l": [ctorch.ones(2), ctorch.zeros(1)]}
