@@ -6,6 +6,7 @@
 // and every other object a generic CT_VALUE_OBJECT of its class name holding
 // the constructor arguments and the state it was pickled with.
 #include "checkpoint.h"
+#include "checks.h"
 #include "internal.h"
 
 #include <caffe2/serialize/inline_container.h>
@@ -30,8 +31,10 @@ const std::shared_ptr<torch::jit::CompilationUnit> &object_unit() {
 }
 
 // One class type per Python class name, with the slots "__args__" and "__state__".
+std::mutex object_class_mutex;
+ct::ForkSafe object_class_fork_safe(object_class_mutex);
 c10::ClassTypePtr object_class(const std::string &name) {
-  static std::mutex mu;
+  static std::mutex &mu = object_class_mutex;
   static auto *types = new std::unordered_map<std::string, c10::ClassTypePtr>();
   std::lock_guard<std::mutex> lock(mu);
   auto it = types->find(name);
