@@ -919,7 +919,9 @@ CT_API ct_status ct_module_load_buffer(ct_module **out, const void *data, size_t
 /* Checks an untrusted TorchScript archive like ct_pickle_verify: loads it on
  * the CPU in a forked child and inspects it there (methods, attributes,
  * parameters, children, and saving it again, which prints every method's
- * code). Same results and costs as ct_pickle_verify. */
+ * code). Same results and costs as ct_pickle_verify. Threads: safe while
+ * other threads use ctorch; the fork waits for ctorch's locks (a registration
+ * in flight) so that the child never inherits one held. */
 CT_API ct_status ct_module_verify(const char *path);
 CT_API void ct_module_free(ct_module *m);
 /* The archive's extra files (_extra_files) as a Dict[str, str] value (empty

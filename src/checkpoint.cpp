@@ -35,8 +35,10 @@ const std::shared_ptr<torch::jit::CompilationUnit> &object_unit() {
 }
 
 // One class type per Python class name, with the slots "__args__" and "__state__".
+std::mutex object_class_mutex;
+ct::ForkSafe object_class_fork_safe(object_class_mutex);
 c10::ClassTypePtr object_class(const std::string &name) {
-  static std::mutex mu;
+  static std::mutex &mu = object_class_mutex;
   static auto *types = new std::unordered_map<std::string, c10::ClassTypePtr>();
   std::lock_guard<std::mutex> lock(mu);
   auto it = types->find(name);

@@ -4,8 +4,10 @@
 
 #include "internal.h"
 
+#include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace ct {
 
@@ -105,6 +107,34 @@ struct RegistryRead {
   }
   RegistryRead(const RegistryRead &) = delete;
   RegistryRead &operator=(const RegistryRead &) = delete;
+};
+
+// ---- Fork safety (verify.cpp checks files in a forked child) ---------------
+// A forked child has one thread and a copy of every mutex: one that another
+// thread held at fork() stays locked there forever. Every ctorch mutex a
+// child's load or inspection may take is registered here once (ForkSafe
+// next to the mutex); verify() holds all of them, and the op registry
+// exclusively, across fork(). None of them is held while host code runs.
+struct ForkSafe {
+  explicit ForkSafe(std::mutex &m);
+};
+// Holds every registered mutex and the op registry (unless this thread
+// already reads it) for its lifetime; taken without lock-order deadlocks
+// (try, back off, wait on the busy one). Constructed just before fork().
+class ForkLocks {
+ public:
+  ForkLocks();
+  ~ForkLocks();
+  // In the child: makes every lock new and unlocked instead of unlocking
+  // (glibc's rwlock knows its writer by thread id, which fork changed).
+  void reset_in_child();
+  ForkLocks(const ForkLocks &) = delete;
+  ForkLocks &operator=(const ForkLocks &) = delete;
+
+ private:
+  std::vector<std::mutex *> held_;
+  bool registry_ = false;
+  bool released_ = false;
 };
 
 // Name of a layout for messages ("sparse COO").

@@ -21,6 +21,7 @@ using namespace ct;
 
 // ---- Foreign ops.
 std::mutex g_register_mu;
+ct::ForkSafe g_register_mu_fork_safe(g_register_mu);
 
 struct ForeignOp {
   ct_op_fn fn;

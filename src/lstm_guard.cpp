@@ -12,6 +12,7 @@
 // that one is right, else through ctorch's layer. Everything else
 // (convolutions, linear, grad-mode LSTMs, other dtypes) is untouched.
 // ct_lstm_guard_set / CTORCH_LSTM_GUARD force either way.
+#include "checks.h"
 #include "internal.h"
 #include "torch_version.h"
 
@@ -49,6 +50,7 @@ constexpr double kTolerance = 1e-3;
 std::atomic<int32_t> g_mode{kAuto};
 std::atomic<int> g_probe{kUnprobed};
 std::mutex g_mutex;  // registration and the probe
+ct::ForkSafe g_mutex_fork_safe(g_mutex);
 
 using at::Tensor;
 using Layer = std::tuple<Tensor, Tensor, Tensor, Tensor>;

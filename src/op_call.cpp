@@ -7,6 +7,7 @@
 // A specific overload called with positional arguments of exactly the
 // schema's types takes a fast path: no binder, a reused thread-local stack,
 // one allocation for the result value.
+#include "checks.h"
 #include "op_internal.h"
 #include "schema.h"
 
@@ -433,6 +434,7 @@ struct CachedOp {
   std::shared_ptr<ct_op> op;
 };
 std::mutex g_cache_mu;
+ct::ForkSafe g_cache_mu_fork_safe(g_cache_mu);
 // Process-lifetime cache: never destroyed (ops may be called during exit), and
 // reachable from this reference, so leak checkers do not report its entries.
 std::unordered_map<std::string_view, CachedOp *> &g_cache =

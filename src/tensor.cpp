@@ -344,6 +344,7 @@ ct_status make_random(const char *func, ct_tensor **out, const int64_t *sizes, s
 
 // The library-owned release queue for garbage-collected hosts.
 std::mutex release_mutex;
+ct::ForkSafe release_mutex_fork_safe(release_mutex);
 std::deque<void *> &release_queue() {
   static auto *q = new std::deque<void *>();  // never destroyed: deleters may run at exit
   return *q;

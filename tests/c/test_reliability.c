@@ -3,6 +3,7 @@
 #include "test_util.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 /* ---- A DLPack producer with a counted deleter (test_util.h) -------------- */
@@ -398,6 +399,62 @@ static void test_verify_files(void **state) {
   remove(good);
   remove(bad);
   remove(pkl);
+  rmdir(dir);
+}
+
+/* #20 defect 7: verify forks while another thread registers ops. A child
+ * forked while that thread held ctorch's op-registry lock blocked on it
+ * forever, and a good file was reported as "did not finish" (7 of 20). */
+static atomic_int stop_registering;
+
+static ct_status identity_kernel(void *ctx, const ct_value *const *args, size_t n,
+                                 ct_value **out) {
+  (void)ctx;
+  (void)n;
+  return ct_value_ref(out, args[0]);
+}
+
+static void *register_until_stopped(void *arg) {
+  int *count = arg;
+  char schema[96];
+  while (!atomic_load(&stop_registering) && *count < 20000) {
+    snprintf(schema, sizeof schema, "forkreg::op%d(Tensor x) -> Tensor", *count);
+    if (ct_op_register(schema, identity_kernel, NULL)) return (void *)1;
+    ++*count;
+  }
+  return NULL;
+}
+
+static void test_verify_while_registering(void **state) {
+  (void)state;
+  char dir[] = "/tmp/ctorch-verify-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char good[256];
+  snprintf(good, sizeof good, "%s/good.pt", dir);
+  ct_module *m = NULL;
+  CT_OK_OR_FAIL(ct_module_new(&m, "V"));
+  CT_OK_OR_FAIL(ct_module_define(m, "def forward(self, x):\n    return x.neg() + 1\n"));
+  CT_OK_OR_FAIL(ct_module_save(m, good, NULL));
+  ct_module_free(m);
+  setenv("CTORCH_VERIFY_TIMEOUT", "3", 1);
+  atomic_store(&stop_registering, 0);
+  int registered = 0;
+  pthread_t th;
+  pthread_create(&th, NULL, register_until_stopped, &registered);
+  int failed = 0;
+  char first_error[512] = "";
+  for (int i = 0; i < 40; ++i) {
+    if (ct_module_verify(good) != CT_OK && failed++ == 0)
+      snprintf(first_error, sizeof first_error, "%s", ct_last_error());
+  }
+  atomic_store(&stop_registering, 1);
+  void *r = NULL;
+  pthread_join(th, &r);
+  unsetenv("CTORCH_VERIFY_TIMEOUT");
+  assert_null(r);
+  if (failed) fail_msg("%d of 40 verifies of a good file failed: %s", failed, first_error);
+  assert_true(registered > 0);
+  remove(good);
   rmdir(dir);
 }
 
@@ -829,6 +886,7 @@ int main(void) {
       cmocka_unit_test(test_sparse_to_dlpack),
       cmocka_unit_test(test_warnings_kept_per_thread),
       cmocka_unit_test(test_verify_files),
+      cmocka_unit_test(test_verify_while_registering),
       cmocka_unit_test(test_module_cycle),
       cmocka_unit_test(test_define_all_or_nothing),
       cmocka_unit_test(test_eval_message),
