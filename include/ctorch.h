@@ -1007,7 +1007,10 @@ CT_API ct_status ct_module_optimize_for_inference(ct_module **out, const ct_modu
  *   "def forward(self, x):\n    return x * self.w + self.b\n".
  * Source may call registered foreign ops as `myns.scale(x, 2.0)` or
  * `torch.ops.myns.scale(x, 2.0)`. Errors: CT_ERR_TORCH with the compiler's
- * message for bad source, CT_ERR_INVALID_ARGUMENT for a name in use. */
+ * message for bad source, CT_ERR_INVALID_ARGUMENT for a name in use, and for
+ * source deeper than LibTorch's parser can take: brackets or blocks nested
+ * more than 64 deep, more than 512 operators, calls, subscripts, attributes
+ * and and/or/not/in/is/if/else/for in one statement (also ct_script_compile). */
 CT_API ct_status ct_module_new(ct_module **out, const char *class_name);
 CT_API ct_status ct_module_register_parameter(ct_module *m, const char *name,
                                               const ct_tensor *t, int32_t requires_grad);

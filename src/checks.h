@@ -109,6 +109,15 @@ struct RegistryRead {
   RegistryRead &operator=(const RegistryRead &) = delete;
 };
 
+// ---- TorchScript source limits (source_limits.cpp) ---------------------------
+// LibTorch's parser and compiler recurse per bracket level, per operator,
+// call, attribute, subscript and conditional in an expression, and per block.
+constexpr int kMaxSourceNesting = 64;        // brackets, and blocks
+constexpr int kMaxStatementOperators = 512;  // per statement
+// CT_OK, or CT_ERR_INVALID_ARGUMENT (set, naming the line) when `src` goes
+// past either limit. Before every parse of user source.
+ct_status check_source_nesting(const char *func, const char *src) noexcept;
+
 // ---- Fork safety (verify.cpp checks files in a forked child) ---------------
 // A forked child has one thread and a copy of every mutex: one that another
 // thread held at fork() stays locked there forever. Every ctorch mutex a

@@ -23,10 +23,6 @@
 #include <sstream>
 #include <vector>
 
-namespace ct {
-// verify.cpp: refuses sources nested deeper than the parser's stack allows.
-ct_status check_source_nesting(const char *func, const char *src) noexcept;
-}  // namespace ct
 
 namespace {
 

@@ -57,10 +57,6 @@ ct_status invoke(const char *func, torch::jit::Function &fn, const IValue *self,
 
 }  // namespace ct
 
-namespace ct {
-// verify.cpp: refuses sources nested deeper than the parser's stack allows.
-ct_status check_source_nesting(const char *func, const char *src) noexcept;
-}  // namespace ct
 
 namespace {
 

@@ -1,9 +1,8 @@
 // Checking untrusted files without risking the caller's process: the file is
 // loaded (and a module inspected) in a short-lived forked child; a child that
 // dies (LibTorch's own unpickler, parser or printer crashing on a malformed
-// file) or hangs is reported as CT_ERR_IO with the signal. Also ctorch's
-// locks held across that fork (ForkSafe, ForkLocks) and the TorchScript
-// source limits checked before parsing. See docs/conventions.md ("Untrusted files") for what this protects and costs.
+// file) or hangs is reported as CT_ERR_IO with the signal; ctorch's locks
+// are held across that fork (ForkSafe, ForkLocks). See docs/conventions.md ("Untrusted files") for what this protects and costs.
 #include "checks.h"
 #include "internal.h"
 
@@ -239,94 +238,6 @@ void ForkLocks::reset_in_child() {
   for (std::mutex *m : held_) new (m) std::mutex();
   new (&fork_safe_mutex()) std::mutex();
   released_ = true;
-}
-
-// LibTorch's TorchScript parser recurses once per bracket level and per
-// operator of an expression and overflows the stack on deep sources (10,000
-// nested parentheses, 1+1+... with 10,000 terms). Bounded here before parsing:
-// these limits keep the parser's depth to a few hundred KB of stack.
-constexpr int kMaxSourceNesting = 64;
-constexpr int kMaxStatementOperators = 512;
-
-ct_status check_source_nesting(const char *func, const char *src) noexcept {
-  int depth = 0, ops = 0, line = 1, stmt_line = 1;
-  char quote = 0;
-  for (const char *p = src; *p; ++p) {
-    char c = *p;
-    if (c == '\n') ++line;
-    if (quote) {
-      if (c == '\\' && p[1])
-        ++p;
-      else if (c == quote)
-        quote = 0;
-      continue;
-    }
-    switch (c) {
-      case '"':
-      case '\'': quote = c; break;
-      case '#':
-        while (p[1] && p[1] != '\n') ++p;
-        break;
-      case '(':
-      case '[':
-      case '{':
-        if (++depth > kMaxSourceNesting)
-          return set_error(CT_ERR_INVALID_ARGUMENT, "%s: brackets nest more than %d deep (line %d)",
-                           func, kMaxSourceNesting, line);
-        break;
-      case ')':
-      case ']':
-      case '}':
-        if (depth > 0) --depth;
-        break;
-      case '\n':
-        if (depth == 0) {
-          ops = 0;
-          stmt_line = line;
-        }
-        break;
-      case ';':
-        if (depth == 0) {
-          ops = 0;
-          stmt_line = line;
-        }
-        break;
-      case '+':
-      case '-':
-      case '*':
-      case '/':
-      case '%':
-      case '&':
-      case '|':
-      case '^':
-      case '~':
-      case '<':
-      case '>':
-      case '=':
-      case '!':
-      case '@':
-        if (++ops > kMaxStatementOperators)
-          return set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: the statement starting on line %d has more than %d operators; "
-                           "split it",
-                           func, stmt_line, kMaxStatementOperators);
-        break;
-      default:
-        // Keywords that nest expressions: and, or, not.
-        if ((c == 'a' || c == 'o' || c == 'n') && (p == src || !isalnum((unsigned char)p[-1]))) {
-          size_t k = std::strncmp(p, "and", 3) == 0   ? 3
-                     : std::strncmp(p, "or", 2) == 0  ? 2
-                     : std::strncmp(p, "not", 3) == 0 ? 3
-                                                      : 0;
-          if (k && !isalnum((unsigned char)p[k]) && p[k] != '_' && ++ops > kMaxStatementOperators)
-            return set_error(CT_ERR_INVALID_ARGUMENT,
-                             "%s: the statement starting on line %d has more than %d "
-                             "operators; split it",
-                             func, stmt_line, kMaxStatementOperators);
-        }
-    }
-  }
-  return CT_OK;
 }
 
 // ---- Loaded tensors against their storages (defect #10) ---------------------

@@ -560,6 +560,80 @@ static void test_deep_source(void **state) {
   free(sum);
 }
 
+/* "head" + n times "unit" + "tail", malloc'd. */
+static char *repeat_source(const char *head, const char *unit, size_t n, const char *tail) {
+  size_t hl = strlen(head), ul = strlen(unit), tl = strlen(tail);
+  char *s = malloc(hl + ul * n + tl + 1), *p = s;
+  memcpy(p, head, hl);
+  p += hl;
+  for (size_t i = 0; i < n; ++i, p += ul) memcpy(p, unit, ul);
+  memcpy(p, tail, tl + 1);
+  return s;
+}
+
+/* #20 defect 8: every construct LibTorch's parser and compiler recurse on is
+ * bounded, not only brackets and operators: method, attribute and subscript
+ * chains, conditional expressions, nested blocks. Each overflowed the stack. */
+static void test_deep_source_constructs(void **state) {
+  (void)state;
+  struct {
+    char *src;
+    const char *message;
+  } deep[] = {
+      {repeat_source("def f(x: Tensor) -> Tensor:\n    return x", ".relu()", 20000, "\n"),
+       "the statement starting on line 2 has more than 512 operators"},
+      {repeat_source("def f(x: Tensor) -> Tensor:\n    return x", ".T", 40000, "\n"),
+       "the statement starting on line 2 has more than 512 operators"},
+      {repeat_source("def f(x: Tensor) -> Tensor:\n    return x", "[0]", 30000, "\n"),
+       "the statement starting on line 2 has more than 512 operators"},
+      {repeat_source("def f(x: int) -> int:\n    return ", "1 if x else ", 40000, "2\n"),
+       "the statement starting on line 2 has more than 512 operators"},
+      {NULL, "blocks nest more than 64 deep (line 66)"},
+  };
+  /* 3000 nested ifs, one space more each. */
+  size_t levels = 3000, len = 64;
+  for (size_t i = 0; i < levels; ++i) len += i + 2 + 10;
+  char *blocks = malloc(len + levels + 64), *p = blocks;
+  p += sprintf(p, "def f(x: int) -> int:\n");
+  for (size_t i = 0; i < levels; ++i) {
+    memset(p, ' ', i + 1);
+    p += i + 1;
+    p += sprintf(p, "if x > 0:\n");
+  }
+  memset(p, ' ', levels + 1);
+  p += levels + 1;
+  strcpy(p, "x = 1\n    return x\n");
+  deep[4].src = blocks;
+  ct_module *m = NULL;
+  CT_OK_OR_FAIL(ct_module_new(&m, "Deep"));
+  for (size_t i = 0; i < sizeof deep / sizeof deep[0]; ++i) {
+    ct_script *s = NULL;
+    CT_EXPECT_ERROR(ct_script_compile(&s, deep[i].src), CT_ERR_INVALID_ARGUMENT, deep[i].message);
+    assert_null(s);
+    CT_EXPECT_ERROR(ct_module_define(m, deep[i].src), CT_ERR_INVALID_ARGUMENT, deep[i].message);
+    free(deep[i].src);
+  }
+  /* Below the limits, the same constructs compile and run. */
+  const char *fine[] = {
+      "def f(x: Tensor) -> Tensor:\n    return x.relu().relu().relu().T.T[0].float()\n",
+      "def f(x: int) -> int:\n    return 1 if x == 1 else 2 if x == 2 else 3 if x == 3 else 4\n",
+      "def f(x: int) -> int:\n    if x > 0:\n        if x > 1:\n            if x > 2:\n"
+      "                return 3\n            return 2\n        return 1\n    return 0\n",
+  };
+  for (size_t i = 0; i < sizeof fine / sizeof fine[0]; ++i) {
+    ct_script *s = NULL;
+    CT_OK_OR_FAIL(ct_script_compile(&s, fine[i]));
+    ct_script_free(s);
+  }
+  /* The limit itself: a chain of 200 calls, 20 nested blocks. */
+  char *calls = repeat_source("def f(x: Tensor) -> Tensor:\n    return x", ".relu()", 200, "\n");
+  ct_script *s = NULL;
+  CT_OK_OR_FAIL(ct_script_compile(&s, calls));
+  ct_script_free(s);
+  free(calls);
+  ct_module_free(m);
+}
+
 /* #8: pathological schemas are bounded; ct_op_list keeps working. */
 static ct_status noop_op(void *ctx, const ct_value *const *args, size_t n, ct_value **out) {
   (void)ctx;
@@ -891,6 +965,7 @@ int main(void) {
       cmocka_unit_test(test_define_all_or_nothing),
       cmocka_unit_test(test_eval_message),
       cmocka_unit_test(test_deep_source),
+      cmocka_unit_test(test_deep_source_constructs),
       cmocka_unit_test(test_schema_bounds),
       cmocka_unit_test(test_dlpack_null_data_released),
       cmocka_unit_test(test_malformed_pickle_tensor),
