@@ -556,8 +556,10 @@ CT_API ct_status ct_tensor_int_repr(ct_tensor **out, const ct_tensor *t);
 CT_API ct_status ct_tensor_dequantize(ct_tensor **out, const ct_tensor *t);
 /* torch.quantize_per_tensor(t, scale, zero_point, dtype): t is a float
  * tensor, dtype a quantized code. Errors: CT_ERR_TYPE (dtype not
- * quantized), CT_ERR_TORCH (torch refuses: scale <= 0, zero point out of
- * range, ...). */
+ * quantized), CT_ERR_INVALID_ARGUMENT (a scale that is not positive and
+ * finite, in every quantize and make function below; an axis that is not a
+ * dimension of t), CT_ERR_TORCH (torch refuses: zero point out of range,
+ * ...). */
 CT_API ct_status ct_tensor_quantize_per_tensor(ct_tensor **out, const ct_tensor *t, double scale,
                                                int64_t zero_point, int32_t dtype);
 /* torch.quantize_per_channel: scales (float64) and zero_points (int64) are
@@ -1171,7 +1173,8 @@ CT_API ct_status ct_cuda_stream_wait_stream(void *waiting, void *producer, int32
  * torch._inductor.aoti_compile_and_package: tensors in, tensors out, no
  * TorchScript and no Python. Needs LibTorch >= 2.6 (AOTIModelPackageLoader);
  * with an older LibTorch every ct_package_* function returns
- * CT_ERR_NOT_SUPPORTED, naming the version needed.
+ * CT_ERR_NOT_SUPPORTED, naming the version needed (after its argument
+ * checks: a NULL argument is CT_ERR_INVALID_ARGUMENT on every LibTorch).
  *
  * Loads the package at `path`; model_name selects a model inside it (NULL:
  * "model", what aoti_compile_and_package writes). LibTorch unpacks it into a

@@ -82,7 +82,11 @@ if [ "${CTORCH_SKIP_FUZZ:-0}" != "1" ]; then
   CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DCTORCH_FUZZ=ON \
     -DCTORCH_BUILD_BENCH=OFF -DCTORCH_BUILD_EXAMPLES=OFF >/dev/null
   ninja -C build-fuzz fuzz_targets
+  # The corpus each target grew is kept on the machine (never in the repo) and
+  # the next run starts from it, so CI's short runs add up.
+  fuzz_cache="${CTORCH_FUZZ_CACHE:-/var/cache/ctorch/fuzz-corpus}"
+  mkdir -p "$fuzz_cache" 2>/dev/null || fuzz_cache=""
   /usr/bin/python3 tests/fuzz/run_fuzz.py build-fuzz --seconds "${CTORCH_FUZZ_SECONDS:-8}" \
-    --models build/models --pickles build/pickles
+    --models build/models --pickles build/pickles --corpus-cache "$fuzz_cache"
 fi
 echo "all tests passed"

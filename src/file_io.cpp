@@ -16,6 +16,10 @@ ct_status check_input_file(const char *func, const char *path) {
     return set_error(errno == ENOENT ? CT_ERR_NOT_FOUND : CT_ERR_IO, "%s: cannot open '%s': %s",
                      func, path, std::strerror(errno));
   if (S_ISDIR(st.st_mode)) return set_error(CT_ERR_IO, "%s: '%s' is a directory", func, path);
+  // A FIFO or a terminal would block the read forever; a device has no end.
+  if (!S_ISREG(st.st_mode))
+    return set_error(CT_ERR_IO, "%s: '%s' is not a regular file (a FIFO, socket or device)", func,
+                     path);
   return CT_OK;
 }
 

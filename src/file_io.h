@@ -32,8 +32,9 @@ class BorrowedReader final : public caffe2::serialize::ReadAdapterInterface {
   size_t size_;
 };
 
-// Sets the error and returns non-OK unless `path` exists and is not a
-// directory: CT_ERR_NOT_FOUND for a missing path, CT_ERR_IO otherwise.
+// Sets the error and returns non-OK unless `path` is a regular file (no
+// directory, FIFO, socket or device): CT_ERR_NOT_FOUND for a missing path,
+// CT_ERR_IO otherwise.
 ct_status check_input_file(const char *func, const char *path);
 
 // Reads a whole file (check_input_file's codes; CT_ERR_IO on read errors).

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <sys/stat.h>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -132,6 +133,9 @@ ct_status load_file(const char *func, ct_package **out, const std::string &path,
   std::string name = model_name ? model_name : "model";
   std::vector<unsigned char> bytes;
   {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      return ct::set_error(CT_ERR_IO, "%s: '%s' is not a regular file", func, shown_as);
     FILE *f = std::fopen(path.c_str(), "rb");
     if (!f) {
       int err = errno;

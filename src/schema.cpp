@@ -351,6 +351,7 @@ ct_status bind_call(const c10::FunctionSchema &schema, const ct_value *const *ar
   }
   const size_t base = stack->size();
   stack->reserve(base + np);
+  c10::TypeEnv type_env;  // bindings of the schema's type variables
   for (size_t i = 0; i < np; ++i) {
     const c10::Argument &p = params[start + i];
     if (slot[i] == nullptr) {
@@ -391,6 +392,18 @@ ct_status bind_call(const c10::FunctionSchema &schema, const ct_value *const *ar
     } else if (!strict && v.isInt() && p.N() && is_int_list_type(p.type())) {
       // int[N] accepts one int, as in Python (kernel_size=3 -> [3, 3]).
       c = IValue(c10::List<int64_t>(std::vector<int64_t>(*p.N(), v.toInt())));
+      ok = true;
+    } else if (p.type()->hasFreeVariables()) {
+      // Type variables (t, t[], Dict(t, tVal)) bind to the value's own type,
+      // the same one for every argument, as TorchScript's schema matcher does.
+      c10::MatchTypeReturn m = c10::matchTypeVariables(p.type(), v.type(), type_env);
+      if (!m.success()) {
+        stack->resize(base);
+        *why = name() + ": argument '" + p.name() + "' expected " + arg_type_string(p) +
+               " but got " + value_type_name(v) + " (" + m.reason() + ")";
+        return CT_ERR_TYPE;
+      }
+      c = v;
       ok = true;
     } else {
       ok = coerce(v, p.type(), &c, strict);

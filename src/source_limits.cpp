@@ -28,10 +28,14 @@ bool is_expression_keyword(const char *p, size_t n) {
 int indentation(const char *p) {
   int w = 0;
   for (;; ++p) {
-    if (*p == ' ') ++w;
-    else if (*p == '\t') w = (w / 8 + 1) * 8;
-    else if (*p == '\f' || *p == '\r') continue;
-    else break;
+    if (*p == ' ')
+      ++w;
+    else if (*p == '\t')
+      w = (w / 8 + 1) * 8;
+    else if (*p == '\f' || *p == '\r')
+      continue;
+    else
+      break;
   }
   return *p == '\0' || *p == '\n' || *p == '#' ? -1 : w;
 }
@@ -127,8 +131,7 @@ ct_status check_source_nesting(const char *func, const char *src) noexcept {
         if (is_word_char(c) && (p == src || !is_word_char(p[-1]))) {
           size_t n = 1;
           while (is_word_char(p[n])) ++n;
-          if (is_expression_keyword(p, n) && ++ops > kMaxStatementOperators)
-            return too_many_ops();
+          if (is_expression_keyword(p, n) && ++ops > kMaxStatementOperators) return too_many_ops();
           p += n - 1;
         }
     }

@@ -3,6 +3,7 @@
 // index/value accessors.
 #include "internal.h"
 
+#include <cmath>
 #include <sstream>
 
 namespace {
@@ -106,6 +107,30 @@ ct_status with_memory_format(const char *ct_fn_, Out *out, const ct_tensor *t,
 // builds the result, given the quantized dtype `dtype` (kDtypeOfInput: the
 // make_* calls, whose dtype comes from the integer tensor).
 constexpr int32_t kDtypeOfInput = INT32_MIN;
+
+// A quantization scale must be a positive finite number: LibTorch accepts
+// 0, negative, NaN and infinite scales and then divides by them.
+void check_scale(const char *func, double scale) {
+  if (!(scale > 0) || !std::isfinite(scale))
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s: scale must be positive and finite, got %g", func,
+              scale);
+}
+
+void check_scales(const char *func, const at::Tensor &scales) {
+  if (scales.numel() == 0) return;
+  at::Tensor s = scales.to(at::kDouble);
+  if (!(s > 0).logical_and(s.isfinite()).all().item<bool>())
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s: every scale must be positive and finite", func);
+}
+
+// The axis a per-channel tensor is quantized along: one of t's dimensions.
+void check_axis(const char *func, const at::Tensor &t, int64_t axis) {
+  int64_t n = t.dim();
+  if (axis < -n || axis >= n || n == 0)
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s: axis %lld is not a dimension of a %lld-d tensor", func,
+              static_cast<long long>(axis), static_cast<long long>(n));
+}
+
 template <class Make>
 ct_status quantized_factory(const char *ct_fn_, ct_tensor **out,
                             std::initializer_list<NamedInput> inputs, int32_t dtype, Make make) {
@@ -249,7 +274,9 @@ ct_status ct_tensor_dequantize(ct_tensor **out, const ct_tensor *t) {
 
 ct_status ct_tensor_quantize_per_tensor(ct_tensor **out, const ct_tensor *t, double scale,
                                         int64_t zero_point, int32_t dtype) {
-  return quantized_factory(__func__, out, {{"t", t}}, dtype, [&](c10::ScalarType st) {
+  const char *fn = __func__;
+  return quantized_factory(fn, out, {{"t", t}}, dtype, [&](c10::ScalarType st) {
+    check_scale(fn, scale);
     return at::quantize_per_tensor(t->t, scale, zero_point, st);
   });
 }
@@ -257,17 +284,22 @@ ct_status ct_tensor_quantize_per_tensor(ct_tensor **out, const ct_tensor *t, dou
 ct_status ct_tensor_quantize_per_channel(ct_tensor **out, const ct_tensor *t,
                                          const ct_tensor *scales, const ct_tensor *zero_points,
                                          int64_t axis, int32_t dtype) {
+  const char *fn = __func__;
   return quantized_factory(
-      __func__, out, {{"t", t}, {"scales", scales}, {"zero_points", zero_points}}, dtype,
+      fn, out, {{"t", t}, {"scales", scales}, {"zero_points", zero_points}}, dtype,
       [&](c10::ScalarType st) {
+        check_axis(fn, t->t, axis);
+        check_scales(fn, scales->t);
         return at::quantize_per_channel(t->t, scales->t, zero_points->t, axis, st);
       });
 }
 
 ct_status ct_tensor_make_per_tensor_quantized(ct_tensor **out, const ct_tensor *int_repr,
                                               double scale, int64_t zero_point) {
+  const char *fn = __func__;
   return quantized_factory(
-      __func__, out, {{"int_repr", int_repr}}, kDtypeOfInput, [&](c10::ScalarType) {
+      fn, out, {{"int_repr", int_repr}}, kDtypeOfInput, [&](c10::ScalarType) {
+        check_scale(fn, scale);
         return at::_make_per_tensor_quantized_tensor(int_repr->t, scale, zero_point);
       });
 }
@@ -275,9 +307,12 @@ ct_status ct_tensor_make_per_tensor_quantized(ct_tensor **out, const ct_tensor *
 ct_status ct_tensor_make_per_channel_quantized(ct_tensor **out, const ct_tensor *int_repr,
                                                const ct_tensor *scales,
                                                const ct_tensor *zero_points, int64_t axis) {
+  const char *fn = __func__;
   return quantized_factory(
-      __func__, out, {{"int_repr", int_repr}, {"scales", scales}, {"zero_points", zero_points}},
+      fn, out, {{"int_repr", int_repr}, {"scales", scales}, {"zero_points", zero_points}},
       kDtypeOfInput, [&](c10::ScalarType) {
+        check_axis(fn, int_repr->t, axis);
+        check_scales(fn, scales->t);
         return at::_make_per_channel_quantized_tensor(int_repr->t, scales->t, zero_points->t, axis);
       });
 }

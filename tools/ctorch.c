@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -244,19 +245,30 @@ static int npy_read(ct_tensor **out, const char *path, int32_t dev, int32_t idx)
     goto done;
   }
   for (p++; *p && *p != ')';) {
+    if (*p == '-') {
+      fail("%s: .npy shape has a negative dimension", path);
+      goto done;
+    }
     if (isdigit((unsigned char)*p)) {
       if (ndim == 32) {
         fail("%s: more than 32 dimensions", path);
         goto done;
       }
       sizes[ndim] = strtoll(p, &p, 10);
-      numel *= sizes[ndim++];
+      if (__builtin_mul_overflow(numel, sizes[ndim++], &numel)) {
+        fail("%s: .npy shape has more elements than fit in 64 bits", path);
+        goto done;
+      }
     } else {
       p++;
     }
   }
   {
-    size_t nbytes = (size_t)numel * ct_dtype_element_size(dtype);
+    size_t nbytes;
+    if (__builtin_mul_overflow((size_t)numel, ct_dtype_element_size(dtype), &nbytes)) {
+      fail("%s: .npy shape has more bytes than fit in 64 bits", path);
+      goto done;
+    }
     data = malloc(nbytes ? nbytes : 1);
     if (!data) {
       fail("%s: out of memory", path);
@@ -499,9 +511,25 @@ typedef struct {
   const char *outs[MAX_OUTPUTS];
   size_t n_outs;
   int32_t dev, idx;
-  long iters, warmup, threads, seed;
+  long iters, warmup, threads, seed, timeout;
   int eval, json, device_given;
 } opts;
+
+/* --timeout S: LibTorch cannot interrupt a method that never returns (a
+ * `while True` in an untrusted model), so the whole process stops: the
+ * message, then exit status 124 (as timeout(1)). */
+static void deadline_reached(int sig) {
+  static const char msg[] = ": did not finish within --timeout; stopped\n";
+  (void)sig;
+  if (write(2, prog, strlen(prog)) < 0 || write(2, msg, sizeof msg - 1) < 0) _exit(124);
+  _exit(124);
+}
+
+static void start_deadline(long seconds) {
+  if (seconds <= 0) return;
+  signal(SIGALRM, deadline_reached);
+  alarm((unsigned)seconds);
+}
 
 /* What run and bench call: a TorchScript module or an AOTInductor package (*.pt2). */
 typedef struct {
@@ -609,6 +637,11 @@ static int parse_model_opts(opts *o, const char *cmd, int argc, char **argv, int
       o->seed = v;
     } else if (!strcmp(a, "--eval")) {
       o->eval = 1;
+    } else if (!strcmp(a, "--timeout")) {
+      NEED_VALUE();
+      if (!parse_long(argv[++i], 1, 1000000L, &v))
+        return usage_error(cmd, "bad timeout '%s' (whole seconds, 1 or more)", argv[i]);
+      o->timeout = v;
     } else if (!strcmp(a, "--json") && bench) {
       o->json = 1;
     } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && !bench) {
@@ -1048,7 +1081,9 @@ static const char *inputs_help =
     "  --eval                    switch the module to eval mode first (torch.jit.load does not;\n"
     "                            TorchScript only)\n"
     "  --model-name NAME         the model inside a .pt2 package (default: model)\n"
-    "  --seed S                  seed for random inputs (default 0)\n";
+    "  --seed S                  seed for random inputs (default 0)\n"
+    "  --timeout S               stop the whole command after S seconds, exit status 124 (a\n"
+    "                            method that never returns cannot be interrupted otherwise)\n";
 
 static int cmd_run(int argc, char **argv) {
   opts o;
@@ -1074,6 +1109,7 @@ static int cmd_run(int argc, char **argv) {
       return 0;
     }
   if ((rc = parse_model_opts(&o, "run", argc, argv, 0))) return rc;
+  start_deadline(o.timeout);
   if ((rc = load_model(&t, &o))) return rc;
   if ((rc = make_inputs(&in, &o, t.m != NULL))) {
     model_free(&t);
@@ -1198,6 +1234,7 @@ static int cmd_bench(int argc, char **argv) {
       return 0;
     }
   if ((rc = parse_model_opts(&o, "bench", argc, argv, 1))) return rc;
+  start_deadline(o.timeout);
   if (o.threads > 0 && (st = ct_set_num_threads((int32_t)o.threads)) != CT_OK)
     return fail_ct(st, "--threads");
   if ((rc = load_model(&t, &o))) return rc;
@@ -1457,7 +1494,17 @@ static void usage(FILE *f) {
           prog, prog);
 }
 
-int main(int argc, char **argv) {
+/* Output that could not be written (a full disk, a closed pipe, /dev/full)
+ * is an error: exit non-zero instead of claiming success. */
+static int finish(int rc) {
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "%s: cannot write the output: %s\n", prog, strerror(errno ? errno : EIO));
+    return rc ? rc : EXIT_ERROR;
+  }
+  return rc;
+}
+
+static int dispatch(int argc, char **argv) {
   const char *cmd;
   if (argc < 2) {
     usage(stderr);
@@ -1481,3 +1528,5 @@ int main(int argc, char **argv) {
   usage(stderr);
   return EXIT_USAGE;
 }
+
+int main(int argc, char **argv) { return finish(dispatch(argc, argv)); }

@@ -16,3 +16,9 @@ target_compile_options(abuse_test PRIVATE -w)
 target_link_libraries(abuse_test PRIVATE ctorch m)
 add_test(NAME abuse.generated COMMAND abuse_test)
 set_tests_properties(abuse.generated PROPERTIES ENVIRONMENT "OMP_NUM_THREADS=1" TIMEOUT 900)
+# Every aten::/prim:: operator on numbers, strings and lists with boundary
+# values, each call in a forked child: fails on a crash or a hang
+# (tests/abuse/op_sweep.py; the guards are in src/op_guards.cpp).
+add_test(NAME abuse.op_sweep COMMAND ${CTORCH_TEST_PYTHON} ${CTORCH_ABUSE_DIR}/op_sweep.py)
+set_tests_properties(abuse.op_sweep PROPERTIES
+  ENVIRONMENT "CTORCH_LIBRARY=$<TARGET_FILE:ctorch>;OMP_NUM_THREADS=1" TIMEOUT 600)

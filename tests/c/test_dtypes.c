@@ -5,6 +5,8 @@
  * accessors; meta tensors; DLPack codes of the new dtypes. */
 #include "test_util.h"
 
+#include <math.h>
+
 static const char *dtype_dir(void) {
   const char *d = getenv("CTORCH_TEST_DTYPE_MODELS");
   return (d && *d) ? d : NULL;
@@ -363,6 +365,35 @@ static void test_quantized_model(void **state) {
   CT_EXPECT_ERROR(ct_tensor_quantize_per_tensor(&qt, x, 0.1, 0, CT_FLOAT32), CT_ERR_TYPE,
                   "not a quantized dtype");
   CT_EXPECT_ERROR(ct_tensor_q_scheme(NULL, x), CT_ERR_INVALID_ARGUMENT, "NULL");
+  /* Scales that are not positive and finite, and axes that are not a
+   * dimension: LibTorch accepted them (and divided by the scale). */
+  const double bad_scales[] = {0.0, -1.0, NAN, INFINITY};
+  ct_tensor *none = NULL;
+  for (size_t i = 0; i < 4; ++i) {
+    CT_EXPECT_ERROR(ct_tensor_quantize_per_tensor(&none, x, bad_scales[i], 0, CT_QUINT8),
+                    CT_ERR_INVALID_ARGUMENT, "scale must be positive and finite");
+    CT_EXPECT_ERROR(ct_tensor_make_per_tensor_quantized(&none, qti, bad_scales[i], 0),
+                    CT_ERR_INVALID_ARGUMENT, "scale must be positive and finite");
+  }
+  const int64_t bad_axes[] = {2, 7, -3, INT64_MIN};
+  for (size_t i = 0; i < 4; ++i) {
+    CT_EXPECT_ERROR(ct_tensor_quantize_per_channel(&none, wf, ws, wz, bad_axes[i], CT_QINT8),
+                    CT_ERR_INVALID_ARGUMENT, "is not a dimension");
+    CT_EXPECT_ERROR(ct_tensor_make_per_channel_quantized(&none, wi_ref, ws, wz, bad_axes[i]),
+                    CT_ERR_INVALID_ARGUMENT, "is not a dimension");
+  }
+  ct_tensor *neg_scales = NULL;
+  int64_t nch = ct_tensor_numel(ws);
+  double neg[64];
+  assert_true(nch > 0 && nch <= 64);
+  for (int64_t i = 0; i < nch; ++i) neg[i] = -((const double *)ct_tensor_data_ptr(ws))[i];
+  CT_OK_OR_FAIL(ct_tensor_from_data(&neg_scales, neg, &nch, 1, CT_FLOAT64, CT_DEVICE_CPU, -1));
+  CT_EXPECT_ERROR(ct_tensor_quantize_per_channel(&none, wf, neg_scales, wz, 0, CT_QINT8),
+                  CT_ERR_INVALID_ARGUMENT, "every scale must be positive and finite");
+  CT_EXPECT_ERROR(ct_tensor_make_per_channel_quantized(&none, wi_ref, neg_scales, wz, 0),
+                  CT_ERR_INVALID_ARGUMENT, "every scale must be positive and finite");
+  ct_tensor_free(neg_scales);
+  assert_null(none);
 
   ct_tensor *all[] = {x,   qx, y,   yi, yf,     want,   wantf,  y2,     y2i,
                       w,   ws, wz,  wi, ws_ref, wz_ref, wi_ref, wf,     wq,

@@ -813,9 +813,53 @@ static void test_tensors_only(void **state) {
   ct_op_free(op);
 }
 
+/* #20: schemas with type variables (t, t[]) bind to the value's type, as in
+ * TorchScript; "expected t[] but got List[int]" before. */
+static void test_type_variables(void **state) {
+  (void)state;
+  const int64_t items[3] = {4, 5, 6};
+  ct_value *list = NULL, *two = NULL, *word = NULL, *out = NULL;
+  CT_OK_OR_FAIL(ct_value_int_list(&list, items, 3));
+  CT_OK_OR_FAIL(ct_value_from_int(&two, 2));
+  CT_OK_OR_FAIL(ct_value_from_string(&word, "w", 1));
+  int64_t n = 0;
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::len.t", (const ct_value *const *)&list, 1, NULL,
+                                NULL, 0));
+  CT_OK_OR_FAIL(ct_value_to_int(&n, out));
+  assert_int_equal(n, 3);
+  ct_value_free(out);
+  ct_value *lt[2] = {list, two};
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::mul.left_t", (const ct_value *const *)lt, 2, NULL,
+                                NULL, 0));
+  size_t len = 0;
+  CT_OK_OR_FAIL(ct_value_len(&len, out));
+  assert_int_equal(len, 6);
+  char *repr = NULL;
+  CT_OK_OR_FAIL(ct_value_to_repr(&repr, out));
+  assert_string_equal(repr, "[4, 5, 6, 4, 5, 6]");
+  ct_free(repr);
+  ct_value_free(out);
+  CT_OK_OR_FAIL(ct_op_call_name(&out, "prim::unchecked_cast", (const ct_value *const *)&two, 1,
+                                NULL, NULL, 0));
+  CT_OK_OR_FAIL(ct_value_to_int(&n, out));
+  assert_int_equal(n, 2);
+  ct_value_free(out);
+  /* One t for every argument: an int list and a string do not bind. */
+  ct_value *mixed[2] = {list, word};
+  out = (ct_value *)0x1;
+  CT_EXPECT_ERROR(ct_op_call_name(&out, "aten::append.t", (const ct_value *const *)mixed, 2, NULL,
+                                  NULL, 0),
+                  CT_ERR_TYPE, "argument 'el' expected t but got str");
+  assert_ptr_equal(out, (ct_value *)0x1);
+  ct_value_free(word);
+  ct_value_free(two);
+  ct_value_free(list);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_find_and_schema),
+      cmocka_unit_test(test_type_variables),
       cmocka_unit_test(test_find_errors),
       cmocka_unit_test(test_call_positional_and_kwargs),
       cmocka_unit_test(test_call_name_and_overload_sets),

@@ -5,6 +5,7 @@
 #include "test_util.h"
 
 #include <math.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *packages_dir(void) {
@@ -405,6 +406,40 @@ static void test_not_supported(void **state) {
   ct_package_free(NULL);
 }
 
+/* On every LibTorch, a NULL argument is CT_ERR_INVALID_ARGUMENT (the header
+ * says so): argument checks come before the version check. */
+static void test_null_arguments(void **state) {
+  (void)state;
+  ct_package *p = NULL;
+  ct_value *v = NULL;
+  int32_t a, b;
+  CT_EXPECT_ERROR(ct_package_load(NULL, "model.pt2", NULL), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_package_load(&p, NULL, NULL), CT_ERR_INVALID_ARGUMENT, "'path' is NULL");
+  CT_EXPECT_ERROR(ct_package_metadata(&v, NULL), CT_ERR_INVALID_ARGUMENT, "'p' is NULL");
+  CT_EXPECT_ERROR(ct_package_device(&a, &b, NULL), CT_ERR_INVALID_ARGUMENT, "'p' is NULL");
+  assert_null(p);
+  assert_null(v);
+}
+
+/* A FIFO would block the read forever: refused before opening. */
+static void test_fifo_refused(void **state) {
+  (void)state;
+  char path[] = "/tmp/ctorch-fifo-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  unlink(path);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  ct_package *p = NULL;
+  ct_status st = ct_package_load(&p, path, NULL);
+  assert_null(p);
+  if (aoti_supported()) {
+    assert_int_equal(st, CT_ERR_IO);
+    assert_non_null(strstr(ct_last_error(), "not a regular file"));
+  }
+  unlink(path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mlp),
@@ -416,6 +451,8 @@ int main(void) {
       cmocka_unit_test(test_load_buffer),
       cmocka_unit_test(test_bad_packages),
       cmocka_unit_test(test_not_supported),
+      cmocka_unit_test(test_null_arguments),
+      cmocka_unit_test(test_fifo_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

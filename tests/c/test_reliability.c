@@ -3,6 +3,7 @@
 #include "test_util.h"
 
 #include <pthread.h>
+#include <sys/stat.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -948,6 +949,26 @@ static void test_unknown_keyword_message(void **state) {
   ct_module_free(m);
 }
 
+/* #20: a FIFO (or any file that is not regular) blocked the loaders forever. */
+static void test_fifo_refused(void **state) {
+  (void)state;
+  char path[] = "/tmp/ctorch-fifo-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  unlink(path);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  ct_module *m = NULL;
+  ct_value *v = NULL;
+  CT_EXPECT_ERROR(ct_module_load(&m, path, CT_DEVICE_CPU, -1), CT_ERR_IO, "not a regular file");
+  CT_EXPECT_ERROR(ct_pickle_load(&v, path), CT_ERR_IO, "not a regular file");
+  CT_EXPECT_ERROR(ct_module_load(&m, "/dev/null", CT_DEVICE_CPU, -1), CT_ERR_IO,
+                  "not a regular file");
+  assert_null(m);
+  assert_null(v);
+  unlink(path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dlpack_overflow_deletes_once),
@@ -966,6 +987,7 @@ int main(void) {
       cmocka_unit_test(test_eval_message),
       cmocka_unit_test(test_deep_source),
       cmocka_unit_test(test_deep_source_constructs),
+      cmocka_unit_test(test_fifo_refused),
       cmocka_unit_test(test_schema_bounds),
       cmocka_unit_test(test_dlpack_null_data_released),
       cmocka_unit_test(test_malformed_pickle_tensor),

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs the libFuzzer targets of tests/fuzz for a fixed time each.
 
-usage: run_fuzz.py BUILD_DIR [--seconds N] [--models DIR] [--pickles DIR] [target ...]
+usage: run_fuzz.py BUILD_DIR [--seconds N] [--models DIR] [--pickles DIR]
+                   [--corpus-cache DIR] [target ...]
 
 BUILD_DIR is a build configured with -DCTORCH_FUZZ=ON (clang; see
 tests/fuzz/README.md). Each target runs N seconds (default 25), restarting
@@ -11,7 +12,14 @@ function, or a file under src/ or tests/fuzz/ -- fails the run. Crashes
 inside LibTorch only are reported with their top frames and compared with
 tests/fuzz/KNOWN_CRASHES.md; they do not fail the run (ct_module_verify /
 ct_pickle_verify are the answer to them). Out-of-memory and timeout reports
-are classified the same way. Prints executions per target.
+are classified the same way. Prints executions, coverage at start and end
+and corpus size per target.
+
+A target with a dictionary (tests/fuzz/<target>.dict, libFuzzer's -dict: the
+pickle opcodes and torch.save globals for pickle_load) gets it. With
+--corpus-cache DIR (or CTORCH_FUZZ_CACHE), each target's corpus starts from
+DIR/<target> and what it grew is copied back, so that repeated runs (CI on the
+same machine) keep searching from where the last one stopped.
 """
 import argparse
 import os
@@ -79,6 +87,22 @@ def ensure_seeds(target, corpus, models, pickles):
                 shutil.copy(p, corpus)
 
 
+def copy_new(src, dst):
+    """Copies files of src that dst lacks (libFuzzer names them by content
+    hash); returns how many."""
+    if not os.path.isdir(src):
+        return 0
+    os.makedirs(dst, exist_ok=True)
+    have = set(os.listdir(dst))
+    n = 0
+    for f in os.listdir(src):
+        p = os.path.join(src, f)
+        if f not in have and os.path.isfile(p):
+            shutil.copy(p, dst)
+            n += 1
+    return n
+
+
 def known_signatures():
     path = os.path.join(HERE, "KNOWN_CRASHES.md")
     if not os.path.exists(path):
@@ -92,6 +116,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=int(os.environ.get("CTORCH_FUZZ_SECONDS", 25)))
     ap.add_argument("--models", default=None)
     ap.add_argument("--pickles", default=None)
+    ap.add_argument("--corpus-cache", default=os.environ.get("CTORCH_FUZZ_CACHE", ""))
     ap.add_argument("targets", nargs="*")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
@@ -119,6 +144,13 @@ def main():
         arts = os.path.join(work, t, "artifacts") + "/"
         os.makedirs(arts, exist_ok=True)
         ensure_seeds(t, corpus, models, pickles)
+        cache = os.path.join(a.corpus_cache, t) if a.corpus_cache else ""
+        cached = copy_new(cache, corpus) if cache else 0
+        extra = []
+        dict_path = os.path.join(HERE, t + ".dict")
+        if os.path.exists(dict_path):
+            extra.append("-dict=" + dict_path)
+        cov = []
         deadline = time.time() + a.seconds
         execs = 0
         found = []
@@ -130,10 +162,11 @@ def main():
             cmd = [exe, corpus, "-max_total_time=%d" % left,
                    "-timeout=%d" % max(5, min(20, a.seconds)),
                    "-rss_limit_mb=4096", "-print_final_stats=1", "-artifact_prefix=" + arts,
-                   "-max_len=65536"]
+                   "-max_len=65536"] + extra
             p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                universal_newlines=True, errors="replace")
             log = p.stdout
+            cov += [int(c) for c in re.findall(r"\bcov: (\d+)", log)]
             m = re.findall(r"stat::number_of_executed_units:\s*(\d+)", log)
             if m:
                 execs += int(m[-1])
@@ -154,8 +187,12 @@ def main():
                 failed = True
                 print(log[-6000:])
                 break
-        print("fuzz: %s: %d executions in %d s, %d crash reports (%d in ctorch)" %
-              (t, execs, a.seconds, len(found), sum(1 for f in found if f[1] == "ctorch")))
+        saved = copy_new(corpus, cache) if cache else 0
+        print("fuzz: %s: %d executions in %d s, coverage %s -> %s, corpus %d inputs (%d from the "
+              "cache, %d new saved to it), %d crash reports (%d in ctorch)" %
+              (t, execs, a.seconds, cov[0] if cov else "?", max(cov) if cov else "?",
+               len(os.listdir(corpus)), cached, saved, len(found),
+               sum(1 for f in found if f[1] == "ctorch")))
     return 1 if failed else 0
 
 

@@ -38,6 +38,13 @@ def ctorch_all(arg_lists, check=None):
         return list(pool.map(lambda args: ctorch(*args, check=check), arg_lists))
 
 
+def npy_header(shape):
+    """A version 1.0 .npy header for float32 data of `shape` (a string, written as is)."""
+    h = ("{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % shape).encode()
+    h += b" " * (63 - (10 + len(h)) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h
+
+
 def model(name):
     return os.path.join(MODELS, name + ".pt")
 
@@ -296,6 +303,53 @@ class Run(unittest.TestCase):
         self.assertIn("Fortran-order", ctorch("run", model("gate"), fortran, check=1).stderr)
         big = self.npy("big.npy", np.zeros((3, 4), ">f4"))
         self.assertIn("unsupported .npy dtype '>f4'", ctorch("run", model("gate"), big, check=1).stderr)
+        # A negative dimension was read as positive: (-3, 4) loaded as (3, 4);
+        # a shape whose element count overflows 64 bits was not refused.
+        for shape, needle in (("(-3, 4)", "negative dimension"),
+                              ("(4611686018427387904, 4)", "more elements than fit")):
+            path = os.path.join(self.tmp.name, "hand.npy")
+            with open(path, "wb") as f:
+                f.write(npy_header(shape) + np.zeros(12, np.float32).tobytes())
+            self.assertIn(needle, ctorch("run", model("gate"), path, check=1).stderr)
+
+    def test_timeout_stops_a_method_that_never_returns(self):
+        class Spin(torch.nn.Module):
+            def forward(self, x):
+                i = 0
+                while True:
+                    i += 1
+                    if i < 0:
+                        break
+                return x + i
+
+        spin = os.path.join(self.tmp.name, "spin.pt")
+        torch.jit.script(Spin()).save(spin)
+        r = ctorch("run", spin, "3:float32", "--timeout", "2", check=124)
+        self.assertIn("did not finish within --timeout", r.stderr)
+        ctorch("run", model("gate"), "3x4:float32", "--timeout", "120", check=0)
+        r = ctorch("run", model("gate"), "3x4:float32", "--timeout", "0", check=2)
+        self.assertIn("bad timeout", r.stderr)
+
+    def test_output_errors_exit_nonzero(self):
+        # Output that cannot be written (/dev/full) is an error, not exit 0.
+        if not os.path.exists("/dev/full"):
+            self.skipTest("no /dev/full")
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([EXE, "info"], stdout=full, stderr=subprocess.PIPE, text=True,
+                               timeout=300)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("cannot write the output", r.stderr)
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([EXE, "inspect", model("gate")], stdout=full,
+                               stderr=subprocess.PIPE, text=True, timeout=300)
+        self.assertEqual(r.returncode, 1, r.stderr)
+
+    def test_fifo_refused(self):
+        # A FIFO blocked `inspect` forever.
+        fifo = os.path.join(self.tmp.name, "fifo.pt")
+        os.mkfifo(fifo)
+        r = ctorch("inspect", fifo, check=1)
+        self.assertIn("not a regular file", r.stderr)
 
 
 class Bench(unittest.TestCase):
@@ -427,6 +481,24 @@ class VerifyByContents(unittest.TestCase):
                 z.writestr("archive/data/aotinductor/model/m.cpp", b"")
             r = ctorch("verify", pk, check=1)
             self.assertIn("AOTInductor packages (.pt2) hold compiled native code", r.stderr)
+
+    def test_corrupt_debug_info_is_ok(self):
+        # Only the debug pickles (source ranges for error messages) are bad:
+        # the model loads and runs, so verify says ok, where it refused before.
+        import zipfile
+        with tempfile.TemporaryDirectory() as d:
+            src, dst = model("gate"), os.path.join(d, "nodebug.pt")
+            hit = 0
+            with zipfile.ZipFile(src) as zi, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zo:
+                for it in zi.infolist():
+                    data = zi.read(it.filename)
+                    if it.filename.endswith(".debug_pkl"):
+                        data, hit = b"\x80\x02garbage", hit + 1
+                    zo.writestr(it, data)
+            self.assertGreater(hit, 0)
+            r = ctorch("verify", dst, check=0)
+            self.assertIn("ok", r.stdout)
+            ctorch("run", dst, "3x4:float32", check=0)
 
 
 def package(name):

@@ -1,0 +1,297 @@
+// Guards in front of LibTorch operators that crash, hang or read out of
+// bounds on edge-case arguments (issue 20): integer division by zero or
+// INT64_MIN / -1 (SIGFPE), _local_scalar_dense of an empty tensor (SIGSEGV),
+// as_strided past its storage, string operations that loop forever or grow
+// without bound. At library load ctorch replaces each one's entry in
+// TorchScript's operator table -- the table ct_op_call, TorchScript's
+// interpreter and its constant folding (ct_script_compile) all look up -- by
+// a wrapper that checks the arguments, then runs LibTorch's own operation.
+// A refused call throws ct::Error (CT_ERR_INVALID_ARGUMENT through ct_op_call;
+// inside TorchScript it is the interpreter's error, CT_ERR_TORCH), and
+// constant folding leaves a refused expression to fail at run time.
+// docs/conventions.md ("Guards in front of LibTorch") lists them.
+#include "checks.h"
+#include "internal.h"
+
+#include <torch/csrc/jit/runtime/operator.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using c10::IValue;
+using torch::jit::Stack;
+
+// Longest string or list a guarded operation may build (elements): LibTorch
+// builds these one element at a time, so a width of 2^62 would otherwise
+// run until memory is gone.
+constexpr int64_t kMaxBuiltLength = int64_t{1} << 30;
+
+// Arguments of the call on top of `stack` (the last `n` entries).
+struct Args {
+  Stack &stack;
+  size_t n;
+  IValue &operator[](size_t i) const { return stack[stack.size() - n + i]; }
+  // Replaces the arguments with the call's result.
+  void result(IValue v) const {
+    torch::jit::drop(stack, n);
+    stack.push_back(std::move(v));
+  }
+};
+
+// A guard looks at a call's arguments before LibTorch's operation runs: it
+// throws ct::Error to refuse the call, returns true when it has put the
+// result in place itself (where LibTorch's answer would never come), or
+// false to let LibTorch's operation run (on arguments it may have adjusted).
+using GuardFn = bool (*)(const char *op, const Args &args);
+
+[[noreturn]] void refuse(const char *op, const char *why) {
+  ct::raise(CT_ERR_INVALID_ARGUMENT, "%s: %s", op, why);
+}
+
+// ---- Integer arithmetic ------------------------------------------------------
+// x86's idiv traps on a zero divisor and on INT64_MIN / -1.
+bool check_int_division(const char *op, const Args &a) {
+  if (!a[0].isInt() || !a[1].isInt()) return false;  // Scalar overloads with floats
+  int64_t x = a[0].toInt(), y = a[1].toInt();
+  if (y == 0) refuse(op, "integer division or modulo by zero");
+  if (x == std::numeric_limits<int64_t>::min() && y == -1)
+    refuse(op, "integer overflow (-2**63 divided by -1)");
+  return false;
+}
+
+// gcd(-2**63, -1) traps inside Euclid's first step. A gcd with +-1 is 1.
+bool gcd_of_one(const char *, const Args &a) {
+  if (!a[0].isInt() || !a[1].isInt()) return false;
+  int64_t x = a[0].toInt(), y = a[1].toInt();
+  if (x != 1 && x != -1 && y != 1 && y != -1) return false;
+  a.result(int64_t{1});
+  return true;
+}
+
+// ---- Tensors and shapes --------------------------------------------------------
+bool check_nonempty(const char *op, const Args &a) {
+  if (a[0].isTensor() && a[0].toTensor().defined() && a[0].toTensor().numel() == 0)
+    refuse(op, "a tensor with no elements has no value");
+  return false;
+}
+
+// as_strided(self, size, stride, storage_offset=None): the view must lie in
+// self's storage. LibTorch's own check multiplies without overflow checks,
+// so a huge offset wraps around and the view reads before the storage.
+bool check_strided_view(const char *op, const Args &a) {
+  if (!a[0].isTensor() || !a[1].isIntList() || !a[2].isIntList()) return false;  // symbolic
+  const at::Tensor &t = a[0].toTensor();
+  if (!t.defined() || !t.has_storage() || t.is_quantized()) return false;
+  const std::vector<int64_t> size = a[1].toIntVector(), stride = a[2].toIntVector();
+  int64_t offset = t.storage_offset();
+  if (a.n > 3 && a[3].isInt()) offset = a[3].toInt();
+  std::string why =
+      ct::storage_misfit(size, stride, offset, t.dtype().itemsize(), t.storage().nbytes());
+  if (!why.empty())
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s: the view (%s) does not fit its storage", op,
+              why.c_str());
+  return false;
+}
+
+// prim::ReductionSizes(size, red_axes, keepdim): LibTorch indexes `size` with
+// every axis unchecked (out of range: SIGSEGV; repeated: an abort).
+bool check_reduction_axes(const char *op, const Args &a) {
+  if (!a[0].isIntList() || !a[1].isIntList()) return false;
+  const int64_t dims = static_cast<int64_t>(a[0].toIntList().size());
+  std::vector<int64_t> axes = a[1].toIntVector();
+  for (int64_t axis : axes)
+    if (axis < 0 || axis >= dims)
+      ct::raise(CT_ERR_INVALID_ARGUMENT, "%s: axis %lld is out of range for %lld dimensions", op,
+                static_cast<long long>(axis), static_cast<long long>(dims));
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) refuse(op, "an axis is repeated");
+  return false;
+}
+
+// ---- Strings and lists ---------------------------------------------------------
+// ljust/rjust/center/zfill(self, width, ...): LibTorch appends the padding
+// one character at a time, and reads a negative width as a huge unsigned one.
+// Python pads nothing for a width up to the string's length.
+bool check_width(const char *op, const Args &a) {
+  if (!a[1].isInt()) return false;
+  if (a[1].toInt() < 0) a[1] = IValue(int64_t{0});
+  if (a[1].toInt() > kMaxBuiltLength)
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s: width %lld is more than %lld characters", op,
+              static_cast<long long>(a[1].toInt()), static_cast<long long>(kMaxBuiltLength));
+  return false;
+}
+
+// Each tab becomes up to `tabsize` spaces.
+bool check_expandtabs(const char *op, const Args &a) {
+  if (!a[0].isString() || !a[1].isInt()) return false;
+  const std::string &s = a[0].toStringRef();
+  int64_t tabs = std::count(s.begin(), s.end(), '\t'), total;
+  if (a[1].toInt() > 0 &&
+      (__builtin_mul_overflow(tabs, a[1].toInt(), &total) || total > kMaxBuiltLength))
+    refuse(op, "the expanded string would be more than 2**30 characters");
+  return false;
+}
+
+// list * n, n * list: len(list) * n elements.
+bool check_repeat(const char *op, const Args &a) {
+  const IValue &list = a[0].isList() ? a[0] : a[1];
+  const IValue &n = a[0].isList() ? a[1] : a[0];
+  if (!list.isList() || !n.isInt() || n.toInt() <= 0) return false;
+  int64_t total;
+  if (__builtin_mul_overflow(static_cast<int64_t>(list.toListRef().size()), n.toInt(), &total) ||
+      total > kMaxBuiltLength)
+    refuse(op, "the repeated list would have more than 2**30 elements");
+  return false;
+}
+
+// str.replace(old, new, max=-1) with an empty `old`: LibTorch's loop finds ""
+// at the same place forever. Python inserts `new` before every character and
+// at the end, at most `max` times; so does this.
+bool replace_empty(const char *op, const Args &a) {
+  if (!a[1].isString() || !a[1].toStringRef().empty()) return false;
+  const std::string self = a[0].toStringRef(), repl = a[2].toStringRef();
+  const int64_t max = a[3].toInt(), slots = static_cast<int64_t>(self.size()) + 1;
+  int64_t count = max < 0 || max > slots ? slots : max, total;
+  if (__builtin_mul_overflow(count, static_cast<int64_t>(repl.size()), &total) ||
+      total > kMaxBuiltLength)
+    refuse(op, "the result would be more than 2**30 characters");
+  std::string out;
+  out.reserve(self.size() + static_cast<size_t>(total));
+  for (int64_t i = 0; i < slots; ++i) {
+    if (i < count) out += repl;
+    if (i < static_cast<int64_t>(self.size())) out += self[static_cast<size_t>(i)];
+  }
+  a.result(std::move(out));
+  return true;
+}
+
+// str.count(substr, start=0, end=-1) with an empty `substr`: LibTorch's loop
+// finds "" at the same place forever. The answer is the number of positions
+// from start to end, both included (Python: 'abc'.count('') == 4), with
+// LibTorch's own reading of start and end.
+bool count_empty(const char *, const Args &a) {
+  if (!a[1].isString() || !a[1].toStringRef().empty()) return false;
+  const int64_t size = static_cast<int64_t>(a[0].toStringRef().size());
+  int64_t start = a[2].toInt(), end = a[3].toInt(), n = 0;
+  if (start <= size) {
+    if (start < 0) start = std::max<int64_t>(0, size + start);
+    if (end < 0) end = std::max<int64_t>(0, size + end + 1);
+    end = std::min(end, size);
+    n = start <= end ? end - start + 1 : 0;
+  }
+  a.result(n);
+  return true;
+}
+
+// str.rsplit with an empty separator loops forever; Python refuses it.
+bool check_separator(const char *op, const Args &a) {
+  if (a[1].isString() && a[1].toStringRef().empty()) refuse(op, "empty separator");
+  return false;
+}
+
+struct Guard {
+  const char *name;      // "aten::remainder"
+  const char *overload;  // "int"; nullptr: every overload on two numbers
+  GuardFn fn;
+};
+
+const Guard kGuards[] = {
+    {"aten::remainder", "int", check_int_division},
+    {"aten::remainder", nullptr, check_int_division},
+    {"aten::floordiv", "int", check_int_division},
+    {"aten::floordiv", nullptr, check_int_division},
+    {"aten::divmod", "int", check_int_division},
+    {"aten::__round_to_zero_floordiv", "int", check_int_division},
+    {"aten::gcd", "int", gcd_of_one},
+    {"aten::_local_scalar_dense", "", check_nonempty},
+    {"aten::as_strided", "", check_strided_view},
+    {"aten::as_strided_", "", check_strided_view},
+    {"prim::ReductionSizes", "", check_reduction_axes},
+    {"aten::ljust", "", check_width},
+    {"aten::rjust", "", check_width},
+    {"aten::center", "", check_width},
+    {"aten::zfill", "", check_width},
+    {"aten::expandtabs", "", check_expandtabs},
+    {"aten::mul", "left_t", check_repeat},
+    {"aten::mul", "right_", check_repeat},
+    {"aten::replace", "", replace_empty},
+    {"aten::count", "", count_empty},
+    {"aten::rsplit", "", check_separator},
+};
+
+std::string qualified(const c10::FunctionSchema &s) {
+  return s.overload_name().empty() ? s.name() : s.name() + "." + s.overload_name();
+}
+
+bool on_two_numbers(const c10::FunctionSchema &s) {
+  if (s.arguments().size() != 2) return false;
+  for (const c10::Argument &a : s.arguments()) {
+    auto k = a.type()->kind();
+    if (k != c10::TypeKind::IntType && k != c10::TypeKind::FloatType &&
+        k != c10::TypeKind::NumberType)
+      return false;
+  }
+  return true;
+}
+
+// Puts a guarded wrapper in place of `op` in TorchScript's operator table.
+void install(const Guard &g, const std::shared_ptr<torch::jit::Operator> &op) {
+  const c10::FunctionSchema schema = op->schema();
+  auto *name = new std::string(qualified(schema));  // lives as long as the wrapper
+  const size_t n_args = schema.arguments().size();
+  torch::jit::Operation inner = op->getOperation();
+  GuardFn fn = g.fn;
+  torch::jit::Operation wrapped = [inner, fn, name, n_args](Stack &stack) mutable {
+    if (stack.size() >= n_args && fn(name->c_str(), Args{stack, n_args})) return;
+    inner(stack);
+  };
+  torch::jit::deregisterOperator(schema);
+  if (op->isC10Op())
+    torch::jit::registerOperator(
+        torch::jit::Operator(c10::Dispatcher::singleton().findSchemaOrThrow(
+                                 schema.name().c_str(), schema.overload_name().c_str()),
+                             std::move(wrapped)));
+  else
+    torch::jit::registerOperator(
+        torch::jit::Operator(c10::toString(schema), std::move(wrapped), op->aliasAnalysisKind()));
+}
+
+struct OpGuardsInit {
+  OpGuardsInit() {
+    for (const Guard &g : kGuards) {
+      try {
+        // A copy: deregistering changes the table the reference points into.
+        const std::vector<std::shared_ptr<torch::jit::Operator>> ops =
+            torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(g.name));
+        for (const auto &op : ops) {
+          const std::string &ov = op->schema().overload_name();
+          if (g.overload && ov != g.overload) continue;
+          // An overload listed by name is guarded by its own entry.
+          bool named_elsewhere = false;
+          if (!g.overload)
+            for (const Guard &h : kGuards)
+              if (h.overload && std::strcmp(h.name, g.name) == 0 && ov == h.overload)
+                named_elsewhere = true;
+          if (named_elsewhere) continue;
+          // A wildcard guards the overloads on two numbers (int, float, Scalar).
+          if (!g.overload && !on_two_numbers(op->schema())) continue;
+          install(g, op);
+        }
+      } catch (...) {
+        // This LibTorch lacks the op or the overload: nothing to guard.
+      }
+    }
+    // Registrations are queued; the next lookup files them. Done now, while
+    // nothing else runs (see foreign_op.cpp).
+    (void)torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString("aten::remainder"));
+  }
+} op_guards_init;
+
+}  // namespace
