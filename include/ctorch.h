@@ -954,15 +954,33 @@ CT_API ct_status ct_module_call(ct_value **out, ct_module *m, const char *method
  * a tuple or list of tensors fills one output per element. outputs: caller
  * array of n_outputs slots; each result gets a new handle, and slots past
  * the results are set to NULL. *n_returned (may be NULL) receives the number
- * of results. Errors: CT_ERR_TYPE when the result is not a Tensor or a
- * tuple/list of tensors (None included; use ct_module_call then),
- * CT_ERR_INVALID_ARGUMENT when there are more results than n_outputs (the
- * message gives the count, *n_returned receives it, slots untouched) or for
- * NULL arguments, CT_ERR_NOT_FOUND (unknown method), and the errors of
- * ct_module_call. Thread-safe as ct_module_forward. */
+ * of results. The method's schema decides before it runs (so a model with
+ * side effects never runs for nothing; see ct_module_method_results):
+ * CT_ERR_TYPE when its return type is not Tensor, a tuple of Tensors or
+ * List[Tensor] (use ct_module_call then), CT_ERR_INVALID_ARGUMENT when a
+ * Tensor or tuple result has more tensors than n_outputs (the message gives
+ * the count, *n_returned receives it, slots untouched). Only a List[Tensor]
+ * longer than n_outputs is found after the run (the same error). Also
+ * CT_ERR_INVALID_ARGUMENT for NULL arguments, CT_ERR_NOT_FOUND (unknown
+ * method), and the errors of ct_module_call. Thread-safe as
+ * ct_module_forward. */
 CT_API ct_status ct_module_forward_tensors(ct_tensor **outputs, size_t n_outputs,
                                            size_t *n_returned, ct_module *m, const char *method,
                                            const ct_tensor *const *inputs, size_t n_inputs);
+/* What ct_module_forward_tensors gives for `method` (NULL: "forward"), read
+ * from its schema without running it, so a binding asks once per method:
+ * *kind is CT_RESULT_TENSOR (one Tensor; *count = 1), CT_RESULT_TUPLE (a
+ * tuple of *count Tensors), CT_RESULT_LIST (a List[Tensor], whose length
+ * only the run tells; *count = -1) or CT_RESULT_OTHER (anything else:
+ * ct_module_forward_tensors refuses it without running; *count = -1).
+ * count may be NULL. Errors: CT_ERR_INVALID_ARGUMENT (NULL kind or m),
+ * CT_ERR_NOT_FOUND (unknown method). Thread-safe. */
+#define CT_RESULT_OTHER 0
+#define CT_RESULT_TENSOR 1
+#define CT_RESULT_TUPLE 2
+#define CT_RESULT_LIST 3
+CT_API ct_status ct_module_method_results(int32_t *kind, int64_t *count, const ct_module *m,
+                                          const char *method);
 /* Methods as a Dict[str, str] value: name -> schema string. */
 CT_API ct_status ct_module_methods(ct_value **out, const ct_module *m);
 /* Dict[str, Tensor] with Python's dotted names; recurse=1 includes children.

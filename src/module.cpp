@@ -103,6 +103,29 @@ bool result_tensors(const IValue &r, std::vector<at::Tensor> *out) {
   return false;
 }
 
+// What a method's schema says its tensors-only result is (CT_RESULT_*), and
+// how many tensors (-1: a list's length, known only after the run).
+int32_t result_kind(const c10::FunctionSchema &schema, int64_t *count) {
+  *count = -1;
+  if (schema.returns().size() != 1) return CT_RESULT_OTHER;
+  const TypePtr &t = schema.returns()[0].type();
+  if (t->kind() == c10::TypeKind::TensorType) {
+    *count = 1;
+    return CT_RESULT_TENSOR;
+  }
+  if (t->kind() == c10::TypeKind::ListType &&
+      t->castRaw<c10::ListType>()->getElementType()->kind() == c10::TypeKind::TensorType)
+    return CT_RESULT_LIST;
+  if (t->kind() == c10::TypeKind::TupleType) {
+    const auto &items = t->castRaw<c10::TupleType>()->elements();
+    for (const TypePtr &e : items)
+      if (e->kind() != c10::TypeKind::TensorType) return CT_RESULT_OTHER;
+    *count = static_cast<int64_t>(items.size());
+    return CT_RESULT_TUPLE;
+  }
+  return CT_RESULT_OTHER;
+}
+
 // ---- Loading -----------------------------------------------------------------
 ct_status map_location(const char *func, int32_t device_type, int32_t device_index,
                        c10::optional<c10::Device> *out) {
@@ -371,6 +394,23 @@ ct_status ct_module_forward_tensors(ct_tensor **outputs, size_t n_outputs, size_
     torch::jit::Function *fn = nullptr;
     ct_status st = find_method(ct_fn_, m, name, &fn);
     if (st != CT_OK) return st;
+    // Decided from the schema before running: a model with side effects
+    // (a counter, an RNG, BatchNorm statistics) must not run for nothing.
+    int64_t count;
+    const c10::FunctionSchema &schema = fn->getSchema();
+    if (result_kind(schema, &count) == CT_RESULT_OTHER)
+      return ct::set_error(CT_ERR_TYPE,
+                           "%s: %s returns %s, not a Tensor or a tuple or list of Tensors (not "
+                           "run; use ct_module_call)",
+                           ct_fn_, name, schema.returns().size() == 1
+                                             ? schema.returns()[0].type()->annotation_str().c_str()
+                                             : "several values");
+    if (count > static_cast<int64_t>(n_outputs)) {
+      if (n_returned) *n_returned = static_cast<size_t>(count);
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                           "%s: %s returns %lld tensors, n_outputs is %zu (not run)", ct_fn_, name,
+                           static_cast<long long>(count), n_outputs);
+    }
     IValue result;
     st = invoke_tensors(ct_fn_, *fn, IValue(m->m._ivalue()), inputs, n_inputs, &result);
     if (st != CT_OK) return st;
@@ -385,6 +425,22 @@ ct_status ct_module_forward_tensors(ct_tensor **outputs, size_t n_outputs, size_
                            ct_fn_, name, ts.size(), n_outputs);
     for (size_t i = 0; i < n_outputs; ++i)
       outputs[i] = i < ts.size() ? ct::new_tensor(std::move(ts[i])) : nullptr;
+    return CT_OK;
+  });
+}
+
+ct_status ct_module_method_results(int32_t *kind, int64_t *count, const ct_module *m,
+                                   const char *method) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(kind);
+    CT_CHECK_NOT_NULL(m);
+    torch::jit::Function *fn = nullptr;
+    ct_status st = find_method(ct_fn_, m, method ? method : "forward", &fn);
+    if (st != CT_OK) return st;
+    int64_t n;
+    *kind = result_kind(fn->getSchema(), &n);
+    if (count) *count = n;
     return CT_OK;
   });
 }

@@ -899,7 +899,7 @@ static void test_forward_tensors(void **state) {
 
   /* Errors: too many results for the slots (count reported, slots untouched). */
   CT_EXPECT_ERROR(ct_module_forward_tensors(outs, 1, &nret, m, "pair", in, 1),
-                  CT_ERR_INVALID_ARGUMENT, "pair returned 2 tensors, n_outputs is 1");
+                  CT_ERR_INVALID_ARGUMENT, "pair returns 2 tensors, n_outputs is 1 (not run)");
   assert_int_equal(nret, 2);
   assert_null(outs[0]);
   /* Arguments: the same binder and messages as ct_module_call. */
@@ -960,16 +960,113 @@ static void test_forward_tensors(void **state) {
   three[0] = three[1] = NULL;
   /* Results that are not all tensors: CT_ERR_TYPE (callers use ct_module_call). */
   CT_EXPECT_ERROR(ct_module_forward_tensors(three, 3, &nret, m, "count", bin, 1), CT_ERR_TYPE,
-                  "count returned int, not a Tensor or a tuple or list of Tensors");
+                  "count returns int, not a Tensor or a tuple or list of Tensors (not run");
   CT_EXPECT_ERROR(ct_module_forward_tensors(three, 3, &nret, m, "nothing", bin, 1), CT_ERR_TYPE,
-                  "nothing returned NoneType");
+                  "nothing returns NoneType");
   CT_EXPECT_ERROR(ct_module_forward_tensors(three, 3, &nret, m, "mixed", bin, 1), CT_ERR_TYPE,
-                  "mixed returned Tuple[Tensor, int]");
+                  "mixed returns Tuple[Tensor, int]");
   assert_null(three[0]);
   ct_tensor_free(blob);
   assert_int_equal(deleted, 0); /* outs[0] still holds the memory */
   ct_tensor_free(outs[0]);
   assert_int_equal(deleted, 1);
+  ct_tensor_free(x);
+  ct_module_free(m);
+}
+
+/* Issue 21: ct_module_forward_tensors decides from the schema before it runs,
+ * so a model with side effects runs exactly once per call, whatever its
+ * result: a tensor, a tuple, a list, a dict, none, or more tensors than slots. */
+static const char *COUNTED_SRC =
+    "def one(self, x):\n"
+    "    self.calls.add_(1)\n"
+    "    return x\n"
+    "def pair(self, x):\n"
+    "    self.calls.add_(1)\n"
+    "    return x, x\n"
+    "def listed(self, x):\n"
+    "    self.calls.add_(1)\n"
+    "    return [x, x, x]\n"
+    "def named(self, x):\n"
+    "    self.calls.add_(1)\n"
+    "    return {'a': x}\n"
+    "def nothing(self, x):\n"
+    "    self.calls.add_(1)\n"
+    "def many(self, x):\n"
+    "    self.calls.add_(1)\n"
+    "    return x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x\n";
+
+static int64_t calls_of(ct_module *m) {
+  ct_value *v = NULL;
+  ct_tensor *t = NULL;
+  CT_OK_OR_FAIL(ct_module_get_attr(&v, m, "calls"));
+  CT_OK_OR_FAIL(ct_value_to_tensor(&t, v));
+  int64_t n = *(const int64_t *)ct_tensor_data_ptr(t);
+  ct_tensor_free(t);
+  ct_value_free(v);
+  return n;
+}
+
+static void test_forward_tensors_runs_once(void **state) {
+  (void)state;
+  ct_module *m = NULL;
+  ct_tensor *calls = NULL, *x = tensor2x2(1, 2, 3, 4), *outs[20];
+  const int64_t one[1] = {1};
+  CT_OK_OR_FAIL(ct_tensor_zeros(&calls, one, 1, CT_INT64, CT_DEVICE_CPU, -1, 0));
+  CT_OK_OR_FAIL(ct_module_new(&m, "Counted"));
+  CT_OK_OR_FAIL(ct_module_register_buffer(m, "calls", calls));
+  CT_OK_OR_FAIL(ct_module_define(m, COUNTED_SRC));
+  const ct_tensor *in[1] = {x};
+  size_t nret = 0;
+  const struct {
+    const char *method;
+    int32_t kind;
+    int64_t count;
+    ct_status st; /* with 16 slots */
+    size_t n;
+  } cases[] = {
+      {"one", CT_RESULT_TENSOR, 1, CT_OK, 1},
+      {"pair", CT_RESULT_TUPLE, 2, CT_OK, 2},
+      {"listed", CT_RESULT_LIST, -1, CT_OK, 3},
+      {"named", CT_RESULT_OTHER, -1, CT_ERR_TYPE, 0},
+      {"nothing", CT_RESULT_OTHER, -1, CT_ERR_TYPE, 0},
+      {"many", CT_RESULT_TUPLE, 20, CT_ERR_INVALID_ARGUMENT, 20},
+  };
+  int64_t expected = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    int32_t kind = -1;
+    int64_t count = 0;
+    CT_OK_OR_FAIL(ct_module_method_results(&kind, &count, m, cases[i].method));
+    assert_int_equal(kind, cases[i].kind);
+    assert_int_equal(count, cases[i].count);
+    nret = 0;
+    ct_status st = ct_module_forward_tensors(outs, 16, &nret, m, cases[i].method, in, 1);
+    if (st != cases[i].st) fail_msg("%s: status %d (%s)", cases[i].method, st, ct_last_error());
+    if (st == CT_OK) {
+      ++expected;
+      for (size_t k = 0; k < nret; ++k) ct_tensor_free(outs[k]);
+    } else {
+      assert_non_null(strstr(ct_last_error(), "not run"));
+    }
+    assert_int_equal(nret, cases[i].n);
+    if (calls_of(m) != expected)
+      fail_msg("%s ran %lld times in all, expected %lld", cases[i].method,
+               (long long)calls_of(m), (long long)expected);
+  }
+  /* Enough slots: more than 16 results come back. */
+  CT_OK_OR_FAIL(ct_module_forward_tensors(outs, 20, &nret, m, "many", in, 1));
+  assert_int_equal(nret, 20);
+  for (size_t k = 0; k < 20; ++k) ct_tensor_free(outs[k]);
+  assert_int_equal(calls_of(m), expected + 1);
+  /* forward is the default method; unknown methods and NULLs. */
+  int32_t kind = 0;
+  CT_EXPECT_ERROR(ct_module_method_results(&kind, NULL, m, NULL), CT_ERR_NOT_FOUND,
+                  "has no method 'forward'");
+  CT_EXPECT_ERROR(ct_module_method_results(NULL, NULL, m, "one"), CT_ERR_INVALID_ARGUMENT,
+                  "'kind' is NULL");
+  CT_OK_OR_FAIL(ct_module_method_results(&kind, NULL, m, "pair"));
+  assert_int_equal(kind, CT_RESULT_TUPLE);
+  ct_tensor_free(calls);
   ct_tensor_free(x);
   ct_module_free(m);
 }
@@ -981,7 +1078,7 @@ int main(void) {
       cmocka_unit_test(test_register_errors),   cmocka_unit_test(test_clone_save_load),
       cmocka_unit_test(test_bad_files),         cmocka_unit_test(test_freeze_optimize),
       cmocka_unit_test(test_threads),           cmocka_unit_test(test_script),
-      cmocka_unit_test(test_forward_tensors),
+      cmocka_unit_test(test_forward_tensors),   cmocka_unit_test(test_forward_tensors_runs_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

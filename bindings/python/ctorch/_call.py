@@ -21,8 +21,7 @@ from ctypes import byref, c_char_p, c_int32, c_size_t, c_void_p
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import _lib
-from ._lib import (C, G, CT_ERR_NOT_SUPPORTED, CT_ERR_TYPE, SIZES, check, error_from_status,
-                   tls)
+from ._lib import C, G, SIZES, check, error_from_status, tls
 from . import _values
 from ._values import free_values, from_value, to_value, values_array
 
@@ -426,55 +425,35 @@ def apply_broadcast(bmap: Dict[Any, int], args: Sequence[Any],
 
 # ---- modules and scripts -----------------------------------------------------------------
 
-_RESULT_KINDS = {"Tensor": "one", "Tensor[]": "list", "List[Tensor]": "list"}
-_TUPLE_OF_TENSORS = re.compile(r"^\(Tensor(, Tensor)*\)$|^Tuple\[Tensor(, Tensor)*\]$")
-
-
-def result_kind(schema: str) -> Optional[str]:
-    """How a method's tensors-only result is rebuilt from its schema's return
-    type: "one" Tensor, a "tuple" or a "list" of them; None for anything else
-    (then the call takes the general path)."""
-    ret = schema.rpartition("->")[2].strip()
-    while ret.startswith("((") and ret.endswith("))"):  # a tuple prints as ((Tensor, Tensor))
-        ret = ret[1:-1]
-    kind = _RESULT_KINDS.get(ret)
-    if kind is None and _TUPLE_OF_TENSORS.match(ret):
-        kind = "tuple"
-    return kind
-
-
 _MAX_OUT = SIZES[MAX_OUTPUTS]
 
 
-def forward_tensors(m: int, method: bytes, args: Sequence[Any], kind: str) -> Any:
-    """ct_module_forward_tensors: one C call, tensor handles in and out.
-    Returns NotImplemented when the method's result is not tensors only
-    (CT_ERR_TYPE), so the caller takes the general path."""
+def forward_tensors(m: int, method: bytes, args: Sequence[Any], count: int) -> Any:
+    """ct_module_forward_tensors: one C call, tensor handles in and out, for a
+    method whose schema returns one Tensor (count 0) or a tuple of `count`
+    Tensors (ct_module_method_results, asked once per method)."""
     ins, outs, n, n_ref, a_ins, a_outs = tls.forward
     i = 0
     for a in args:
         ins[i] = a._h or a._ptr()
         i += 1
-    st = C.module_forward_tensors(a_outs, _MAX_OUT, n_ref, m, method, a_ins, SIZES[i])
+    if count <= MAX_OUTPUTS:
+        st = C.module_forward_tensors(a_outs, _MAX_OUT, n_ref, m, method, a_ins, SIZES[i])
+    else:  # more results than the thread's array holds
+        outs = (c_void_p * count)()
+        st = C.module_forward_tensors(outs, count, n_ref, m, method, a_ins, SIZES[i])
     generation[0] += 1
     if st:
-        if st in (CT_ERR_TYPE, CT_ERR_NOT_SUPPORTED):
-            G.clear_error()
-            return NotImplemented
         raise error_from_status(st)
     if _HAS_WARNINGS and _warnings_count():
         flush_warnings(5)
-    k = n.value
-    if k == 1 and kind == "one":
+    if count == 0:
         t = _new(_values.Tensor)
         t._h = outs[0]
         t._m = None
         return t
     wrap = _values.wrap_tensor
-    res = [wrap(outs[j]) for j in range(k)]
-    if kind == "one":
-        return res[0] if k == 1 else tuple(res)
-    return tuple(res) if kind == "tuple" else res
+    return tuple([wrap(outs[j]) for j in range(n.value)])
 
 
 def call_method(fn: Any, handle: int, method: bytes, args: Sequence[Any],

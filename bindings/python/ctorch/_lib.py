@@ -107,6 +107,8 @@ CT_VALUE_BOOL_LIST = 12
 CT_VALUE_TENSOR_LIST = 13
 CT_VALUE_OBJECT = 14
 CT_VALUE_OTHER = 15
+#: ct_module_method_results: what ct_module_forward_tensors gives for a method
+CT_RESULT_OTHER, CT_RESULT_TENSOR, CT_RESULT_TUPLE, CT_RESULT_LIST = 0, 1, 2, 3
 
 # DLPack device types (dlpack.h) used by the binding
 DL_CPU = 1
@@ -525,6 +527,7 @@ SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     "ct_module_extra_files": (S, [PP, P]),
     "ct_module_forward": (S, [PP, P, PP, SZ]),
     "ct_module_forward_tensors": (S, [PA, SZ, PSZ, P, STR, PA, SZ]),
+    "ct_module_method_results": (S, [P, P, P, STR]),
     "ct_module_call": (S, [PP, P, STR, PP, SZ, PSTR, PP, SZ]),
     "ct_module_methods": (S, [PP, P]),
     "ct_module_named_parameters": (S, [PP, P, I32]),

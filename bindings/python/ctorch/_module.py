@@ -1,7 +1,7 @@
 """TorchScript modules, scripts and torch.save pickles."""
 
 import os
-from ctypes import byref, c_size_t, c_void_p
+from ctypes import byref, c_int32, c_int64, c_size_t, c_void_p
 from typing import Any, Dict, List, Optional
 
 from . import _lib, _values, _call, _release
@@ -10,7 +10,6 @@ from ._lib import (C, G, CT_DEVICE_KEEP, CT_DTYPE_KEEP, CT_ERR_NOT_FOUND, NO_IND
 from ._values import to_value, from_value
 from ._types import get_device, get_dtype
 
-_HAS_FORWARD_TENSORS = _lib.has("ct_module_forward_tensors")
 _forward_tensors = _call.forward_tensors
 
 
@@ -105,7 +104,7 @@ class Module:
         return self._call(method, args, kwargs)
 
     def _call(self, method: str, args: Any, kwargs: Any) -> Any:
-        if not kwargs and _HAS_FORWARD_TENSORS and len(args) <= 16:
+        if not kwargs and len(args) <= 16:
             kind = self._kinds.get(method, 0)
             if kind == 0:
                 kind = self._kind(method)
@@ -115,19 +114,26 @@ class Module:
                     if type(a) is not T:
                         break
                 else:
-                    r = _forward_tensors(self._m or self._ptr(), kind[1], args, kind[0])
-                    if r is not NotImplemented:
-                        return r
-                    # not callable tensors-only after all: the value path says why
+                    return _forward_tensors(self._m or self._ptr(), kind[0], args, kind[1])
         return _call.call_method(C.module_call, self._ptr(), method.encode(), args, kwargs)
 
     def _kind(self, method: str) -> Any:
-        """(result kind, encoded name) of a method for the tensors-only call,
-        or None (see _call.result_kind)."""
-        schema = self.methods().get(method)
-        k = _call.result_kind(schema) if schema else None
-        kind = self._kinds[method] = (k, method.encode()) if k else None
-        return kind
+        """(encoded name, result count) of a method whose schema returns one
+        Tensor (count 0) or a tuple of Tensors, for the tensors-only call; None
+        for any other result (ct_module_method_results, asked once per method,
+        so the method never runs for nothing)."""
+        kind, count = c_int32(), c_int64()
+        st = C.module_method_results(byref(kind), byref(count), self._ptr(), method.encode())
+        if st:
+            if st != CT_ERR_NOT_FOUND:
+                raise error_from_status(st)
+            G.clear_error()
+            return None  # the value path reports the unknown method
+        k = kind.value
+        r = ((method.encode(), 0 if k == _lib.CT_RESULT_TENSOR else count.value)
+             if k in (_lib.CT_RESULT_TENSOR, _lib.CT_RESULT_TUPLE) else None)
+        self._kinds[method] = r
+        return r
 
     def methods(self) -> Dict[str, str]:
         """{name: schema} of every method."""

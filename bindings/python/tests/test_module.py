@@ -163,6 +163,46 @@ def test_build_module_without_python_torch():
     assert tm(torch.arange(3.0)).tolist() == [1.0, 3.0, 5.0]
 
 
+COUNTED = """
+def one(self, x):
+    self.calls.add_(1)
+    return x
+def pair(self, x):
+    self.calls.add_(1)
+    return x, x + 1
+def listed(self, x):
+    self.calls.add_(1)
+    return [x, x]
+def named(self, x):
+    self.calls.add_(1)
+    return {'a': x}
+def nothing(self, x):
+    self.calls.add_(1)
+def many(self, x):
+    self.calls.add_(1)
+    return x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
+"""
+
+
+def test_methods_run_once_per_call():
+    """Issue 21: a method with side effects runs exactly once per call, whatever
+    it returns (the tensors-only path is chosen from the schema beforehand),
+    and more than 16 tensors come back."""
+    m = ctorch.Module.new("Counted")
+    m.register_buffer("calls", ctorch.zeros(1, dtype=ctorch.int64))
+    m.define(COUNTED)
+    x = ctorch.ones(2)
+    expected = {"one": ctorch.Tensor, "pair": tuple, "listed": list, "named": dict,
+                "nothing": type(None), "many": tuple}
+    for round_ in range(2):  # the second round uses the per-method decision
+        for i, (name, kind) in enumerate(expected.items()):
+            r = getattr(m, name)(x)
+            assert type(r) is kind, (name, r)
+            assert m.calls.tolist() == [round_ * len(expected) + i + 1], name
+    assert len(m.many(x)) == 20
+    assert m.pair(x)[1].tolist() == [2.0, 2.0]
+
+
 # ---- the shared test models (tests/models/make_models.py) ----------------------
 
 def _names(models_dir):

@@ -228,6 +228,7 @@ end
 @cfunc ct_module_free Cvoid (P,)
 @cfunc ct_module_forward Int32 (Ptr{P}, P, Ptr{P}, Csize_t)
 @cfunc ct_module_forward_tensors Int32 (Ptr{P}, Csize_t, Ptr{Csize_t}, P, Cstring, Ptr{P}, Csize_t)
+@cfunc ct_module_method_results Int32 (Ptr{Int32}, Ptr{Int64}, P, Cstring)
 @cfunc ct_module_call Int32 (Ptr{P}, P, Cstring, Ptr{P}, Csize_t, Ptr{Ptr{UInt8}}, Ptr{P}, Csize_t)
 @cfunc ct_module_methods Int32 (Ptr{P}, P)
 @cfunc ct_module_named_parameters Int32 (Ptr{P}, P, Int32)

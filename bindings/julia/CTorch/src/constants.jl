@@ -44,7 +44,9 @@ for (name, v) in (
         (:CT_VALUE_STRING, 4), (:CT_VALUE_TENSOR, 5), (:CT_VALUE_DEVICE, 6),
         (:CT_VALUE_LIST, 7), (:CT_VALUE_TUPLE, 8), (:CT_VALUE_DICT, 9),
         (:CT_VALUE_INT_LIST, 10), (:CT_VALUE_DOUBLE_LIST, 11), (:CT_VALUE_BOOL_LIST, 12),
-        (:CT_VALUE_TENSOR_LIST, 13), (:CT_VALUE_OBJECT, 14), (:CT_VALUE_OTHER, 15))
+        (:CT_VALUE_TENSOR_LIST, 13), (:CT_VALUE_OBJECT, 14), (:CT_VALUE_OTHER, 15),
+        # what ct_module_forward_tensors gives for a method (ct_module_method_results)
+        (:CT_RESULT_OTHER, 0), (:CT_RESULT_TENSOR, 1), (:CT_RESULT_TUPLE, 2), (:CT_RESULT_LIST, 3))
     @eval const $name = Int32($v)
 end
 

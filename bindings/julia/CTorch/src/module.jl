@@ -75,12 +75,14 @@ register_module!(m::ScriptModule, name::AbstractString, child::ScriptModule) =
 """
     forward(m::ScriptModule, args...)
 
-Runs `forward(args...)`. When every argument is a Tensor the call goes
-through `ct_module_forward_tensors`: one C call, no value handles; results
-that are not all tensors fall back to the general path.
+Runs `forward(args...)`. When every argument is a Tensor and the method's
+schema returns one Tensor or a tuple of Tensors, the call goes through
+`ct_module_forward_tensors`: one C call, no value handles. Anything else
+takes the general path. The choice is made from the schema before the
+method runs, so a method runs exactly once per call.
 """
 function forward(m::ScriptModule, args...)
-    if args isa Tuple{Vararg{Tensor}} && _bound(Val(:ct_module_forward_tensors))
+    if args isa Tuple{Vararg{Tensor}}
         r = _forward_tensors(m, args)
         r === nothing || return r
     end
@@ -93,25 +95,35 @@ end
 
 const _MAX_FORWARD_OUTPUTS = 16
 
-# The tensors-only forward: one Tensor, a tuple of Tensors, or `nothing` when
-# the results are not all tensors (CT_ERR_TYPE: use the general path).
+# The tensors-only call: one Tensor, a tuple of Tensors, or `nothing` when the
+# method's schema returns something else (ct_module_method_results, read
+# before anything runs; a List[Tensor] takes the general path too, since its
+# length is known only after the run).
 function _forward_tensors(m::ScriptModule, args::NTuple{N,Tensor}, method = nothing) where {N}
+    name = method === nothing ? Cstring(C_NULL) : method
+    kind = Ref{Int32}(0)
+    count = Ref{Int64}(0)
+    st = GC.@preserve m ct_module_method_results(kind, count, m, name)
+    st == CT_OK || _throw_last_error(st)
+    (kind[] == CT_RESULT_TENSOR || kind[] == CT_RESULT_TUPLE) || return nothing
+    k = Int(count[])
     ins = Ref(map(t -> Base.unsafe_convert(P, t), args))
-    outs = Ref(ntuple(_ -> C_NULL, Val(_MAX_FORWARD_OUTPUTS)))
+    inp = N == 0 ? Ptr{P}(C_NULL) : Base.unsafe_convert(Ptr{P}, ins)
     n = Ref{Csize_t}(0)
-    st = GC.@preserve m args ins outs ct_module_forward_tensors(
-        Base.unsafe_convert(Ptr{P}, outs), _MAX_FORWARD_OUTPUTS, n, m,
-        method === nothing ? Cstring(C_NULL) : method,
-        N == 0 ? Ptr{P}(C_NULL) : Base.unsafe_convert(Ptr{P}, ins), N)
-    if st == CT_ERR_TYPE
-        ct_clear_error()
-        return nothing
+    if k <= _MAX_FORWARD_OUTPUTS
+        outs = Ref(ntuple(_ -> C_NULL, Val(_MAX_FORWARD_OUTPUTS)))
+        st = GC.@preserve m args ins outs ct_module_forward_tensors(
+            Base.unsafe_convert(Ptr{P}, outs), _MAX_FORWARD_OUTPUTS, n, m, name, inp, N)
+        st == CT_OK || _throw_last_error(st)
+        _check_warnings()
+        kind[] == CT_RESULT_TENSOR && return _tensor(outs[][1])
+        return ntuple(i -> _tensor(outs[][i]), k)
     end
+    many = fill(C_NULL, k)  # more results than the fixed slots hold
+    st = GC.@preserve m args ins many ct_module_forward_tensors(many, k, n, m, name, inp, N)
     st == CT_OK || _throw_last_error(st)
     _check_warnings()
-    k = Int(n[])
-    k == 1 && return _tensor(outs[][1])
-    return ntuple(i -> _tensor(outs[][i]), k)
+    return Tuple(_tensor(p) for p in many)
 end
 
 """
@@ -121,7 +133,7 @@ Runs any method by name with positional and keyword arguments (missing ones
 take the schema's defaults).
 """
 function call(m::ScriptModule, method::Union{AbstractString,Symbol}, args...; kw...)
-    if isempty(kw) && args isa Tuple{Vararg{Tensor}} && _bound(Val(:ct_module_forward_tensors))
+    if isempty(kw) && args isa Tuple{Vararg{Tensor}}
         r = _forward_tensors(m, args, String(method))
         r === nothing || return r
     end

@@ -632,6 +632,27 @@ end
     @test r2[1] == [1, 2] && r2[2] === 3
 end
 
+@testset "a method runs once per call, whatever it returns (issue 21)" begin
+    m = ScriptModule("Counted")
+    C.register_buffer!(m, "calls", C.zeros(Int64, 1))
+    body(ret) = "    self.calls.add_(1)\n" * (isempty(ret) ? "" : "    return $ret\n")
+    methods = ("one" => "x", "pair" => "x, x + 1", "listed" => "[x, x]",
+               "named" => "{'a': x}", "nothing" => "", "many" => join(fill("x", 20), ", "))
+    C.define!(m, join(("def $name(self, x):\n" * body(ret) for (name, ret) in methods)))
+    x = C.tensor(Float32[1, 2])
+    calls() = Int(C.getattr(m, "calls")[1])
+    for round in 0:1
+        for (i, (name, _)) in enumerate(methods)
+            r = m(Symbol(name), x)
+            @test calls() == round * length(methods) + i
+        end
+    end
+    @test m(:one, x) isa Tensor && m(:pair, x)[2] == [2, 3]
+    @test m(:many, x) isa NTuple{20,Tensor}
+    @test m(:listed, x) isa AbstractVector && m(:named, x) isa AbstractDict
+    @test m(:nothing, x) === nothing
+end
+
 @testset "PyTorch reference models" begin
     dir = get(ENV, "CTORCH_TEST_MODELS", "")
     # PyTorch-made models only: c_* is written by the C tests, and nms needs
