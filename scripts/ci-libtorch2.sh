@@ -1,7 +1,8 @@
 #!/bin/sh
 # The LibTorch 2.x leg: builds and tests ctorch against Debian 13 (trixie)'s
 # LibTorch 2.6 / torch 2.6 / numpy 2.2 in a trixie chroot on this Debian 12
-# machine (see shared/recipes/debian13-libtorch2.md). Needs root (or sudo).
+# machine: debootstrap, then Debian 13's packages inside (the README, "Tested
+# LibTorch versions", says how it is cached). Needs root (or sudo).
 #
 #   scripts/ci-libtorch2.sh            prepare the chroot (or reuse the cache), build, test
 #   scripts/ci-libtorch2.sh prepare    only make sure the cached chroot exists

@@ -1,6 +1,7 @@
 // AOTInductor packages (.pt2) behind a ct_package handle:
 // torch::inductor::AOTIModelPackageLoader (LibTorch >= 2.6). Older LibTorch
 // builds get the same functions, each returning CT_ERR_NOT_SUPPORTED.
+#include "file_io.h"
 #include "internal.h"
 
 #include <torch/version.h>
@@ -8,7 +9,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <sys/stat.h>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -16,7 +16,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #if (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)) && \
@@ -107,11 +106,13 @@ uint32_t le32(const unsigned char *p) {
 // LibTorch's loader creates its temporary directory before it looks inside,
 // and leaves it behind when it then throws; checking here first avoids that
 // for the common mistakes (not a package, wrong model name).
-bool zip_names(const std::vector<unsigned char> &z, std::vector<std::string> *names) {
-  if (z.size() < 22) return false;
+bool zip_names(const std::vector<char> &bytes, std::vector<std::string> *names) {
+  const unsigned char *z = reinterpret_cast<const unsigned char *>(bytes.data());
+  const size_t size = bytes.size();
+  if (size < 22) return false;
   size_t eocd = std::string::npos;
-  size_t lo = z.size() > 22 + 65535 ? z.size() - 22 - 65535 : 0;
-  for (size_t i = z.size() - 22 + 1; i-- > lo;)
+  size_t lo = size > 22 + 65535 ? size - 22 - 65535 : 0;
+  for (size_t i = size - 22 + 1; i-- > lo;)
     if (le32(&z[i]) == 0x06054b50) {
       eocd = i;
       break;
@@ -119,9 +120,9 @@ bool zip_names(const std::vector<unsigned char> &z, std::vector<std::string> *na
   if (eocd == std::string::npos) return false;
   uint32_t count = le16(&z[eocd + 10]), off = le32(&z[eocd + 16]);
   for (uint32_t k = 0; k < count; ++k) {
-    if (off + 46 > z.size() || le32(&z[off]) != 0x02014b50) return false;
+    if (off + 46 > size || le32(&z[off]) != 0x02014b50) return false;
     uint32_t n = le16(&z[off + 28]), extra = le16(&z[off + 30]), comment = le16(&z[off + 32]);
-    if (off + 46 + n > z.size()) return false;
+    if (off + 46 + n > size) return false;
     names->emplace_back(reinterpret_cast<const char *>(&z[off + 46]), n);
     off += 46 + n + extra + comment;
   }
@@ -131,22 +132,8 @@ bool zip_names(const std::vector<unsigned char> &z, std::vector<std::string> *na
 ct_status load_file(const char *func, ct_package **out, const std::string &path,
                     const char *model_name, const char *shown_as) {
   std::string name = model_name ? model_name : "model";
-  std::vector<unsigned char> bytes;
-  {
-    struct stat st;
-    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-      return ct::set_error(CT_ERR_IO, "%s: '%s' is not a regular file", func, shown_as);
-    FILE *f = std::fopen(path.c_str(), "rb");
-    if (!f) {
-      int err = errno;
-      return ct::set_error(err == ENOENT ? CT_ERR_NOT_FOUND : CT_ERR_IO, "%s: cannot open '%s': %s",
-                           func, shown_as, std::strerror(err));
-    }
-    unsigned char buf[1 << 16];
-    size_t got;
-    while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.insert(bytes.end(), buf, buf + got);
-    std::fclose(f);
-  }
+  std::vector<char> bytes;
+  if (ct_status st = ct::read_file(func, path.c_str(), &bytes)) return st;
   std::vector<std::string> names;
   if (bytes.size() < 4 || bytes[0] != 'P' || bytes[1] != 'K' || !zip_names(bytes, &names))
     return ct::set_error(CT_ERR_IO,

@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh: the one GPU-machine check for ctorch (see
-# /work/shared/recipes/gpu.md). Builds ctorch against the machine's LibTorch
+# tests/gpu/run.sh: the one GPU-machine check for ctorch. Builds ctorch against the machine's LibTorch
 # (python3's torch 2.11+cu130, with CUDA), then runs: the C tests (cmocka),
 # the Python binding tests, the CUDA example, the GPU benchmark, and an
 # AOTInductor package compiled for CUDA (from Python and C); prints a
 # summary table at the end even when steps fail.
 #
-# HOW TO RUN (device tool, from the repository root):
-#   1. On the CPU machine first:  tests/gpu/prepare_deps.sh
-#      The GPU machine has no cmocka and no network; this copies Debian's
-#      cmocka header + libcmocka.so.0 into build-gpu-deps/cmocka (ignored by
-#      git via "build*/", so it must be carried).
-#   2. run(command="bash tests/gpu/run.sh", carry=["build-gpu-deps"], timeout_s=420)
+# HOW TO RUN, from the repository root of a checkout on the GPU machine:
+#   1. On a machine with Debian's packages first:  tests/gpu/prepare_deps.sh
+#      A GPU machine without cmocka or network gets Debian's cmocka header +
+#      libcmocka.so.0 copied into build-gpu-deps/cmocka (ignored by git via
+#      "build*/", so it must be copied along with the checkout).
+#   2. bash tests/gpu/run.sh   (under 6 minutes, see below)
 #   Results: $OUT/summary.md, $OUT/logs/<step>.log (and the tail of each log on
 #   stdout). Without $OUT they go to build-gpu/out.
 #
