@@ -40,7 +40,6 @@ def bump() -> None:
     generation[0] += 1
 
 
-_HAS_WARNINGS = _lib.has("ct_warnings_count")
 _warnings_count = G.warnings_count
 
 
@@ -49,8 +48,6 @@ def flush_warnings(stacklevel: int = 3) -> None:
     Python warnings (UserWarning, as torch's Python does), then clears them.
     Called after the general op path, module and script calls and loads; the
     tensors-only op path skips it (one C call less per small op)."""
-    if not _HAS_WARNINGS:
-        return
     n = G.warnings_count()
     if not n:
         return
@@ -115,47 +112,8 @@ def num_returns(h: int) -> Optional[int]:
     return counts.pop() if len(counts) == 1 else None
 
 
-def _tensors_only_by_schema(h: int, n: int) -> bool:
-    """Fallback for libraries without ct_op_tensors_only: the first overload
-    whose first n positional arguments are tensors and whose others have
-    defaults must return tensors only."""
-    name, typ, dflt = c_char_p(), c_char_p(), c_char_p()
-    kwonly = c_int32()
-    for ov in range(num_overloads(h)):
-        na = c_size_t()
-        if G.op_num_arguments(byref(na), h, ov):
-            G.clear_error()
-            return False
-        pos, ok = 0, True
-        for i in range(na.value):
-            if G.op_argument(byref(name), byref(typ), byref(dflt), byref(kwonly), h, ov, i):
-                G.clear_error()
-                return False
-            if not kwonly.value and pos < n:
-                if typ.value not in (b"Tensor", b"Tensor?"):
-                    ok = False
-                    break
-                pos += 1
-            elif dflt.value is None:
-                ok = False
-                break
-        if ok and pos == n:
-            nr = c_size_t()
-            if G.op_num_returns(byref(nr), h, ov):
-                G.clear_error()
-                return False
-            for i in range(nr.value):
-                if G.op_return(None, byref(typ), h, ov, i) or typ.value != b"Tensor":
-                    G.clear_error()
-                    return False
-            return True
-    return False
-
-
 def tensors_only(h: int, n: int) -> bool:
     """Whether ct_op_call_tensors(op, n tensors) is a valid call for h."""
-    if not _lib.has("ct_op_tensors_only"):
-        return _tensors_only_by_schema(h, n)
     out = c_int32()
     check(G.op_tensors_only(byref(out), h, n))
     return out.value == 1
@@ -197,7 +155,7 @@ def call_op(op: Any, args: Sequence[Any], kwargs: Optional[Dict[str, Any]],
             generation[0] += 1
         if st:
             raise error_from_status(st)
-        if _HAS_WARNINGS and _warnings_count():
+        if _warnings_count():
             flush_warnings(4)
         if one_tensor:
             return _values.take_tensor(out.value or 0)
@@ -239,7 +197,6 @@ def call_tensors(op: Any, tensors: Sequence[Any], n_out: int) -> Any:
 
 
 _op_call_tv = C.op_call_tensors_values
-_HAS_TV = _lib.has("ct_op_call_tensors_values")
 _int_cached = _values._INT_CACHE.get
 _NONE_V = _values.NONE_V
 
@@ -334,7 +291,7 @@ class OpCaller:
             T = _values.Tensor
             for a in args:
                 if type(a) is not T:
-                    if self.one_tensor and _HAS_TV and not self.bmap and len(args) <= 16:
+                    if self.one_tensor and not self.bmap and len(args) <= 16:
                         return call_tensors_values(self.hc, args, self.mutates)
                     break
             else:
@@ -445,7 +402,7 @@ def forward_tensors(m: int, method: bytes, args: Sequence[Any], count: int) -> A
     generation[0] += 1
     if st:
         raise error_from_status(st)
-    if _HAS_WARNINGS and _warnings_count():
+    if _warnings_count():
         flush_warnings(5)
     if count == 0:
         t = _new(_values.Tensor)
@@ -468,7 +425,7 @@ def call_method(fn: Any, handle: int, method: bytes, args: Sequence[Any],
         generation[0] += 1
         if st:
             raise error_from_status(st)
-        if _HAS_WARNINGS and _warnings_count():
+        if _warnings_count():
             flush_warnings(4)
         return from_value(out.value or 0)
     finally:

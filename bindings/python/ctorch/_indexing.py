@@ -22,7 +22,7 @@ def select(t: Any, dim: int, i: int) -> Any:
     vd, vi = _int_cached(dim), _int_cached(i)
     if vd is None or vi is None or not _select_h:
         # first use, or an int not cached yet (the general call caches it)
-        if not _select_h and _call._HAS_TV:
+        if not _select_h:
             _select_h.append(_op("select", "int").hc)
         return _op("select", "int")(t, dim, i)
     ins, outs, vals, a_ins, a_outs, a_vals = tls.fast

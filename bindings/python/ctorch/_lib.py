@@ -595,29 +595,6 @@ SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     "ct_cuda_stream_wait_stream": (S, [P, P, I32]),
 }
 
-#: Functions agreed for include/ctorch.h (docs: the coordination notes) that a
-#: library may not export yet; the binding falls back where one is missing.
-PENDING = frozenset({
-    "ct_tensor_info_get", "ct_module_forward_tensors", "ct_op_tensors_only",
-    "ct_warnings_count", "ct_warnings_get", "ct_warnings_clear", "ct_tensor_defined",
-    "ct_tensor_layout", "ct_module_verify", "ct_pickle_verify", "ct_package_load",
-    "ct_package_load_buffer", "ct_package_free", "ct_package_run", "ct_package_metadata",
-    "ct_package_call_spec", "ct_package_constant_names", "ct_package_update_constants",
-    "ct_package_device",
-})
-
-
-class _Missing:
-    """Stands in for a function the loaded library lacks (older build)."""
-
-    def __init__(self, name: str) -> None:
-        self.__name__ = name
-
-    def __call__(self, *a: Any) -> Any:
-        raise NotSupportedError("%s is not exported by %s (library older than the binding?)"
-                                % (self.__name__, LIBRARY_PATH))
-
-
 class _Funcs:
     """Attribute namespace of C functions, named without the ct_ prefix."""
 
@@ -629,26 +606,26 @@ class _Funcs:
 C = _Funcs()
 #: The same functions called with the GIL held (PyDLL).
 G = _Funcs()
-#: Names of SIGNATURES the loaded library does not export.
-MISSING: List[str] = []
-for _name, (_res, _args) in SIGNATURES.items():
-    for _l, _ns in ((lib, C), (plib, G)):
-        try:
-            _f = getattr(_l, _name)
-        except AttributeError:
-            if _ns is C:
-                MISSING.append(_name)
-            setattr(_ns, _name[3:], _Missing(_name))
-            continue
-        _f.restype = _res
-        _f.argtypes = _args
-        setattr(_ns, _name[3:], _f)
-del _name, _res, _args, _l, _ns
+
+def _bind() -> None:
+    """Sets argument and result types of every function in SIGNATURES. A
+    library without one of them is older than this binding (its ABI version
+    matched, but a function added since is missing): refused here with the
+    names, instead of a fallback path per function."""
+    missing = [n for n in SIGNATURES if not hasattr(lib, n)]
+    if missing:
+        raise LibraryNotFoundError(
+            "libctorch at %s is older than this ctorch binding: it lacks %s; use the library "
+            "built from the same ctorch version" % (LIBRARY_PATH, ", ".join(sorted(missing))))
+    for name, (res, args) in SIGNATURES.items():
+        for dll, ns in ((lib, C), (plib, G)):
+            f = getattr(dll, name)
+            f.restype = res
+            f.argtypes = args
+            setattr(ns, name[3:], f)
 
 
-def has(name: str) -> bool:
-    """Whether the loaded library exports the C function `name`."""
-    return name not in MISSING
+_bind()
 
 
 # ---- status checking --------------------------------------------------------------

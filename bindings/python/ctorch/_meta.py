@@ -8,7 +8,6 @@ from . import _lib
 from ._lib import G, TensorInfo, check, tls
 from ._types import BY_CODE, device, dtype
 
-_HAS_INFO = _lib.has("ct_tensor_info_get")
 _INFO_SIZE = sizeof(TensorInfo)
 
 
@@ -42,29 +41,21 @@ _tnew = tuple.__new__
 
 def read(h: int) -> Meta:
     """All metadata of a handle in one C call (ct_tensor_info_get)."""
-    if _HAS_INFO:
-        try:
-            info, ref = tls.info
-        except AttributeError:
-            info, ref = _new_info()
-        st = G.tensor_info_get(ref, h)
-        if st:
-            check(st)
-        nd = info.ndim
-        dt, di = info.device_type, info.device_index
-        dev = _DEVICES.get((dt, di)) or device_of(dt, di)
-        m: Meta = _tnew(Meta, (tuple(info.sizes[:nd]), tuple(info.strides[:nd]),
-                               BY_CODE.get(info.dtype), dt, di, info.requires_grad,
-                               info.is_contiguous, info.numel, info.storage_offset,
-                               info.data or 0, dev, nd))
-        return m
-    nd = G.tensor_ndim(h)
-    dt, di = G.tensor_device_type(h), G.tensor_device_index(h)
-    return Meta(tuple(G.tensor_sizes(h)[:nd]) if nd > 0 else (),
-                tuple(G.tensor_strides(h)[:nd]) if nd > 0 else (),
-                BY_CODE.get(G.tensor_dtype(h)), dt, di, G.tensor_requires_grad(h),
-                G.tensor_is_contiguous(h), G.tensor_numel(h), G.tensor_storage_offset(h),
-                G.tensor_data_ptr(h) or 0, device_of(dt, di), max(nd, 0))
+    try:
+        info, ref = tls.info
+    except AttributeError:
+        info, ref = _new_info()
+    st = G.tensor_info_get(ref, h)
+    if st:
+        check(st)
+    nd = info.ndim
+    dt, di = info.device_type, info.device_index
+    dev = _DEVICES.get((dt, di)) or device_of(dt, di)
+    m: Meta = _tnew(Meta, (tuple(info.sizes[:nd]), tuple(info.strides[:nd]),
+                           BY_CODE.get(info.dtype), dt, di, info.requires_grad,
+                           info.is_contiguous, info.numel, info.storage_offset,
+                           info.data or 0, dev, nd))
+    return m
 
 
 def _new_info() -> Tuple[TensorInfo, Any]:

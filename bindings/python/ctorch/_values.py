@@ -205,14 +205,11 @@ def _vlen(v: int) -> int:
     return n.value
 
 
-_HAS_DEFINED = _lib.has("ct_tensor_defined")
-
-
 def wrap_or_none(h: Optional[int]) -> Any:
     """A Tensor for a new handle, or None (handle freed) when the tensor is
     undefined (ops such as convolution_backward return undefined tensors for
     outputs they were asked not to compute)."""
-    if _HAS_DEFINED and not G.tensor_defined(h):
+    if not G.tensor_defined(h):
         G.tensor_free(h)
         return None
     return wrap_tensor(h)

@@ -29,11 +29,9 @@ def test_every_header_function_is_declared():
     src = open(header).read()
     names = set(re.findall(r"CT_API\s+[^;(]*?\b(ct_\w+)\s*\(", src))
     assert names, "no CT_API functions found"
-    assert names - set(_lib.SIGNATURES) == set()
-    # agreed functions not in this header yet are the only extras ...
-    assert set(_lib.SIGNATURES) - names <= _lib.PENDING
-    # ... and the library exports every function its header declares
-    assert set(_lib.MISSING) & names == set()
+    # the binding declares exactly the header's functions (none pending, no
+    # fallbacks: a library lacking one is refused at import)
+    assert names == set(_lib.SIGNATURES)
 
 
 def test_error_classes_and_codes():
@@ -175,3 +173,25 @@ def test_path_python3_without_numpy():
         pytest.skip("that python3 has no ctypes")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[2.0, 2.0, 2.0]"
+
+
+def test_older_library_is_refused(tmp_path):
+    """A library that lacks a function of the binding (older, same ABI version)
+    is refused at import with the names, not given a fallback path."""
+    import subprocess
+    import sys
+    code = ("import ctypes, sys\n"
+            "real = ctypes.CDLL.__getattr__\n"
+            "def hide(self, name):\n"
+            "    if name == 'ct_module_method_results': raise AttributeError(name)\n"
+            "    return real(self, name)\n"
+            "ctypes.CDLL.__getattr__ = hide\n"
+            "sys.path.insert(0, %r)\n"
+            "try:\n"
+            "    import ctorch\n"
+            "except Exception as e:\n"
+            "    print(type(e).__name__, e)\n" % PKG_ROOT)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "LibraryNotFoundError" in r.stdout, r.stdout + r.stderr
+    assert "older than this ctorch binding" in r.stdout
+    assert "ct_module_method_results" in r.stdout

@@ -41,8 +41,6 @@ def test_one_handle_kind_per_tensor():
 
 
 def test_module_forward_is_one_tensors_only_call(tmp_model, monkeypatch):
-    if not _lib.has("ct_module_forward_tensors"):
-        pytest.skip("library without ct_module_forward_tensors")
     path, tm = tmp_model("ae")
     m = ctorch.load(path)
     x = torch.randn(2, 4)
@@ -56,8 +54,6 @@ def test_module_forward_is_one_tensors_only_call(tmp_model, monkeypatch):
 
 
 def test_module_tuple_results_and_fallback(tmp_model, monkeypatch):
-    if not _lib.has("ct_module_forward_tensors"):
-        pytest.skip("library without ct_module_forward_tensors")
     path, tm = tmp_model("tuple_out")
     m = ctorch.load(path)
     x = torch.randn(3)
@@ -86,8 +82,6 @@ def test_tensors_only_op_makes_no_values(monkeypatch):
 
 
 def test_overload_choice_asks_the_library(monkeypatch):
-    if not _lib.has("ct_op_tensors_only"):
-        pytest.skip("library without ct_op_tensors_only")
     c = Counter(monkeypatch, ["op_tensors_only"])
     op = ctorch.ops.aten.atan2
     a = ctorch.rand(3)
@@ -99,7 +93,7 @@ def test_overload_choice_asks_the_library(monkeypatch):
 
 
 def test_metadata_read_once_per_handle(monkeypatch):
-    name = "tensor_info_get" if _lib.has("ct_tensor_info_get") else "tensor_ndim"
+    name = "tensor_info_get"
     t = ctorch.zeros(2, 3)
     c = Counter(monkeypatch, [name])
     for _ in range(3):
@@ -188,6 +182,5 @@ def test_named_codes_match_the_header():
         assert ctorch.get_dtype(d.name) is d
 
 
-@pytest.mark.skipif(not _lib.has("ct_tensor_layout"), reason="no ct_tensor_layout")
 def test_layout():
     assert ctorch.ones(2).layout == "strided"

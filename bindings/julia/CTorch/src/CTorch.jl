@@ -49,9 +49,7 @@ function __init__()
     # First, before anything can throw inside LibTorch: the unwinder check.
     _warn_unwind_pitfall()
     _load_library!() || return   # also checks the ABI version
-    _resolve_symbols!()
-    _HAS_WARNINGS[] = _bound(:ct_warnings_count)
-    _HAS_INFO[] = _bound(:ct_tensor_info_get)
+    _resolve_symbols!() || return
     _init_callbacks!()
     _LOADED[] = true
     return nothing

@@ -256,19 +256,13 @@ with_view(f, t::Tensor) = GC.@preserve t f(torch_view(t))
 @noinline _index_error(t, I) = throw(BoundsError(t, I))
 
 # Address of element I (1-based, torch order) after device and bounds checks:
-# one C call (ct_tensor_info_get) where the library has it.
+# one C call (ct_tensor_info_get).
 @inline function _element_ptr(t::Tensor{T,N}, I::NTuple{N,Int}) where {T,N}
     _check_readable(T)
-    if _HAS_INFO[]
-        info = tensor_info(t)
-        info.device_type == CT_DEVICE_CPU || _not_cpu(t, "indexing")
-        info.ndim == N || _rank_changed(t, info.ndim)
-        sz, st, data = info.sizes, info.strides, info.data
-    else
-        _check_cpu(t, "indexing")
-        _check_rank(t)
-        sz, st, data = ct_tensor_sizes(t), ct_tensor_strides(t), ct_tensor_data_ptr(t)
-    end
+    info = tensor_info(t)
+    info.device_type == CT_DEVICE_CPU || _not_cpu(t, "indexing")
+    info.ndim == N || _rank_changed(t, info.ndim)
+    sz, st, data = info.sizes, info.strides, info.data
     o = 0
     @inbounds for d in 1:N
         i = I[d]

@@ -13,8 +13,8 @@ const P = Ptr{Cvoid}
 const _SYMBOLS = Tuple{Symbol,Base.RefValue{Ptr{Cvoid}}}[]
 
 @noinline function _missing_symbol(name::Symbol)
-    throw(CTorchError(CT_ERR_NOT_SUPPORTED, "libctorch at $(_LIBPATH[]) does not export $(name) " *
-                                 "(library older than this binding?)"))
+    throw(CTorchError(CT_ERR_NOT_SUPPORTED, "libctorch is not loaded, or $(_LIBPATH[]) does not " *
+                                 "export $(name); see the error CTorch logged when it loaded"))
 end
 
 """
@@ -29,7 +29,6 @@ macro cfunc(name, ret, argtypes)
     quote
         const $(esc(fp)) = Ref{Ptr{Cvoid}}(C_NULL)
         push!(_SYMBOLS, ($(QuoteNode(name)), $(esc(fp))))
-        @inline $(esc(:_bound))(::Val{$(QuoteNode(name))}) = $(esc(fp))[] != C_NULL
         @inline function $(esc(name))($(args...))
             p = $(esc(fp))[]
             p == C_NULL && _missing_symbol($(QuoteNode(name)))
@@ -40,15 +39,6 @@ end
 
 "The address of a C function of libctorch, to hand to C as a callback."
 _c_address(name::Symbol) = (e = _SYMBOLS[findfirst(e -> e[1] === name, _SYMBOLS)]; e[2][])
-
-"""
-    _bound(name::Symbol), _bound(Val(name))
-
-`true` when the loaded libctorch exports `name` (newer functions may be
-absent). The `Val` form is one load, for hot paths.
-"""
-_bound(name::Symbol) = _bound(Val(name))
-_bound(::Val) = false
 
 # ---- Versions, errors, settings ------------------------------------------
 @cfunc ct_version Cstring ()

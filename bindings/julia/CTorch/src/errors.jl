@@ -28,8 +28,7 @@ end
 
 # LibTorch's warnings: libctorch keeps them per thread (ct_warnings_*) instead
 # of printing them; CTorch shows them as `@warn` after the call that raised them.
-const _HAS_WARNINGS = Ref(false)   # set by __init__ when the library has ct_warnings_count
-@inline _check_warnings() = (_HAS_WARNINGS[] && ct_warnings_count() != 0 && _show_warnings(); nothing)
+@inline _check_warnings() = (ct_warnings_count() != 0 && _show_warnings(); nothing)
 @noinline function _show_warnings()
     n = ct_warnings_count()
     msgs = [unsafe_string(ct_warnings_get(i)) for i in 0:n-1]

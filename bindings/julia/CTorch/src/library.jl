@@ -69,12 +69,21 @@ function _load_library!()
     return false
 end
 
+# Resolves every `@cfunc`; false (and an error logged) when the library lacks
+# one: it is older than this binding, and is refused rather than given
+# fallback paths per function.
 function _resolve_symbols!()
     h = _LIBHANDLE[]
+    missing = Symbol[]
     for (name, slot) in _SYMBOLS
         p = Libdl.dlsym(h, name; throw_error = false)
         slot[] = p === nothing ? C_NULL : p
+        p === nothing && push!(missing, name)
     end
+    isempty(missing) && return true
+    @error "CTorch: libctorch at $(_LIBPATH[]) is older than this binding: it lacks " *
+           join(sort(missing), ", ") * "; use the library built from the same ctorch version"
+    return false
 end
 
 """

@@ -89,7 +89,6 @@ const _MAX_TENSOR_ARGS = 8
 # ct_op_call_tensors measured slower than ct_op_call there
 # (bench/bench_julia.jl, "ops.aten.add(a, b)").
 function _tensor_mask(p::Ptr{Cvoid})
-    _bound(Val(:ct_op_tensors_only)) || return UInt32(0)   # older libctorch: ct_op_call only
     ct_op_num_overloads(p) == 1 || return UInt32(0)
     nr = Ref{Csize_t}(0)
     check(ct_op_num_returns(nr, p, 0))

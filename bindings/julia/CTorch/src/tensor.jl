@@ -129,7 +129,6 @@ struct TensorInfo
     sizes::Ptr{Int64}
     strides::Ptr{Int64}
 end
-const _HAS_INFO = Ref(false)   # set by __init__ when the library has ct_tensor_info_get
 
 "`CTorch.tensor_info(t)`: a [`TensorInfo`](@ref), in one C call."
 @inline function tensor_info(t::Tensor)

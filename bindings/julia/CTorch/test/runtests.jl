@@ -541,14 +541,10 @@ end
                                       [true, false, false])
     @test r[1] isa Tensor{Float32,4} && size(r[1]) == (1, 1, 4, 4)
     @test r[2] === nothing && r[3] === nothing
-    if C._bound(:ct_warnings_count)
-        # LibTorch's warnings (kept by libctorch per thread) come out as @warn, once
-        out = C.zeros(1)
-        @test_logs (:warn, r"LibTorch: .*resized") ops.aten.add(C.ones(4), C.ones(4); out = out)
-        @test size(out) == (4,) && C.ct_warnings_count() == 0
-    else
-        @test_skip "libctorch without ct_warnings_count"
-    end
+    # LibTorch's warnings (kept by libctorch per thread) come out as @warn, once
+    out = C.zeros(1)
+    @test_logs (:warn, r"LibTorch: .*resized") ops.aten.add(C.ones(4), C.ones(4); out = out)
+    @test size(out) == (4,) && C.ct_warnings_count() == 0
 end
 
 @testset "modules" begin
@@ -609,7 +605,6 @@ end
     m = ScriptModule("TwoOut")
     C.define!(m, "def forward(self, x, y):\n    return x + y, x * y\n\ndef one(self, x):\n    return x\n")
     x = C.tensor(Float32[1, 2]); y = C.tensor(Float32[3, 4])
-    @test C._bound(:ct_module_forward_tensors)
     begin
         # While the forward runs, every C function that makes or reads a
         # ct_value is unavailable: the call succeeds only if it uses none.
