@@ -13,6 +13,7 @@
 #include "checks.h"
 #include "internal.h"
 
+#include <torch/csrc/jit/runtime/custom_operator.h>
 #include <torch/csrc/jit/runtime/operator.h>
 
 #include <algorithm>
@@ -241,8 +242,9 @@ bool on_two_numbers(const c10::FunctionSchema &s) {
   return true;
 }
 
-// Puts a guarded wrapper in place of `op` in TorchScript's operator table.
-void install(const Guard &g, const std::shared_ptr<torch::jit::Operator> &op) {
+// Takes `op` out of TorchScript's operator table and returns a guarded
+// wrapper of it, to be registered in its place.
+torch::jit::Operator guarded(const Guard &g, const std::shared_ptr<torch::jit::Operator> &op) {
   const c10::FunctionSchema schema = op->schema();
   auto *name = new std::string(qualified(schema));  // lives as long as the wrapper
   const size_t n_args = schema.arguments().size();
@@ -254,17 +256,15 @@ void install(const Guard &g, const std::shared_ptr<torch::jit::Operator> &op) {
   };
   torch::jit::deregisterOperator(schema);
   if (op->isC10Op())
-    torch::jit::registerOperator(
-        torch::jit::Operator(c10::Dispatcher::singleton().findSchemaOrThrow(
-                                 schema.name().c_str(), schema.overload_name().c_str()),
-                             std::move(wrapped)));
-  else
-    torch::jit::registerOperator(
-        torch::jit::Operator(c10::toString(schema), std::move(wrapped), op->aliasAnalysisKind()));
+    return torch::jit::Operator(c10::Dispatcher::singleton().findSchemaOrThrow(
+                                    schema.name().c_str(), schema.overload_name().c_str()),
+                                std::move(wrapped));
+  return torch::jit::Operator(c10::toString(schema), std::move(wrapped), op->aliasAnalysisKind());
 }
 
 struct OpGuardsInit {
   OpGuardsInit() {
+    std::vector<c10::optional<torch::jit::Operator>> wrappers;
     for (const Guard &g : kGuards) {
       try {
         // A copy: deregistering changes the table the reference points into.
@@ -282,14 +282,22 @@ struct OpGuardsInit {
           if (named_elsewhere) continue;
           // A wildcard guards the overloads on two numbers (int, float, Scalar).
           if (!g.overload && !on_two_numbers(op->schema())) continue;
-          install(g, op);
+          wrappers.emplace_back(guarded(g, op));
         }
       } catch (...) {
         // This LibTorch lacks the op or the overload: nothing to guard.
       }
     }
-    // Registrations are queued; the next lookup files them. Done now, while
-    // nothing else runs (see foreign_op.cpp).
+    // Registered for the life of the process, the way foreign_op.cpp does
+    // (also what tests/tsan/tsan.supp knows about). Registrations are
+    // queued; the next lookup files them, done now while nothing else runs.
+    try {
+      static auto *registration = new torch::jit::RegisterOperators(std::move(wrappers));
+      (void)registration;
+    } catch (...) {
+      // Nothing registered: the deregistered operations are missing, which
+      // their callers report as unknown operators rather than crash.
+    }
     (void)torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString("aten::remainder"));
   }
 } op_guards_init;
