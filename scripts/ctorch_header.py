@@ -61,7 +61,7 @@ def parse(path: str) -> Header:
                 params.append(Param(normalize(pm.group(1)), pm.group(2)))
         functions.append(Function(normalize(m.group(1)), m.group(2), params))
     constants = []
-    for m in re.finditer(r"^\s*#define\s+(CT_\w+)\s+([^\n]+)$", text, flags=re.M):
+    for m in re.finditer(r"^\s*#define\s+((?:CT|CTORCH)_\w+)\s+([^\n]+)$", text, flags=re.M):
         v = _int(m.group(2))
         if v is not None:
             constants.append((m.group(1), v))

@@ -11,6 +11,7 @@ function. A function added to the header is covered by the next build.
 
 usage: gen_abuse.py include/ctorch.h out.c
 """
+import os
 import re
 import sys
 
@@ -68,22 +69,13 @@ COUNT_NAMES = re.compile(r"^(n|n_\w+|nkw|ndim|capacity|size|len|n_inputs|n_outpu
 
 
 def parse(header):
-    text = open(header).read()
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    funcs = []
-    for m in re.finditer(r"CT_API\s+([^;{]*?)\b(ct_\w+)\s*\(([^)]*)\)\s*;", text):
-        ret = " ".join(m.group(1).split())
-        name = m.group(2)
-        params = " ".join(m.group(3).split())
-        args = []
-        if params and params != "void":
-            for p in params.split(","):
-                p = p.strip()
-                pm = re.match(r"^(.*?)(\w+)$", p)
-                ty, an = pm.group(1).strip(), pm.group(2)
-                args.append((ty, an))
-        funcs.append((ret, name, args))
-    return funcs
+    """(return type, name, [(type, name)]) of every CT_API function, from the one
+    header parser (scripts/ctorch_header.py)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                    "scripts"))
+    import ctorch_header
+    return [(f.ret, f.name, [(p.type, p.name) for p in f.params])
+            for f in ctorch_header.parse(header).functions]
 
 
 def base_and_depth(ty):
@@ -127,7 +119,7 @@ def valid_expr(ty, an, fname):
     if base == "char" and depth == 1:
         return STRING_VALID.get(an, '"x"')
     if base == "char" and depth == 2:
-        if "const" in ty and ty.startswith("const char *const"):
+        if ty.replace(" ", "").startswith("constchar*const"):
             return '(%s)g_names' % ty
         return "(%s)abuse_out_slots" % ty
     if base in ("DLManagedTensor", "DLManagedTensorVersioned") and depth == 1:

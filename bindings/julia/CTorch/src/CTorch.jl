@@ -25,8 +25,8 @@ export Tensor, CTorchError, Device, BFloat16, ScriptModule, AutogradFunction, Fu
        backward, grad, requires_grad, requires_grad!, zero_grad!, matmul, device,
        save_for_backward!, saved_tensors, ops, Value, Script
 
-include("constants.jl")
 include("capi.jl")
+include("constants.jl")
 include("errors.jl")
 include("library.jl")
 include("handles.jl")

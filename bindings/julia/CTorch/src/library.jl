@@ -2,7 +2,7 @@
 
 const _LIBPATH = Ref{String}("")
 const _LIBHANDLE = Ref{Ptr{Cvoid}}(C_NULL)
-const ABI_VERSION = Int32(1)   # CTORCH_ABI_VERSION this binding was written against
+const ABI_VERSION = CTORCH_ABI_VERSION   # of the header this binding was generated from
 
 const PRELOAD_FIX = "LD_PRELOAD=/lib/x86_64-linux-gnu/libgcc_s.so.1"
 

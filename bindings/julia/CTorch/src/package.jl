@@ -1,16 +1,6 @@
 # AOTInductor packages (.pt2): ct_package_* (LibTorch >= 2.6; older LibTorch
 # throws CTorchError(CT_ERR_NOT_SUPPORTED) naming the version needed).
 
-@cfunc ct_package_load Int32 (Ptr{P}, Cstring, Ptr{UInt8})
-@cfunc ct_package_load_buffer Int32 (Ptr{P}, Ptr{UInt8}, Csize_t, Ptr{UInt8})
-@cfunc ct_package_free Cvoid (P,)
-@cfunc ct_package_run Int32 (Ptr{P}, Csize_t, Ptr{Csize_t}, P, Ptr{P}, Csize_t)
-@cfunc ct_package_metadata Int32 (Ptr{P}, P)
-@cfunc ct_package_call_spec Int32 (Ptr{P}, P)
-@cfunc ct_package_constant_names Int32 (Ptr{P}, P)
-@cfunc ct_package_update_constants Int32 (P, Ptr{Ptr{UInt8}}, Ptr{P}, Csize_t)
-@cfunc ct_package_device Int32 (Ptr{Int32}, Ptr{Int32}, P)
-
 """
     AOTIPackage
 
@@ -46,7 +36,7 @@ function load_package(path::AbstractString; model_name::Union{Nothing,AbstractSt
     out = Ref{Ptr{Cvoid}}(C_NULL)
     name = model_name === nothing ? nothing : String(model_name)
     GC.@preserve name check(ct_package_load(out, path,
-                                             name === nothing ? Ptr{UInt8}(C_NULL) : pointer(name)))
+                                             name === nothing ? Cstring(C_NULL) : name))
     return AOTIPackage(Val(:own), out[])
 end
 
@@ -55,7 +45,7 @@ function load_package(data::AbstractVector{UInt8}; model_name::Union{Nothing,Abs
     buf = Vector{UInt8}(data)
     name = model_name === nothing ? nothing : String(model_name)
     GC.@preserve buf name check(ct_package_load_buffer(out, pointer(buf), length(buf),
-                                                       name === nothing ? Ptr{UInt8}(C_NULL) : pointer(name)))
+                                                       name === nothing ? Cstring(C_NULL) : name))
     return AOTIPackage(Val(:own), out[])
 end
 

@@ -122,9 +122,10 @@ end
         declared = Set(m[1] for m in eachmatch(r"CT_API\s+[^;(]*?\b(ct_\w+)\s*\(", src))
         bound = Set(String(name) for (name, _) in C._SYMBOLS)
         @test length(declared) > 150
-        # every header function is bound, or listed in UNBOUND (and the README) with a reason
-        @test setdiff(declared, bound, keys(C.UNBOUND)) == Set{String}()
-        @test isempty(intersect(bound, keys(C.UNBOUND)))
+        # every header function is bound (generated); those the API does not use are
+        # listed in UNBOUND (and the README) with a reason
+        @test setdiff(declared, bound) == Set{String}()
+        @test issubset(keys(C.UNBOUND), declared)
         readme = read(joinpath(@__DIR__, "..", "..", "README.md"), String)
         @test all(f -> occursin(f, readme), keys(C.UNBOUND))
         # the library exports every bound header function
