@@ -1,5 +1,114 @@
 // ct_pickle_load_buffer on arbitrary bytes, then the loaded value printed.
+//
+// Structure-aware: two thirds of the mutations edit the pickle opcode by opcode
+// (insert, delete or replace a whole opcode, or a short run of them, at an
+// opcode boundary), so that the fuzzer explores programs of the pickle
+// machine rather than byte noise; the rest are libFuzzer's own byte
+// mutations (with tests/fuzz/pickle_load.dict).
 #include "fuzz_util.h"
+
+#include <algorithm>
+#include <vector>
+
+extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
+
+namespace {
+
+// Length of the opcode at p (with its argument), or 0 when the bytes left do
+// not hold it or the opcode takes a text line (those end at the next '\n').
+size_t opcode_length(const uint8_t *p, size_t left) {
+  auto line = [&](size_t from) -> size_t {
+    for (size_t i = from; i < left; ++i)
+      if (p[i] == '\n') return i + 1;
+    return 0;
+  };
+  auto fixed = [&](size_t n) -> size_t { return n <= left ? n : 0; };
+  auto counted = [&](size_t head, size_t width) -> size_t {
+    if (head + width > left) return 0;
+    size_t n = 0;
+    for (size_t i = 0; i < width; ++i) n |= static_cast<size_t>(p[head + i]) << (8 * i);
+    return head + width + n <= left ? head + width + n : 0;
+  };
+  switch (p[0]) {
+    case 'c': {  // GLOBAL module\nname\n
+      size_t a = line(1);
+      return a ? line(a) : 0;
+    }
+    case 'I': case 'L': case 'F': case 'S': case 'V': case 'P': case 'p': case 'g':
+      return line(1);
+    case 'K': case 'q': case 'h': case 0x80: return fixed(2);
+    case 'M': return fixed(3);
+    case 'J': case 'r': case 'j': return fixed(5);
+    case 'G': case 0x95: return fixed(9);
+    case 'U': case 'C': return counted(1, 1);
+    case 'T': case 'X': case 'B': return counted(1, 4);
+    case 0x8a: return counted(1, 1);  // LONG1
+    case 0x8b: return counted(1, 4);  // LONG4
+    case 0x8c: return counted(1, 1);  // SHORT_BINUNICODE
+    case 0x8d: case 0x8e: case 0x96: return counted(1, 8);
+    default: return 1;  // no argument (or unknown: treated as one byte)
+  }
+}
+
+// Short opcode runs the mutator inserts: containers, items, calls.
+struct Snippet {
+  const char *bytes;
+  size_t size;
+};
+#define SNIPPET(lit) {lit, sizeof(lit) - 1}
+const Snippet kSnippets[] = {
+    SNIPPET(")"), SNIPPET("]"), SNIPPET("}"), SNIPPET("("), SNIPPET("N"), SNIPPET("\x88"),
+    SNIPPET("K\x01"), SNIPPET("K\x00"), SNIPPET("J\xff\xff\xff\xff"),
+    SNIPPET("X\x01\x00\x00\x00a"), SNIPPET("\x85"), SNIPPET("\x86"), SNIPPET("\x87"),
+    SNIPPET("t"), SNIPPET("l"), SNIPPET("d"), SNIPPET("a"), SNIPPET("e"), SNIPPET("s"),
+    SNIPPET("u"), SNIPPET("R"), SNIPPET("b"), SNIPPET("\x81"), SNIPPET("0"), SNIPPET("2"),
+    SNIPPET("q\x00"), SNIPPET("h\x00"), SNIPPET("Q"), SNIPPET(")a"), SNIPPET("]a"),
+    SNIPPET("Na"), SNIPPET("K\x01a"), SNIPPET("(t"), SNIPPET("(l"), SNIPPET("(d"),
+    SNIPPET("ccollections\nOrderedDict\n"), SNIPPET("ctorch._utils\n_rebuild_tensor_v2\n"),
+    SNIPPET("ctorch\nFloatStorage\n"),
+};
+#undef SNIPPET
+
+}  // namespace
+
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+                                          unsigned int seed) {
+  std::srand(seed);
+  if (size == 0 || std::rand() % 3 == 0) return LLVMFuzzerMutate(data, size, max_size);
+  std::vector<size_t> starts;  // opcode boundaries
+  for (size_t at = 0; at < size;) {
+    starts.push_back(at);
+    size_t n = opcode_length(data + at, size - at);
+    at += n ? n : 1;
+  }
+  starts.push_back(size);
+  std::vector<uint8_t> out(data, data + size);
+  size_t pick = starts[static_cast<size_t>(std::rand()) % starts.size()];
+  switch (std::rand() % 3) {
+    case 0: {  // insert a snippet before an opcode
+      const Snippet &s =
+          kSnippets[static_cast<size_t>(std::rand()) % (sizeof kSnippets / sizeof *kSnippets)];
+      out.insert(out.begin() + static_cast<long>(pick), s.bytes, s.bytes + s.size);
+      break;
+    }
+    case 1:  // delete the opcode that starts there
+      if (pick < size)
+        out.erase(out.begin() + static_cast<long>(pick),
+                  out.begin() + static_cast<long>(pick + std::max<size_t>(
+                                                           1, opcode_length(data + pick, size - pick))));
+      break;
+    default: {  // duplicate the opcode that starts there
+      if (pick < size) {
+        size_t len = std::max<size_t>(1, opcode_length(data + pick, size - pick));
+        std::vector<uint8_t> op(data + pick, data + pick + len);
+        out.insert(out.begin() + static_cast<long>(pick), op.begin(), op.end());
+      }
+    }
+  }
+  if (out.size() > max_size) return LLVMFuzzerMutate(data, size, max_size);
+  std::memcpy(data, out.data(), out.size());
+  return out.size();
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ct_value *v = nullptr;

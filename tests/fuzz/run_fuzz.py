@@ -66,10 +66,13 @@ def classify(log):
         kind = "timeout"
     top = [f for f in fr if not RUNTIME.search(f)]
     first = top[0] if top else (fr[0] if fr else "(no stack)")
-    # The crash is ctorch's when ctorch's code is the innermost non-runtime frame.
-    owner = "ctorch" if top and is_ctorch(top[0]) else "libtorch"
+    # The crash is ctorch's when ctorch's code is the innermost non-runtime
+    # frame; LibTorch header code inlined into ctorch (an IValue copy, a
+    # Dict insert: frames in /usr/include) counts as the ctorch code it is in.
+    own = [f for f in top if "/usr/include/" not in f] or top
+    owner = "ctorch" if own and is_ctorch(own[0]) else "libtorch"
     if kind == "out-of-memory":
-        owner = "libtorch" if not (top and is_ctorch(top[0])) else "ctorch"
+        owner = "libtorch" if not (own and is_ctorch(own[0])) else "ctorch"
     return kind, owner, first, top[:6]
 
 
