@@ -26,7 +26,7 @@ ct_status check_extent(const char *func, const void *data, uint64_t byte_offset,
                        const int64_t *sizes, const int64_t *strides, size_t ndim,
                        size_t element_size, bool check_alignment) noexcept;
 
-// After a load (verify.cpp): every tensor reachable from `roots` (object
+// After a load (tensor_checks.cpp): every tensor reachable from `roots` (object
 // attributes, lists, tuples, dict keys and values, sparse components) must fit
 // its storage -- no negative size, stride or offset, no overflow, extent times
 // element size within storage nbytes -- and, where `records` maps a storage's
