@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Tests of the `ctorch` command (tools/ctorch.c): every subcommand, its --help, and its error
+"""Tests of the `ctorch` command (tools/ctorch/): every subcommand, its --help, and its error
 paths; `run` outputs are cross-checked against PyTorch on the reference models of
 tests/models/make_models.py.
 

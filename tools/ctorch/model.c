@@ -1,0 +1,349 @@
+/* What run and bench share: model files (TorchScript or .pt2), their options, inputs
+ * (FILE.npy or SHAPE:DTYPE[:FILL]), outputs flattened with Python-style labels, --timeout. */
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <unistd.h>
+
+int make_input(ct_tensor **out, const char *spec, int32_t dev, int32_t idx) {
+  char buf[256], *shape, *dt, *fill, *p;
+  int64_t sizes[32];
+  size_t ndim = 0;
+  int32_t dtype;
+  ct_status st;
+  if (ends_with(spec, ".npy")) return npy_read(out, spec, dev, idx);
+  if (strlen(spec) >= sizeof buf || !strchr(spec, ':'))
+    return fail("input '%s': expected FILE.npy or SHAPE:DTYPE[:FILL] (e.g. 1x3x224x224:float32)",
+                spec);
+  strcpy(buf, spec);
+  shape = buf;
+  dt = strchr(buf, ':');
+  *dt++ = 0;
+  fill = strchr(dt, ':');
+  if (fill) *fill++ = 0;
+  for (p = shape; *p;) {
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || v < 0 || ndim == 32 || (*end && *end != 'x' && *end != ','))
+      return fail("input '%s': bad shape '%s' (sizes joined by x, e.g. 2x3; empty for a scalar)",
+                  spec, shape);
+    sizes[ndim++] = v;
+    p = *end ? end + 1 : end;
+  }
+  if (!(dtype = dtype_from_name(dt))) return fail("input '%s': unknown dtype '%s'", spec, dt);
+  if (!fill || !strcmp(fill, "rand")) {
+    if (dtype_is_float(dtype)) {
+      st = ct_tensor_rand(out, sizes, ndim, dtype, dev, idx, 0);
+    } else { /* integers 0..9, booleans 0/1: drawn on the CPU, then converted and moved */
+      ct_tensor *r = NULL, *s = NULL;
+      st = ct_tensor_rand(&r, sizes, ndim, CT_FLOAT64, CT_DEVICE_CPU, -1, 0);
+      if (st == CT_OK) {
+        double *x = ct_tensor_data_ptr(r);
+        int64_t i, n = ct_tensor_numel(r);
+        for (i = 0; i < n; i++) x[i] = floor(x[i] * (dtype == CT_BOOL ? 2 : 10));
+        st = ct_tensor_to(&s, r, dev, idx, dtype, 0, 0);
+        ct_tensor_free(r);
+        *out = s;
+      }
+    }
+  } else if (!strcmp(fill, "randn")) {
+    st = ct_tensor_randn(out, sizes, ndim, dtype, dev, idx, 0);
+  } else if (!strcmp(fill, "zeros")) {
+    st = ct_tensor_zeros(out, sizes, ndim, dtype, dev, idx, 0);
+  } else if (!strcmp(fill, "ones")) {
+    st = ct_tensor_ones(out, sizes, ndim, dtype, dev, idx, 0);
+  } else {
+    return fail("input '%s': unknown fill '%s' (rand, randn, zeros, ones)", spec, fill);
+  }
+  return st == CT_OK ? 0 : fail_ct(st, spec);
+}
+
+/* ---- outputs: tensors and containers, flattened with Python-style labels ---- */
+
+
+int flatten(output *outs, size_t *n, ct_value *v, const char *label) {
+  int32_t tag = ct_value_tag(v);
+  size_t i, len = 0;
+  if (tag == CT_VALUE_LIST || tag == CT_VALUE_TUPLE || tag == CT_VALUE_TENSOR_LIST) {
+    if (ct_value_len(&len, v) != CT_OK) return fail_ct(ct_last_error_code(), "output");
+    for (i = 0; i < len; i++) {
+      ct_value *item = NULL;
+      char l[128];
+      if (ct_value_get(&item, v, i) != CT_OK) return fail_ct(ct_last_error_code(), "output");
+      snprintf(l, sizeof l, "%s[%zu]", label, i);
+      if (flatten(outs, n, item, l)) return EXIT_ERROR;
+    }
+    ct_value_free(v);
+    return 0;
+  }
+  if (tag == CT_VALUE_DICT) {
+    if (ct_value_len(&len, v) != CT_OK) return fail_ct(ct_last_error_code(), "output");
+    for (i = 0; i < len; i++) {
+      ct_value *k = NULL, *item = NULL;
+      char l[128], *repr = NULL;
+      if (ct_value_dict_item(&k, &item, v, i) != CT_OK)
+        return fail_ct(ct_last_error_code(), "output");
+      if (ct_value_tag(k) == CT_VALUE_STRING)
+        snprintf(l, sizeof l, "%s[\"%s\"]", label, value_str(k));
+      else if (ct_value_to_repr(&repr, k) == CT_OK)
+        snprintf(l, sizeof l, "%s[%s]", label, repr);
+      else
+        snprintf(l, sizeof l, "%s[%zu]", label, i);
+      ct_free(repr);
+      ct_value_free(k);
+      if (flatten(outs, n, item, l)) return EXIT_ERROR;
+    }
+    ct_value_free(v);
+    return 0;
+  }
+  if (*n == MAX_OUTPUTS) return fail("more than %d outputs", MAX_OUTPUTS);
+  snprintf(outs[*n].label, sizeof outs[*n].label, "%s", label);
+  outs[(*n)++].v = v;
+  return 0;
+}
+
+double element(const ct_tensor *t, int64_t i) {
+  const void *p = ct_tensor_data_ptr(t);
+  switch (ct_tensor_dtype(t)) {
+    case CT_BOOL: return ((const uint8_t *)p)[i];
+    case CT_UINT8: return ((const uint8_t *)p)[i];
+    case CT_INT8: return ((const int8_t *)p)[i];
+    case CT_INT16: return ((const int16_t *)p)[i];
+    case CT_INT32: return ((const int32_t *)p)[i];
+    case CT_INT64: return (double)((const int64_t *)p)[i];
+    case CT_FLOAT32: return ((const float *)p)[i];
+    case CT_FLOAT64: return ((const double *)p)[i];
+    default: return NAN;
+  }
+}
+
+/* Short form: dtype[shape] device, then up to 3 leading and 3 trailing elements. */
+int print_tensor(const char *label, const ct_tensor *t) {
+  ct_tensor *c = NULL, *cc = NULL;
+  char shape[512];
+  int64_t i, n = ct_tensor_numel(t);
+  int32_t dt = ct_tensor_dtype(t);
+  int32_t conv = (dt == CT_FLOAT16 || dt == CT_BFLOAT16) ? CT_FLOAT32 : CT_DTYPE_KEEP;
+  ct_status st;
+  shape_str(shape, sizeof shape, t);
+  printf("%s: %s%s %s%s", label, dtype_name(dt), shape,
+         ct_device_type_name(ct_tensor_device_type(t)),
+         ct_tensor_requires_grad(t) ? " requires_grad" : "");
+  if (dt == CT_COMPLEX64 || dt == CT_COMPLEX128) {
+    printf("\n");
+    return 0;
+  }
+  if ((st = ct_tensor_to(&c, t, CT_DEVICE_CPU, -1, conv, 0, 0)) != CT_OK ||
+      (st = ct_tensor_contiguous(&cc, c)) != CT_OK) {
+    printf("\n");
+    ct_tensor_free(c);
+    return fail_ct(st, label);
+  }
+  printf(" = [");
+  for (i = 0; i < n; i++) {
+    if (n > 6 && i == 3) {
+      printf(", ...");
+      i = n - 3;
+    }
+    printf("%s%.6g", i ? ", " : "", element(cc, i));
+  }
+  printf("]\n");
+  ct_tensor_free(cc);
+  ct_tensor_free(c);
+  return 0;
+}
+
+/* ---- common model options ---- */
+
+
+/* --timeout S: LibTorch cannot interrupt a method that never returns (a
+ * `while True` in an untrusted model), so the whole process stops: the
+ * message, then exit status 124 (as timeout(1)). */
+void deadline_reached(int sig) {
+  static const char msg[] = ": did not finish within --timeout; stopped\n";
+  (void)sig;
+  if (write(2, prog, strlen(prog)) < 0 || write(2, msg, sizeof msg - 1) < 0) _exit(124);
+  _exit(124);
+}
+
+void start_deadline(long seconds) {
+  if (seconds <= 0) return;
+  signal(SIGALRM, deadline_reached);
+  alarm((unsigned)seconds);
+}
+
+
+int is_package(const char *path) { return ends_with(path, ".pt2"); }
+
+void model_free(model *t) {
+  ct_module_free(t->m);
+  ct_package_free(t->p);
+  t->m = NULL;
+  t->p = NULL;
+}
+
+int load_model(model *t, opts *o) {
+  ct_status st;
+  t->m = NULL;
+  t->p = NULL;
+  if (is_package(o->model)) {
+    if ((st = ct_package_load(&t->p, o->model, o->model_name)) != CT_OK)
+      return fail_ct(st, o->model);
+    /* inputs go where the package runs unless --device says otherwise */
+    if (!o->device_given && (st = ct_package_device(&o->dev, &o->idx, t->p)) != CT_OK) {
+      model_free(t);
+      return fail_ct(st, o->model);
+    }
+    return 0;
+  }
+  st = ct_module_load(&t->m, o->model, o->dev, o->idx);
+  if (st != CT_OK) return fail_ct(st, o->model);
+  if (o->eval && (st = ct_module_eval(t->m)) != CT_OK) {
+    model_free(t);
+    return fail_ct(st, "eval");
+  }
+  return 0;
+}
+
+
+void inputs_free(inputs *in) {
+  size_t i;
+  for (i = 0; i < in->n; i++) {
+    ct_value_free(in->v[i]);
+    ct_tensor_free(in->t[i]);
+  }
+  in->n = 0;
+}
+
+int make_inputs(inputs *in, const opts *o, int as_values) {
+  size_t i;
+  memset(in, 0, sizeof *in);
+  if (o->seed >= 0) ct_manual_seed((uint64_t)o->seed);
+  for (i = 0; i < o->n_inputs; i++) {
+    ct_status st;
+    if (make_input(&in->t[i], o->inputs[i], o->dev == CT_DEVICE_KEEP ? CT_DEVICE_CPU : o->dev,
+                   o->idx)) {
+      inputs_free(in);
+      return EXIT_ERROR;
+    }
+    in->n = i + 1;
+    if (as_values && (st = ct_value_from_tensor(&in->v[i], in->t[i])) != CT_OK) {
+      inputs_free(in);
+      return fail_ct(st, o->inputs[i]);
+    }
+  }
+  return 0;
+}
+
+/* Parses the options shared by run and bench. Returns 0, or an exit code. */
+int parse_model_opts(opts *o, const char *cmd, int argc, char **argv, int bench) {
+  int i;
+  memset(o, 0, sizeof *o);
+  o->dev = CT_DEVICE_CPU;
+  o->idx = -1;
+  o->iters = 100;
+  o->warmup = 10;
+  o->seed = 0;
+  for (i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    long v;
+#define NEED_VALUE() \
+  if (i + 1 >= argc) return usage_error(cmd, "%s needs a value", a)
+    if (!strcmp(a, "--method") || !strcmp(a, "-m")) {
+      NEED_VALUE();
+      o->method = argv[++i];
+    } else if (!strcmp(a, "--model-name")) {
+      NEED_VALUE();
+      o->model_name = argv[++i];
+    } else if (!strcmp(a, "--device")) {
+      NEED_VALUE();
+      if (!parse_device(argv[++i], &o->dev, &o->idx))
+        return usage_error(cmd, "bad device '%s' (cpu, cuda, cuda:N)", argv[i]);
+      o->device_given = 1;
+    } else if (!strcmp(a, "--seed")) {
+      NEED_VALUE();
+      if (!parse_long(argv[++i], 0, 0x7fffffffL, &v))
+        return usage_error(cmd, "bad seed '%s'", argv[i]);
+      o->seed = v;
+    } else if (!strcmp(a, "--eval")) {
+      o->eval = 1;
+    } else if (!strcmp(a, "--timeout")) {
+      NEED_VALUE();
+      if (!parse_long(argv[++i], 1, 1000000L, &v))
+        return usage_error(cmd, "bad timeout '%s' (whole seconds, 1 or more)", argv[i]);
+      o->timeout = v;
+    } else if (!strcmp(a, "--json") && bench) {
+      o->json = 1;
+    } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && !bench) {
+      NEED_VALUE();
+      if (o->n_outs == MAX_OUTPUTS) return usage_error(cmd, "too many -o");
+      o->outs[o->n_outs++] = argv[++i];
+    } else if (bench &&
+               (!strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--threads"))) {
+      NEED_VALUE();
+      if (!parse_long(argv[++i], !strcmp(a, "--iters") || !strcmp(a, "--threads"), 100000000L, &v))
+        return usage_error(cmd, "bad value '%s' for %s", argv[i], a);
+      if (!strcmp(a, "--iters"))
+        o->iters = v;
+      else if (!strcmp(a, "--warmup"))
+        o->warmup = v;
+      else
+        o->threads = v;
+    } else if (a[0] == '-' && a[1]) {
+      return usage_error(cmd, "unknown option '%s'", a);
+    } else if (!o->model) {
+      o->model = a;
+    } else {
+      if (o->n_inputs == MAX_INPUTS) return usage_error(cmd, "more than %d inputs", MAX_INPUTS);
+      o->inputs[o->n_inputs++] = a;
+    }
+#undef NEED_VALUE
+  }
+  if (!o->model) return usage_error(cmd, "no model file given");
+  if (is_package(o->model) && (o->method || o->eval))
+    return usage_error(cmd, "%s does not apply to an AOTInductor package (.pt2)",
+                       o->method ? "--method" : "--eval");
+  if (!is_package(o->model) && o->model_name)
+    return usage_error(cmd, "--model-name applies to AOTInductor packages (.pt2) only");
+  return 0;
+}
+
+/* One call of a module: *out is its result value. */
+ct_status call_module(ct_value **out, ct_module *m, const opts *o, const inputs *in) {
+  const ct_value *const *args = (const ct_value *const *)in->v;
+  if (!o->method || !strcmp(o->method, "forward")) return ct_module_forward(out, m, args, in->n);
+  return ct_module_call(out, m, o->method, args, in->n, NULL, NULL, 0);
+}
+
+/* One call of a package: new tensors in outs[0..*n_outs). */
+ct_status call_package(ct_tensor **outs, size_t *n_outs, ct_package *p, const inputs *in) {
+  return ct_package_run(outs, MAX_OUTPUTS, n_outs, p, (const ct_tensor *const *)in->t, in->n);
+}
+
+const char *inputs_help =
+    "MODEL is a TorchScript archive (torch.jit.save) or, when its name ends in .pt2, an\n"
+    "AOTInductor package (torch._inductor.aoti_compile_and_package; needs LibTorch >= 2.6,\n"
+    "an older LibTorch reports that it is not supported).\n\n"
+    "INPUTS, one per positional argument of the method, each either\n"
+    "  FILE.npy                  a numpy array (little-endian, C order)\n"
+    "  SHAPE:DTYPE[:FILL]        a new tensor, e.g. 1x3x224x224:float32, 4:int64:zeros, :float64\n"
+    "                            (empty SHAPE: a scalar); FILL is rand (default; integers\n"
+    "                            0..9), randn, zeros or ones; the random generator is seeded\n"
+    "                            with --seed (default 0)\n"
+    "Model options:\n"
+    "  --method M, -m M          run method M instead of forward (TorchScript only)\n"
+    "  --device D                cpu (default), cuda or cuda:N: where the model and inputs go\n"
+    "                            (for a package: where the inputs go; default: the package's\n"
+    "                            device)\n"
+    "  --eval                    switch the module to eval mode first (torch.jit.load does not;\n"
+    "                            TorchScript only)\n"
+    "  --model-name NAME         the model inside a .pt2 package (default: model)\n"
+    "  --seed S                  seed for random inputs (default 0)\n"
+    "  --timeout S               stop the whole command after S seconds, exit status 124 (a\n"
+    "                            method that never returns cannot be interrupted otherwise)\n";
