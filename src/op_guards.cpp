@@ -24,6 +24,12 @@
 #include <string>
 #include <vector>
 
+namespace ct {
+// The guards' registration, kept for the life of the process (a global with
+// external linkage, so that leak checkers see it reachable).
+torch::jit::RegisterOperators *op_guard_registration = nullptr;
+}  // namespace ct
+
 namespace {
 
 using c10::IValue;
@@ -292,8 +298,7 @@ struct OpGuardsInit {
     // (also what tests/tsan/tsan.supp knows about). Registrations are
     // queued; the next lookup files them, done now while nothing else runs.
     try {
-      static auto *registration = new torch::jit::RegisterOperators(std::move(wrappers));
-      (void)registration;
+      ct::op_guard_registration = new torch::jit::RegisterOperators(std::move(wrappers));
     } catch (...) {
       // Nothing registered: the deregistered operations are missing, which
       // their callers report as unknown operators rather than crash.
