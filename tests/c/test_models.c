@@ -482,6 +482,22 @@ static void test_c_module_for_python(void **state) {
   CT_OK_OR_FAIL(ct_value_dict(&io, keys, vals, 2));
   CT_OK_OR_FAIL(ct_module_save(m, model_path("c_module", ".pt"), NULL));
   CT_OK_OR_FAIL(ct_pickle_save(io, model_path("c_module", "_io.pt")));
+  /* What was saved loads back here and gives the same output (Python's
+   * torch.jit.load reads it in models.check_c_module, which needs this test). */
+  ct_module *back = NULL;
+  ct_value *again = NULL;
+  CT_OK_OR_FAIL(ct_module_load(&back, model_path("c_module", ".pt"), CT_DEVICE_CPU, -1));
+  CT_OK_OR_FAIL(ct_module_forward(&again, back, args, 1));
+  ct_tensor *t1 = NULL, *t2 = NULL;
+  CT_OK_OR_FAIL(ct_value_to_tensor(&t1, out));
+  CT_OK_OR_FAIL(ct_value_to_tensor(&t2, again));
+  int32_t same = 0;
+  CT_OK_OR_FAIL(ct_tensor_equal(&same, t1, t2));
+  assert_int_equal(same, 1);
+  ct_tensor_free(t1);
+  ct_tensor_free(t2);
+  ct_value_free(again);
+  ct_module_free(back);
   ct_value_free(io);
   ct_value_free(kin);
   ct_value_free(kout);

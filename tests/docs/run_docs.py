@@ -158,12 +158,15 @@ def main():
                CTORCH_PREFIX=str(prefix))
     for k in ("CTORCH_LIBRARY", "PYTHONPATH", "VIRTUAL_ENV", "JULIA_LOAD_PATH", "JULIA_PROJECT"):
         env.pop(k, None)
-    failed = 0
+    failed = skipped = 0
     for d in a.docs:
         display = os.path.relpath(pathlib.Path(d).resolve(), root)
         runnable = [b for b in blocks(d, display) if "run" in b.tags]
         if not runnable:
-            print(f"docs: {display}: no runnable blocks")
+            # Nothing was run, so nothing passed: reported as skipped (exit 77)
+            # unless another document on the command line ran.
+            print(f"docs: {display}: no runnable blocks: nothing to run")
+            skipped += 1
             continue
         src = work / ("src-" + re.sub(r"[^A-Za-z0-9]+", "_", display))
         copy_sources(root, src)
@@ -174,7 +177,9 @@ def main():
         r = subprocess.run(["bash", str(script)], cwd=src, env=env)
         print(f"docs: {display}: {len(runnable)} runnable block(s) {'passed' if r.returncode == 0 else 'FAILED'}")
         failed += r.returncode != 0
-    return 1 if failed else 0
+    if failed:
+        return 1
+    return 77 if skipped == len(a.docs) else 0
 
 
 if __name__ == "__main__":

@@ -111,7 +111,11 @@ end
     # found as the Python package finds it
     cands = C.library_candidates()
     @test last(cands) == ("system loader" => "libctorch")
-    @test haskey(ENV, "CTORCH_LIBRARY") ? first(cands) == ("CTORCH_LIBRARY" => ENV["CTORCH_LIBRARY"]) : true
+    if haskey(ENV, "CTORCH_LIBRARY")
+        @test first(cands) == ("CTORCH_LIBRARY" => ENV["CTORCH_LIBRARY"])
+    else
+        @test all(c -> c.first != "CTORCH_LIBRARY", cands)
+    end
     @test any(c -> c.first == "build tree" && endswith(c.second, "/build/libctorch.so"), cands)
 end
 
@@ -327,11 +331,14 @@ end
 @testset "release queue and finalizers" begin
     GC.gc(); GC.gc(); C.release_unused!()
     base = C.rooted_count()
+    keep = Tensor[]
     for i in 1:200
         t = Tensor(rand(Float32, 100))
         u = t * 2
+        i == 200 && push!(keep, t)
     end
-    @test C.rooted_count() >= base        # some may still be alive
+    @test C.rooted_count() > base         # `keep` holds a tensor whose array stays rooted
+    empty!(keep)
     GC.gc(); GC.gc()
     C.release_unused!()
     @test C.rooted_count() == base
