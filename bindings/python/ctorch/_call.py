@@ -21,7 +21,7 @@ from ctypes import byref, c_char_p, c_int32, c_size_t, c_void_p
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import _lib
-from ._lib import C, G, SIZES, check, error_from_status, tls
+from ._lib import C, G, FAST_SLOTS, SIZES, check, error_from_status, tls
 from . import _values
 from ._values import free_values, from_value, to_value, values_array
 
@@ -30,7 +30,7 @@ _op_call_tensors = C.op_call_tensors
 _ONE = SIZES[1]
 _new = object.__new__
 _last_error_code = G.last_error_code
-MAX_OUTPUTS = 16
+MAX_OUTPUTS = FAST_SLOTS
 
 #: [n]: bumped by calls that may change tensor metadata in place.
 generation = [0]
@@ -139,7 +139,7 @@ def call_op(op: Any, args: Sequence[Any], kwargs: Optional[Dict[str, Any]],
     owned: List[int] = []
     try:
         n = len(args)
-        if n <= 16:
+        if n <= FAST_SLOTS:
             arr = tls.args
             for i, a in enumerate(args):
                 p, o = to_value(a)
@@ -272,7 +272,7 @@ class OpCaller:
         if n in self.by_n:
             return self.by_n[n]
         pick: Optional[Tuple[c_void_p, int]] = None
-        if n <= 16 and tensors_only(self.h, n):
+        if n <= FAST_SLOTS and tensors_only(self.h, n):
             pick = (self.hc, self.n_out or 0)
             if self.qualname and num_overloads(self.h) > 1:
                 for s in schemas(self.h):
@@ -291,7 +291,7 @@ class OpCaller:
             T = _values.Tensor
             for a in args:
                 if type(a) is not T:
-                    if self.one_tensor and not self.bmap and len(args) <= 16:
+                    if self.one_tensor and not self.bmap and len(args) <= FAST_SLOTS:
                         return call_tensors_values(self.hc, args, self.mutates)
                     break
             else:

@@ -415,8 +415,12 @@ def take_buffer(p: Optional[int], n: int) -> bytes:
         C.free(p)
 
 
+#: Arguments and results the hot paths pass in the per-thread arrays below
+#: (more take the general path, or arrays of their own).
+FAST_SLOTS = 16
+
 #: c_size_t objects for small counts (ctypes converts its own objects fastest).
-SIZES = tuple(c_size_t(i) for i in range(17))
+SIZES = tuple(c_size_t(i) for i in range(FAST_SLOTS + 1))
 
 
 class _TLS(threading.local):
@@ -427,9 +431,9 @@ class _TLS(threading.local):
     def __init__(self) -> None:
         self.out = c_void_p()
         self.out_ref = ctypes.byref(self.out)
-        self.args = (c_void_p * 16)()       # ct_value* arguments
-        self.tensors = (c_void_p * 16)()    # ct_tensor* inputs
-        self.outputs = (c_void_p * 16)()    # ct_tensor* outputs
+        self.args = (c_void_p * FAST_SLOTS)()       # ct_value* arguments
+        self.tensors = (c_void_p * FAST_SLOTS)()    # ct_tensor* inputs
+        self.outputs = (c_void_p * FAST_SLOTS)()    # ct_tensor* outputs
         self.n = c_size_t()
         self.n_ref = ctypes.byref(self.n)
         self.sizes = (c_int64 * 32)()       # sizes in (from_numpy)

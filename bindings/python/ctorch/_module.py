@@ -104,7 +104,7 @@ class Module:
         return self._call(method, args, kwargs)
 
     def _call(self, method: str, args: Any, kwargs: Any) -> Any:
-        if not kwargs and len(args) <= 16:
+        if not kwargs and len(args) <= _lib.FAST_SLOTS:
             kind = self._kinds.get(method, 0)
             if kind == 0:
                 kind = self._kind(method)
