@@ -424,12 +424,8 @@ static void test_null_arguments(void **state) {
 /* A FIFO would block the read forever: refused before opening. */
 static void test_fifo_refused(void **state) {
   (void)state;
-  char path[] = "/tmp/ctorch-fifo-XXXXXX";
-  int fd = mkstemp(path);
-  assert_true(fd >= 0);
-  close(fd);
-  unlink(path);
-  assert_int_equal(mkfifo(path, 0600), 0);
+  char path[32];
+  test_make_fifo(path);
   ct_package *p = NULL;
   ct_status st = ct_package_load(&p, path, NULL);
   assert_null(p);

@@ -952,12 +952,8 @@ static void test_unknown_keyword_message(void **state) {
 /* #20: a FIFO (or any file that is not regular) blocked the loaders forever. */
 static void test_fifo_refused(void **state) {
   (void)state;
-  char path[] = "/tmp/ctorch-fifo-XXXXXX";
-  int fd = mkstemp(path);
-  assert_true(fd >= 0);
-  close(fd);
-  unlink(path);
-  assert_int_equal(mkfifo(path, 0600), 0);
+  char path[32];
+  test_make_fifo(path);
   ct_module *m = NULL;
   ct_value *v = NULL;
   CT_EXPECT_ERROR(ct_module_load(&m, path, CT_DEVICE_CPU, -1), CT_ERR_IO, "not a regular file");

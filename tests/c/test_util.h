@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -41,6 +43,17 @@ static inline ct_tensor *test_tensor_f32(const float *data, const int64_t *sizes
 }
 
 /* Environment directory with the PyTorch-made models, or NULL (test skips). */
+/* A new FIFO at a fresh /tmp path written into path[] (at least 24 bytes);
+ * the caller unlinks it. Used by the "not a regular file" tests. */
+static inline void test_make_fifo(char *path) {
+  strcpy(path, "/tmp/ctorch-fifo-XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  unlink(path);
+  assert_int_equal(mkfifo(path, 0600), 0);
+}
+
 static inline const char *test_models_dir(void) {
   const char *d = getenv("CTORCH_TEST_MODELS");
   return (d && *d) ? d : NULL;
