@@ -6,7 +6,6 @@
 
 #include <mutex>
 #include <shared_mutex>
-#include <unordered_map>
 #include <vector>
 
 namespace ct {
@@ -29,15 +28,11 @@ ct_status check_extent(const char *func, const void *data, uint64_t byte_offset,
 // After a load (tensor_checks.cpp): every tensor reachable from `roots` (object
 // attributes, lists, tuples, dict keys and values, sparse components) must fit
 // its storage -- no negative size, stride or offset, no overflow, extent times
-// element size within storage nbytes -- and, where `records` maps a storage's
-// data pointer to the byte size of the file record it was read from, the
-// storage must not claim more bytes than that record. Else CT_ERR_IO
+// element size within storage nbytes. Else CT_ERR_IO
 // "<func>: cannot load <what>: tensor '<path>' does not fit its storage (...)".
 // The label of each root starts the path in the message.
-using RecordSizes = std::unordered_map<const void *, size_t>;
 ct_status check_loaded_tensors(const char *func, const char *what,
-                               const std::vector<std::pair<std::string, c10::IValue>> &roots,
-                               const RecordSizes *records);
+                               const std::vector<std::pair<std::string, c10::IValue>> &roots);
 // The same for a loaded module: its attributes (parameters, buffers,
 // submodules, other attributes) and the tensor constants in its code.
 ct_status check_loaded_module(const char *func, const char *what, const torch::jit::Module &m);
@@ -46,8 +41,8 @@ ct_status check_loaded_module(const char *func, const char *what, const torch::j
 // does, else why not ("sizes [...], strides [...], offset N, K-byte elements
 // needs B bytes but its storage has S", or a negative size, stride or offset,
 // or an overflow). sizes and strides must have the same length. Shared by
-// the load checks below and ctorch's own pickle reader (checkpoint.cpp),
-// which must check before LibTorch's set_() grows a resizable storage.
+// the load checks below and ctorch's torch.save reader (src/pickle/), which
+// must check before LibTorch's set_() grows a resizable storage.
 std::string storage_misfit(c10::IntArrayRef sizes, c10::IntArrayRef strides, int64_t offset,
                            uint64_t item_size, uint64_t nbytes);
 
@@ -77,7 +72,8 @@ std::string nesting_too_deep();
 // destructors would overflow the stack (~40 bytes per level).
 void release_value(c10::IValue v) noexcept;
 
-// Pre-check of a pickle before LibTorch's Unpickler reads it: follows its
+// Pre-check of a pickle before LibTorch's Unpickler reads it (every pickle of
+// a TorchScript archive, before ct_module_load hands it over): follows its
 // opcodes as that Unpickler would and bounds how deep its lists, tuples and
 // dicts get, since the Unpickler's own destructor (on any error) and its
 // dict-key hashing recurse per level. kTooDeep: deeper than ctorch allows

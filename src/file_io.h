@@ -1,4 +1,4 @@
-// Files and memory buffers shared by module.cpp and pickle.cpp: paths opened
+// Files and memory buffers shared by module.cpp and src/pickle/: paths opened
 // with ctorch's status codes, a borrowed buffer as archive-reader input, and
 // caller-owned copies of output bytes. Internal; not installed.
 #pragma once

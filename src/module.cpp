@@ -23,7 +23,6 @@
 #include <sstream>
 #include <vector>
 
-
 namespace {
 
 using c10::IValue;
@@ -155,8 +154,25 @@ ct_status load_impl(const char *func, ct_module **out,
                   what.c_str());
       ct::raise(CT_ERR_IO, "%s is not a TorchScript archive (no constants.pkl)", what.c_str());
     }
-    for (const std::string &r : reader.getAllRecords())
+    for (const std::string &r : reader.getAllRecords()) {
       if (r.compare(0, 6, "extra/") == 0 && r.size() > 6) extra.emplace(r.substr(6), std::string());
+      // LibTorch's Unpickler crashes on deep pickles (its destructor and dict
+      // keys recurse per level): every pickle of the archive is checked first.
+      if (r.size() > 4 && r.compare(r.size() - 4, 4, ".pkl") == 0) {
+        at::DataPtr pkl;
+        size_t n = 0;
+        std::tie(pkl, n) = reader.getRecord(r);
+        ct::PickleScan scan = ct::scan_pickle_nesting(static_cast<const char *>(pkl.get()), n);
+        if (scan == ct::PickleScan::kTooDeep)
+          ct::raise(CT_ERR_IO, "cannot load %s: %s: %s", what.c_str(), r.c_str(),
+                    ct::nesting_too_deep().c_str());
+        if (scan == ct::PickleScan::kUnsure)
+          ct::raise(CT_ERR_IO,
+                    "cannot load %s: %s is not a pickle as TorchScript writes them (a container "
+                    "filled after it was used, or an inconsistent stack)",
+                    what.c_str(), r.c_str());
+      }
+    }
     return CT_OK;
   });
   if (st != CT_OK) return st;
@@ -402,9 +418,10 @@ ct_status ct_module_forward_tensors(ct_tensor **outputs, size_t n_outputs, size_
       return ct::set_error(CT_ERR_TYPE,
                            "%s: %s returns %s, not a Tensor or a tuple or list of Tensors (not "
                            "run; use ct_module_call)",
-                           ct_fn_, name, schema.returns().size() == 1
-                                             ? schema.returns()[0].type()->annotation_str().c_str()
-                                             : "several values");
+                           ct_fn_, name,
+                           schema.returns().size() == 1
+                               ? schema.returns()[0].type()->annotation_str().c_str()
+                               : "several values");
     if (count > static_cast<int64_t>(n_outputs)) {
       if (n_returned) *n_returned = static_cast<size_t>(count);
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,

@@ -1,5 +1,6 @@
 // How deep loaded values may nest (checks.h, kMaxNesting): the checks after a
-// load, the pre-check of a pickle before LibTorch's Unpickler reads it, and
+// load, the pre-check of a TorchScript archive's pickles before LibTorch's
+// Unpickler reads them, and
 // releasing a deep value without recursion. See docs/conventions.md
 // ("Untrusted files").
 #include "checks.h"

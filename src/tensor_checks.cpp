@@ -1,11 +1,9 @@
-// Loaded tensors against their storages: LibTorch's unpickler sets a loaded
-// tensor's sizes, strides and offset from the file without comparing them
-// with its storage, so a malformed file loads and then reads (or writes) past
-// the storage on first use. Every tensor reached from a loaded value or
-// module is checked here (check_loaded_tensors, check_loaded_module), with
-// the one geometry check every reader and the op guards use (storage_misfit):
-// one pass over the value graph, a few integer operations per tensor, no data
-// read. See docs/conventions.md ("Untrusted files").
+// Loaded tensors against their storages: a pickle sets a loaded tensor's sizes, strides and offset
+// from the file without comparing them with its storage, so a malformed file loads and then reads
+// (or writes) past the storage on first use. Every tensor reached from a loaded value or module is
+// checked here (check_loaded_tensors, check_loaded_module), with the one geometry check every
+// reader and the op guards use (storage_misfit): one pass over the value graph, a few integer
+// operations per tensor, no data read. See docs/conventions.md ("Untrusted files").
 #include "checks.h"
 #include "internal.h"
 
@@ -65,26 +63,17 @@ std::string storage_misfit(c10::IntArrayRef sizes, c10::IntArrayRef strides, int
 
 namespace {
 
-// Empty string when `t` fits its storage (and the storage its file record);
-// else why not.
-std::string tensor_misfit(const at::Tensor &t, const RecordSizes *records) {
+// Empty string when `t` fits its storage; else why not.
+std::string tensor_misfit(const at::Tensor &t) {
   if (!t.has_storage()) return std::string();
-  const c10::Storage &st = t.storage();
-  const uint64_t nbytes = st.nbytes();
-  if (records && st.data() != nullptr) {
-    auto it = records->find(st.data());
-    if (it != records->end() && nbytes > it->second)
-      return "its storage claims " + std::to_string(nbytes) + " bytes but the file holds " +
-             std::to_string(it->second);
-  }
-  return storage_misfit(t.sizes(), t.strides(), t.storage_offset(), t.dtype().itemsize(), nbytes);
+  return storage_misfit(t.sizes(), t.strides(), t.storage_offset(), t.dtype().itemsize(),
+                        t.storage().nbytes());
 }
 
 }  // namespace
 
 ct_status check_loaded_tensors(const char *func, const char *what,
-                               const std::vector<std::pair<std::string, c10::IValue>> &roots,
-                               const RecordSizes *records) {
+                               const std::vector<std::pair<std::string, c10::IValue>> &roots) {
   // Each value to visit remembers its parent's entry, the container it sits
   // in and where; the path ("[3]['w'].weight") is put together only for the
   // message, so the walk stays linear however deep the value nests.
@@ -154,7 +143,7 @@ ct_status check_loaded_tensors(const char *func, const char *what,
         continue;
       }
       if (t.layout() != c10::kStrided || t.is_nested()) continue;
-      std::string why = tensor_misfit(t, records);
+      std::string why = tensor_misfit(t);
       if (!why.empty()) return bad(at, why);
     } else if (v.isObject()) {
       const auto &obj = v.toObjectRef();
@@ -202,7 +191,7 @@ ct_status check_loaded_module(const char *func, const char *what, const torch::j
       }
     }
   }
-  return check_loaded_tensors(func, what, roots, nullptr);
+  return check_loaded_tensors(func, what, roots);
 }
 
 }  // namespace ct

@@ -1,5 +1,5 @@
 // Values (c10::IValue behind a ct_value handle): constructors, accessors,
-// containers, and printing (ct_value_*). torch.save files are in pickle.cpp.
+// containers, and printing (ct_value_*). torch.save files are in src/pickle/.
 #include "messages.h"
 
 #include <algorithm>

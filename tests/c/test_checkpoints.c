@@ -262,8 +262,6 @@ static void put_str(bytes_t *b, const char *s) { /* BINUNICODE */
   puts_(b, s);
 }
 
-/* A stored (uncompressed) zip archive as torch.save writes it:
- * archive/data.pkl and archive/version, read by LibTorch's Unpickler. */
 static uint32_t crc32_of(const unsigned char *p, size_t n) {
   uint32_t c = 0xffffffffu;
   for (size_t i = 0; i < n; ++i) {
@@ -272,13 +270,13 @@ static uint32_t crc32_of(const unsigned char *p, size_t n) {
   }
   return ~c;
 }
-static bytes_t zip_of(const bytes_t *pkl) {
-  const char *names[2] = {"archive/data.pkl", "archive/version"};
-  const unsigned char *datas[2] = {pkl->p, (const unsigned char *)"3\n"};
-  size_t lens[2] = {pkl->n, 2};
-  uint32_t offs[2], crcs[2];
+/* A stored (uncompressed) zip of n records. */
+static bytes_t zip_records(int n, const char *const *names, const unsigned char *const *datas,
+                           const size_t *lens) {
+  uint32_t offs[8], crcs[8];
+  assert_true(n <= 8);
   bytes_t z = {0};
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < n; ++i) {
     offs[i] = (uint32_t)z.n;
     crcs[i] = crc32_of(datas[i], lens[i]);
     put_le(&z, 0x04034b50, 4);
@@ -293,7 +291,7 @@ static bytes_t zip_of(const bytes_t *pkl) {
     put(&z, datas[i], lens[i]);
   }
   size_t cd = z.n;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < n; ++i) {
     put_le(&z, 0x02014b50, 4);
     put_le(&z, 20, 2);
     put_le(&z, 20, 2);
@@ -310,12 +308,21 @@ static bytes_t zip_of(const bytes_t *pkl) {
   size_t cd_size = z.n - cd;
   put_le(&z, 0x06054b50, 4);
   put_le(&z, 0, 4);
-  put_le(&z, 2, 2);
-  put_le(&z, 2, 2);
+  put_le(&z, n, 2);
+  put_le(&z, n, 2);
   put_le(&z, cd_size, 4);
   put_le(&z, cd, 4);
   put_le(&z, 0, 2);
   return z;
+}
+
+/* A stored (uncompressed) zip archive as torch.save writes it:
+ * archive/data.pkl and archive/version. */
+static bytes_t zip_of(const bytes_t *pkl) {
+  const char *names[2] = {"archive/data.pkl", "archive/version"};
+  const unsigned char *datas[2] = {pkl->p, (const unsigned char *)"3\n"};
+  size_t lens[2] = {pkl->n, 2};
+  return zip_records(2, names, datas, lens);
 }
 
 /* What the child reports. */
@@ -327,7 +334,8 @@ typedef struct {
 typedef struct {
   const bytes_t *file;
   /* After a successful load, 1: repr, type name, save and load again must
-   * work; 2: repr and type name must work, the save's status is reported. */
+   * work; 2: repr and type name must work, the save's status is reported.
+   * 3: the file is loaded as a TorchScript module instead. */
   int use;
   /* > 0: all of it in a thread with this stack size. */
   size_t stack;
@@ -341,6 +349,13 @@ static void report(child_result *r, ct_status s, const char *what) {
 
 static void *run_load(void *arg) {
   load_job *j = arg;
+  if (j->use == 3) {
+    ct_module *m = NULL;
+    ct_status s = ct_module_load_buffer(&m, j->file->p, j->file->n, CT_DEVICE_CPU, -1);
+    report(&j->r, s, "");
+    ct_module_free(m);
+    return NULL;
+  }
   ct_value *v = NULL;
   ct_status s = ct_pickle_load_buffer(&v, j->file->p, j->file->n);
   report(&j->r, s, "");
@@ -505,7 +520,7 @@ static void test_deep_nesting_refused(void **state) {
   (void)state;
   bytes_t b = nested_lists(100000, ".");
   expect_refused(&b, kTooDeep);
-  bytes_t z = zip_of(&b); /* LibTorch's Unpickler */
+  bytes_t z = zip_of(&b); /* the zip reader */
   expect_refused(&z, kTooDeep);
   free(z.p);
   free(b.p);
@@ -541,6 +556,30 @@ static void test_deep_nesting_refused(void **state) {
   putc_(&b, '.');
   expect_refused(&b, kTooDeep);
   free(b.p);
+}
+
+/* A TorchScript archive whose data.pkl or constants.pkl nests 300,000 deep:
+ * LibTorch's Unpickler (which ct_module_load uses) crashed the process;
+ * every pickle of the archive is checked before. */
+static void test_deep_module_pickles_refused(void **state) {
+  (void)state;
+  bytes_t deep = nested_lists(300000, ".");
+  static const unsigned char kEmptyTuple[] = "\x80\x02).";
+  for (int which = 0; which < 2; ++which) {
+    const char *names[3] = {"archive/data.pkl", "archive/constants.pkl", "archive/version"};
+    const unsigned char *datas[3] = {which ? kEmptyTuple : deep.p, which ? deep.p : kEmptyTuple,
+                                     (const unsigned char *)"3\n"};
+    size_t lens[3] = {which ? sizeof kEmptyTuple - 1 : deep.n,
+                      which ? deep.n : sizeof kEmptyTuple - 1, 2};
+    bytes_t z = zip_records(3, names, datas, lens);
+    child_result r = child_load(&z, 3, 0);
+    if (r.status != CT_ERR_IO) fail_msg("expected CT_ERR_IO, got %d (%s)", r.status, r.msg);
+    if (!strstr(r.msg, which ? "constants.pkl: nesting deeper than 256"
+                             : "data.pkl: nesting deeper than 256"))
+      fail_msg("unexpected message '%s'", r.msg);
+    free(z.p);
+  }
+  free(deep.p);
 }
 
 /* The thread stack the nesting limit is measured in: 256 KB, four times that
@@ -750,6 +789,78 @@ static void test_legacy_geometry(void **state) {
   free(b.p);
 }
 
+/* Sparse tensors (torch._utils._rebuild_sparse_tensor): COO and CSR load as
+ * sparse tensors equal to their dense forms; indices past the size are
+ * refused as torch.load refuses them. */
+static void test_sparse(void **state) {
+  (void)state;
+  ct_value *d = load("sparse.pt");
+  const char *names[2][2] = {{"coo", "coo_dense"}, {"csr", "csr_dense"}};
+  const int32_t layouts[2] = {CT_LAYOUT_SPARSE_COO, CT_LAYOUT_SPARSE_CSR};
+  for (int i = 0; i < 2; ++i) {
+    ct_value *sv = get(d, names[i][0]), *dv = get(d, names[i][1]);
+    ct_tensor *sp = tensor_of(sv), *dense = tensor_of(dv), *back = NULL;
+    int32_t layout = -1, eq = 0;
+    CT_OK_OR_FAIL(ct_tensor_layout(&layout, sp));
+    assert_int_equal(layout, layouts[i]);
+    CT_OK_OR_FAIL(ct_tensor_to_dense(&back, sp));
+    CT_OK_OR_FAIL(ct_tensor_equal(&eq, back, dense));
+    if (!eq) fail_msg("%s differs from %s", names[i][0], names[i][1]);
+    ct_tensor_free(back);
+    ct_tensor_free(dense);
+    ct_tensor_free(sp);
+    ct_value_free(dv);
+    ct_value_free(sv);
+  }
+  ct_value_free(d);
+  const char *bad = ck_path("sparse_bad.pt");
+  ct_value *v = (ct_value *)0x1;
+  CT_EXPECT_ERROR(ct_pickle_load(&v, bad), CT_ERR_IO, "found index 9");
+  assert_ptr_equal(v, (ct_value *)0x1);
+}
+
+/* What LibTorch's own Pickler (torch::pickle_save) writes: typed lists
+ * (torch.jit._pickle.build_intlist, ...) and type tags on containers. */
+static void test_libtorch_tagged_containers(void **state) {
+  (void)state;
+  static const char intlist[] =
+      "\x80\x02"
+      "ctorch.jit._pickle\nbuild_intlist\n"
+      "(]q\x00(K\x01K\x02K\x03"
+      "et"
+      "R.";
+  ct_value *v = NULL;
+  CT_OK_OR_FAIL(ct_pickle_load_buffer(&v, intlist, sizeof intlist - 1));
+  assert_int_equal(ct_value_tag(v), CT_VALUE_INT_LIST);
+  size_t n = 0;
+  CT_OK_OR_FAIL(ct_value_len(&n, v));
+  assert_int_equal(n, 3);
+  ct_value_free(v);
+  /* restore_type_tag({'a': 1}, 'Dict[str, int]') is the dict itself. */
+  static const char tagged[] =
+      "\x80\x02"
+      "ctorch.jit._pickle\nrestore_type_tag\n"
+      "(}X\x01\x00\x00\x00"
+      "aK\x01"
+      "sX\x0e\x00\x00\x00"
+      "Dict[str, int]"
+      "tR.";
+  CT_OK_OR_FAIL(ct_pickle_load_buffer(&v, tagged, sizeof tagged - 1));
+  assert_int_equal(get_int(v, "a"), 1);
+  ct_value_free(v);
+  /* A typed list with an item of another type is refused, not mistyped. */
+  static const char mixed[] =
+      "\x80\x02"
+      "ctorch.jit._pickle\nbuild_intlist\n"
+      "(](K\x01X\x01\x00\x00\x00"
+      "xet"
+      "R.";
+  v = (ct_value *)0x1;
+  CT_EXPECT_ERROR(ct_pickle_load_buffer(&v, mixed, sizeof mixed - 1), CT_ERR_IO,
+                  "build_intlist: an item is a String, not a int");
+  assert_ptr_equal(v, (ct_value *)0x1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_optimizer_checkpoint),
@@ -760,11 +871,14 @@ int main(void) {
       cmocka_unit_test(test_odict_items_checked),
       cmocka_unit_test(test_rebuild_from_type_bounded),
       cmocka_unit_test(test_deep_nesting_refused),
+      cmocka_unit_test(test_deep_module_pickles_refused),
       cmocka_unit_test(test_nesting_limit),
       cmocka_unit_test(test_self_containing),
       cmocka_unit_test(test_deep_through_memo),
       cmocka_unit_test(test_deep_load_is_quick),
       cmocka_unit_test(test_legacy_geometry),
+      cmocka_unit_test(test_sparse),
+      cmocka_unit_test(test_libtorch_tagged_containers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

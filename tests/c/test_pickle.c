@@ -372,7 +372,7 @@ static void test_corrupt(void **state) {
                   "not a readable torch.save file");
   unlink(path);
   free(bytes);
-  /* Formats LibTorch's unpickler cannot read: ctorch's own reader loads
+  /* Formats LibTorch 1.13's unpickler cannot read: ctorch's reader loads
    * them ([torch.ones(2)]); test_checkpoints.c has the rest. */
   const char *other[] = {"legacy", "proto4"};
   for (size_t i = 0; i < 2; ++i) {

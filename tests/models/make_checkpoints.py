@@ -13,6 +13,10 @@ unpickler refuses:
                _use_new_zipfile_serialization=False (pre-1.6 format)
   module.pt    a whole nn.Sequential(Linear(3, 2), ReLU()) (torch.save(model))
   plain.pkl    pickle.dump(argparse.Namespace(...), protocol=4)
+  sparse.pt    {"coo", "csr" (sparse tensors), "coo_dense", "csr_dense"}
+               (torch._utils._rebuild_sparse_tensor)
+  sparse_bad.pt  a COO tensor whose index is past its size (made unchecked),
+               which torch.load refuses too
   ref.pt       the expected tensors as a plain state-dict-like dict
                (readable by every ctorch): model weights, optimizer moments,
                the numpy arrays as tensors, legacy w/b/row, module weights.
@@ -30,6 +34,7 @@ if __name__ == "__main__" and len(sys.argv) == 2:
 try:
     import argparse
     import pickle
+    import warnings
 
     import numpy as np
     import torch
@@ -73,6 +78,15 @@ def main(out):
 
     with open(os.path.join(out, "plain.pkl"), "wb") as f:
         pickle.dump(argparse.Namespace(lr=0.5, tags=["a", "b"], depth=4), f, protocol=4)
+
+    coo = torch.sparse_coo_tensor([[0, 2, 3], [1, 0, 2]], [1.5, -2.0, 4.0], (4, 3))
+    with warnings.catch_warnings():  # "Sparse CSR tensor support is in beta state"
+        warnings.simplefilter("ignore")
+        csr = torch.tensor([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]]).to_sparse_csr()
+    torch.save({"coo": coo, "csr": csr, "coo_dense": coo.to_dense(), "csr_dense": csr.to_dense()},
+               os.path.join(out, "sparse.pt"))
+    bad = torch._sparse_coo_tensor_unsafe(torch.tensor([[0, 9]]), torch.tensor([1.0, 2.0]), (4,))
+    torch.save({"bad": bad}, os.path.join(out, "sparse_bad.pt"))
 
     st = opt.state_dict()["state"][0]
     torch.save({

@@ -19,7 +19,7 @@ what Python reads back from the files the C test saves (c_NAME.pt):
     list N | tuple N | dict N   followed by the N items (dict: key, value)
 
 It also writes legacy.pt (pre-zip format) and proto4.pt (pickle protocol 4),
-which LibTorch's unpickler rejects and ctorch's own reader loads. Python's OrderedDict is written as "dict" (C++ has one dict type, which keeps
+which LibTorch 1.13's unpickler rejects (ctorch's reader loads both). Python's OrderedDict is written as "dict" (C++ has one dict type, which keeps
 insertion order). Idempotent: does nothing when OUTDIR/.stamp is newer than
 this script. Exits 77 (CTest: skipped) when torch is not importable.
 """
@@ -153,9 +153,9 @@ def main():
         with open(os.path.join(outdir, name + ".ref.tmp"), "w") as f:
             f.write(ref)
         os.replace(os.path.join(outdir, name + ".ref.tmp"), os.path.join(outdir, name + ".ref"))
-    # Files LibTorch's unpickler cannot read, without a reference: the legacy
-    # (pre-zip) format and a zip whose pickle uses protocol 4 (opcodes such as
-    # FRAME); ctorch's own reader (src/checkpoint.cpp) loads them.
+    # Files LibTorch 1.13's unpickler cannot read, without a reference: the
+    # legacy (pre-zip) format and a zip whose pickle uses protocol 4 (opcodes
+    # such as FRAME); ctorch's reader (src/pickle/) loads them.
     small = [torch.ones(2)]
     torch.save(small, os.path.join(outdir, "legacy.pt"), _use_new_zipfile_serialization=False)
     torch.save(small, os.path.join(outdir, "proto4.pt"), pickle_protocol=4)
