@@ -9,10 +9,10 @@ Needs only the standard library. numpy is used when you ask for numpy arrays
     12.0
 
 Layout: _lib (the library, constants, signatures, errors), _types (dtype,
-device), _values (Python <-> ct_value), _call (the marshalling path),
-tensor (Tensor), _interop (numpy, DLPack), _factories, _format (printing),
-_functions (ctorch.cat & co), _module (Module, Script, pickles), ops,
-autograd, library, _misc (settings).
+device), _handle (the Tensor constructor), _values (Python <-> ct_value),
+_call (the marshalling path), tensor (Tensor), _interop (numpy, DLPack),
+_factories, _format (printing), _functions (ctorch.cat & co), _module
+(Module, Script, pickles), ops, autograd, library, _misc (settings).
 """
 
 from typing import Any

@@ -22,13 +22,13 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import _lib
 from ._lib import C, G, FAST_SLOTS, SIZES, check, error_from_status, tls
-from . import _values
+from . import _handle, _values
+from ._handle import new_tensor
 from ._values import free_values, from_value, to_value, values_array
 
 _op_call = C.op_call
 _op_call_tensors = C.op_call_tensors
 _ONE = SIZES[1]
-_new = object.__new__
 _last_error_code = G.last_error_code
 MAX_OUTPUTS = FAST_SLOTS
 
@@ -190,9 +190,8 @@ def call_tensors(op: Any, tensors: Sequence[Any], n_out: int) -> Any:
     outs = t.outputs
     if _op_call_tensors(outs, SIZES[n_out], op, arr, SIZES[i]):
         raise error_from_status(_last_error_code())
-    wrap = _values.wrap_tensor
     if n_out == 1:
-        return wrap(outs[0])
+        return new_tensor(outs[0])
     return tuple(_values.wrap_or_none(outs[k]) for k in range(n_out))
 
 
@@ -209,7 +208,7 @@ def call_tensors_values(op: Any, args: Sequence[Any], mutates: bool) -> Any:
     ins, outs, vals, a_ins, a_outs, a_vals = tls.fast
     nt = nv = 0
     owned: Optional[List[int]] = None
-    T = _values.Tensor
+    T = _handle.Tensor
     try:
         for a in args:
             ta = type(a)
@@ -237,10 +236,7 @@ def call_tensors_values(op: Any, args: Sequence[Any], mutates: bool) -> Any:
         generation[0] += 1
     if st:
         raise error_from_status(st)
-    t = _new(T)
-    t._h = outs[0]
-    t._m = None
-    return t
+    return new_tensor(outs[0])
 
 
 class OpCaller:
@@ -288,7 +284,7 @@ class OpCaller:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:
-            T = _values.Tensor
+            T = _handle.Tensor
             for a in args:
                 if type(a) is not T:
                     if self.one_tensor and not self.bmap and len(args) <= FAST_SLOTS:
@@ -311,10 +307,7 @@ class OpCaller:
                         i += 1
                     if _op_call_tensors(a_outs, _ONE, hc, a_ins, SIZES[i]):
                         raise error_from_status(_last_error_code())
-                    t = _new(T)
-                    t._h = outs[0]
-                    t._m = None
-                    return t
+                    return new_tensor(outs[0])
         if self.bmap:
             return call_op(self.hc, *apply_broadcast(self.bmap, args, kwargs), self.mutates,
                            self.one_tensor)
@@ -405,12 +398,8 @@ def forward_tensors(m: int, method: bytes, args: Sequence[Any], count: int) -> A
     if _warnings_count():
         flush_warnings(5)
     if count == 0:
-        t = _new(_values.Tensor)
-        t._h = outs[0]
-        t._m = None
-        return t
-    wrap = _values.wrap_tensor
-    return tuple([wrap(outs[j]) for j in range(n.value)])
+        return new_tensor(outs[0])
+    return tuple([new_tensor(outs[j]) for j in range(n.value)])
 
 
 def call_method(fn: Any, handle: int, method: bytes, args: Sequence[Any],

@@ -1,16 +1,21 @@
 """Tensor factories: ``tensor``, ``as_tensor``, ``zeros`` and friends, ``*_like``."""
 
+from __future__ import annotations
+
 import array
 import operator
 from ctypes import byref, c_int64, c_void_p
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from . import _lib, _values, _types
+from . import _handle, _lib, _types
 from ._lib import C, CT_DEVICE_CPU, NO_INDEX, check, int_arg
 from ._interop import from_dlpack, from_numpy
 from ._types import CPU, dtype, get_device, get_dtype
 from ._call import aten as _op
-from .tensor import Tensor, wrap
+from ._handle import new_tensor
+
+if TYPE_CHECKING:  # the class is tensor.py's, which imports this module
+    from .tensor import Tensor
 
 _DEFAULT_DTYPE = _types.float32
 _EXACT = 1 << 53  # ints up to this pass through a C double exactly
@@ -19,13 +24,13 @@ _EXACT = 1 << 53  # ints up to this pass through a C double exactly
 def _out(fn: Callable[..., int], *args: Any) -> Tensor:
     out = c_void_p()
     check(fn(byref(out), *args))
-    return wrap(out.value or 0)
+    return new_tensor(out.value or 0)
 
 
 def _sizes_arg(size: Sequence[Any]) -> Tuple[Any, int]:
     if len(size) == 1 and not isinstance(size[0], int):
         s = size[0]
-        size = s.tolist() if isinstance(s, Tensor) else s
+        size = s.tolist() if isinstance(s, _handle.Tensor) else s
     # ctypes would wrap 2**64 + 3 silently to 3
     dims = tuple(int_arg(s, "int64", "size at dimension %d", i) for i, s in enumerate(size))
     return (c_int64 * max(len(dims), 1))(*dims), len(dims)
@@ -161,7 +166,7 @@ def _infer(data: Any) -> Tuple[List[int], List[Any], Set[str]]:
         if depth == len(shape):
             if isinstance(x, (list, tuple)):
                 raise _lib.InvalidArgumentError("ragged nested sequence")
-            flat.append(x.item() if isinstance(x, Tensor) else x)
+            flat.append(x.item() if isinstance(x, _handle.Tensor) else x)
             return
         if not isinstance(x, (list, tuple)) or len(x) != shape[depth]:
             raise _lib.InvalidArgumentError(
@@ -225,7 +230,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None,
     scalars, a Python scalar, a numpy array, or any DLPack producer (a torch
     tensor, a ctorch.Tensor). dtype is inferred as torch does (bool, int64,
     float32, complex64) unless given."""
-    if isinstance(data, Tensor):
+    if isinstance(data, _handle.Tensor):
         t = data.detach().clone()
         if dtype is not None or device is not None:
             t = t.to(dtype=dtype, device=device)
@@ -253,7 +258,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None,
 def as_tensor(x: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """x itself if it is a Tensor; a zero-copy tensor for DLPack producers
     (numpy arrays, torch tensors) when possible; else a new tensor."""
-    if isinstance(x, Tensor):
+    if isinstance(x, _handle.Tensor):
         if dtype is None and device is None:
             return x
         return x.to(dtype=dtype, device=device)
@@ -288,5 +293,3 @@ def scalar_tensor(x: Any, like: Optional[Tensor] = None) -> Tensor:
           _types.complex128 if isinstance(x, complex) else _types.float64)
     return tensor(x, dtype=dt, device=like.device if like is not None else None)
 
-
-_values.register(to_tensor=as_tensor)

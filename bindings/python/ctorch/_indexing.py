@@ -4,12 +4,13 @@ for getting (views where torch gives views) and setting."""
 import operator
 from typing import Any, List, Optional, Tuple
 
-from . import _call, _lib, _types, _values
+from . import _call, _handle, _lib, _types, _values
 from ._call import aten as _op
+from ._factories import as_tensor
+from ._handle import new_tensor
 from ._lib import SIZES, tls
 
 _int_cached = _values._INT_CACHE.get
-_new = object.__new__
 _ONE, _TWO = SIZES[1], SIZES[2]
 _tv = _call._op_call_tv
 _select_h: List[Any] = []  # [the aten::select.int handle (c_void_p)], set on first use
@@ -32,14 +33,11 @@ def select(t: Any, dim: int, i: int) -> Any:
     st = _tv(a_outs, _ONE, _select_h[0], a_ins, _ONE, a_vals, _TWO)
     if st:
         raise _lib.error_from_status(st)
-    r = _new(_values.Tensor)
-    r._h = outs[0]
-    r._m = None
-    return r
+    return new_tensor(outs[0])
 
 
 def _as_tensor(x: Any) -> Any:
-    return x if type(x) is _values.Tensor else _values.to_tensor(x)
+    return x if type(x) is _handle.Tensor else as_tensor(x)
 
 
 def index(t: Any, idx: Any) -> Any:
@@ -89,7 +87,7 @@ def _basic_index(t: Any, idx: Tuple[Any, ...]) -> Tuple[Any, List[Tuple[int, Any
             dim += nd - consumed
         elif isinstance(it, bool):
             raise _lib.NotSupportedError("boolean scalar indices are not supported")
-        elif isinstance(it, int) or (hasattr(it, "__index__") and not isinstance(it, _values.Tensor)
+        elif isinstance(it, int) or (hasattr(it, "__index__") and not isinstance(it, _handle.Tensor)
                                      and not hasattr(it, "__len__")):
             cur = select(cur, dim, it if type(it) is int else operator.index(it))
         elif isinstance(it, slice):
@@ -115,8 +113,8 @@ def setitem(t: Any, idx: Any, value: Any) -> None:
         idx = (idx,)
     view, adv = _basic_index(t, idx)
     if adv:
-        if not isinstance(value, _values.Tensor):
-            value = _values.to_tensor(value, dtype=t.dtype, device=t.device)
+        if not isinstance(value, _handle.Tensor):
+            value = as_tensor(value, dtype=t.dtype, device=t.device)
         _op("index_put_")(view, _adv_list(adv), value)
         return
     if isinstance(value, (int, float, bool)):

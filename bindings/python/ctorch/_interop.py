@@ -1,7 +1,7 @@
 """Zero-copy exchange: numpy (``__array_interface__`` and ``ct_tensor_from_blob``)
 and DLPack capsules (the ctypes structures of ``_lib``), plus ``tolist``.
 
-Tensors are made through ``_values.wrap_tensor`` (registered by tensor.py)."""
+Tensors are made by ``_handle.new_tensor``."""
 
 import ctypes
 import itertools
@@ -9,11 +9,12 @@ import warnings
 from ctypes import POINTER, byref, c_char_p, c_int64, c_void_p, py_object
 from typing import Any, Dict, Optional, Set
 
-from . import _lib, _values
+from . import _lib, _handle
+from ._handle import new_tensor
 from ._lib import (C, G, CT_DEVICE_CPU, CT_DEVICE_CUDA, DL_CPU, DL_CUDA,
                    DL_ROCM, DL_STREAM_LEGACY, NO_INDEX, DLManagedTensor,
                    DLManagedTensorVersioned, check, error_from_status, tls)
-from ._types import BY_TYPESTR, CPU, device
+from ._types import BY_TYPESTR, CPU, device, get_device
 
 _byref = byref
 
@@ -28,7 +29,7 @@ def leak(obj: Any) -> Any:
 def _wrap(fn: Any, *args: Any) -> Any:
     out = c_void_p()
     check(fn(byref(out), *args))
-    return _values.wrap_tensor(out.value or 0)
+    return new_tensor(out.value or 0)
 
 
 # ---- numpy zero-copy --------------------------------------------------------------------
@@ -86,7 +87,7 @@ def _from_numpy_dlpack(a: Any) -> Any:
     if _from_dlpack(tls.out_ref, p):
         _clear_error()
         return None
-    return _values.wrap_tensor(tls.out.value)
+    return new_tensor(tls.out.value)
 
 
 def _ndarray() -> Any:
@@ -143,7 +144,7 @@ def _from_numpy_blob(a: Any) -> Any:
         _blob_refs.pop(key, None)  # the deleter is not called on failure
         raise error_from_status(st)
     blob_stats["created"] += 1
-    return _values.wrap_tensor(out.value or 0)
+    return new_tensor(out.value or 0)
 
 
 _NP_DTYPES: Dict[Any, Any] = {}   # ctorch dtype -> numpy.dtype
@@ -192,7 +193,7 @@ def to_numpy(t: Any, bfloat16: str = "raise") -> Any:
     st = _tensor_ref(tls.out_ref, t._h or t._ptr())
     if st:
         raise error_from_status(st)
-    ref = _values.wrap_tensor(tls.out.value)
+    ref = new_tensor(tls.out.value)
     buf: Any = (_c_char * (extent * item)).from_address(m.data)
     buf._t = ref  # keeps the memory alive: the array's base is buf
     return _ndarray()(m.shape, ndt, buf, 0, strides)
@@ -325,23 +326,18 @@ def from_dlpack(x: Any, *, device: Any = None, copy: Optional[bool] = None) -> A
     consumed (renamed used_dltensor[_versioned]) and ownership passes to
     ctorch, which calls the producer's deleter once, when the last tensor
     using the memory is freed."""
-    if isinstance(x, _values.Tensor):
+    if isinstance(x, _handle.Tensor):
         t = x.ref()
     elif type(x) is _ndarray() and device is None and not copy and \
             (t := _from_numpy_dlpack(x)) is not None:
         return t
     else:
         t = _from_capsule(x if _is_capsule(x) else _get_capsule(x))
-    if device is not None and t.device != device_of(device):
+    if device is not None and t.device != get_device(device):
         t = t.to(device=device, copy=copy is not False)
     elif copy:
         t = t.clone()
     return t
-
-
-def device_of(d: Any) -> Any:
-    from ._types import get_device
-    return get_device(d)
 
 
 _LEGACY_PRODUCERS: Set[type] = set()
@@ -402,9 +398,8 @@ def tolist(t: Any) -> Any:
     d = t.dtype
     if d.code in (_lib.CT_FLOAT16, _lib.CT_BFLOAT16):  # no struct format: via float32
         return tolist(t.float())
-    if d.is_complex:
-        from . import ops
-        re, im = tolist(ops.aten.real(t)), tolist(ops.aten.imag(t))
+    if d.is_complex:  # aten::real / aten::imag, as methods
+        re, im = tolist(t.real()), tolist(t.imag())
 
         def zipc(a: Any, b: Any) -> Any:
             if isinstance(a, list):
@@ -422,5 +417,3 @@ def tolist(t: Any) -> Any:
         return mv.cast(_FMT[d.code])[0]
     return mv.cast(_FMT[d.code], shape).tolist()
 
-
-_values.register(tensor_from_dlpack=from_dlpack)

@@ -1,4 +1,5 @@
-"""libctorch, opened once: named constants, the one signature table, errors.
+"""libctorch, opened once: named constants, the one signature table, errors
+(and the exceptions of Python callbacks waiting to be re-raised).
 
 Everything here uses only the standard library (ctypes). Every other module of
 the package calls C through the two namespaces defined here: ``C`` releases
@@ -328,6 +329,36 @@ def _bind() -> None:
 _bind()
 
 
+# ---- exceptions of Python callbacks -------------------------------------------------
+# Kept process-wide (a callback may run on another thread than the ctorch call
+# that ran it) until that call re-raises them (error_from_status); reported by
+# _callbacks.report.
+
+_pending_lock = threading.Lock()
+_pending: List[Tuple[str, BaseException]] = []  # [(message, exception)], newest last
+_MAX_PENDING = 64
+
+
+def keep_pending(msg: str, exc: BaseException) -> None:
+    with _pending_lock:
+        _pending.append((msg, exc))
+        del _pending[:-_MAX_PENDING]
+
+
+def take_pending(message: Optional[str] = None) -> Optional[BaseException]:
+    """Removes and returns the pending exception whose message appears in
+    `message` (the newest if message is None), or None."""
+    with _pending_lock:
+        if not _pending:
+            return None
+        if message is None:
+            return _pending.pop()[1]
+        for i in range(len(_pending) - 1, -1, -1):
+            if _pending[i][0] in message:
+                return _pending.pop(i)[1]
+    return None
+
+
 # ---- status checking --------------------------------------------------------------
 
 _last_error = G.last_error
@@ -344,8 +375,7 @@ def error_from_status(status: int) -> BaseException:
         msg = "ctorch call failed with status %s" % STATUS_NAMES.get(status, status)
     err = _ERRORS.get(status, Error)(msg, status)
     if status == CT_ERR_CALLBACK:
-        from . import _callbacks
-        pending = _callbacks.take_pending(msg)
+        pending = take_pending(msg)
         if pending is not None:
             pending.__cause__ = err
             return pending

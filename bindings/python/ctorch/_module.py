@@ -4,7 +4,7 @@ import os
 from ctypes import byref, c_int32, c_int64, c_size_t, c_void_p
 from typing import Any, Dict, List, Optional
 
-from . import _lib, _values, _call, _release
+from . import _lib, _call, _handle, _release
 from ._lib import (C, G, CT_DEVICE_KEEP, CT_DTYPE_KEEP, CT_ERR_NOT_FOUND, NO_INDEX, check,
                    error_from_status)
 from ._values import to_value, from_value
@@ -109,7 +109,7 @@ class Module:
             if kind == 0:
                 kind = self._kind(method)
             if kind is not None:
-                T = _values.Tensor
+                T = _handle.Tensor
                 for a in args:
                     if type(a) is not T:
                         break
@@ -319,7 +319,7 @@ class Module:
         return "<ctorch.Module methods: %s>" % shown
 
 
-_values.register(Module=Module)
+_handle.register_module_class(Module)
 
 
 class _Method:

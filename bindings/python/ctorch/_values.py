@@ -1,7 +1,7 @@
-"""Python objects to and from ct_value handles (TorchScript values).
+"""Python objects to and from ct_value handles (TorchScript values); ``Value``.
 
-Tensors are wrapped by the class that ``tensor.py`` registers with
-:func:`register` (so this module needs no import of it); modules likewise.
+Tensors and Modules are made and recognised through ``_handle`` (the classes
+registered there), so this module imports neither tensor.py nor _module.py.
 """
 
 import ctypes
@@ -9,7 +9,9 @@ import operator
 from ctypes import byref, c_double, c_int32, c_int64, c_size_t, c_void_p
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _lib, _release
+from . import _lib, _release, _handle
+from ._handle import new_tensor
+from ._interop import from_dlpack
 from ._lib import (G, CT_VALUE_BOOL, CT_VALUE_BOOL_LIST, CT_VALUE_DEVICE, CT_VALUE_DICT,
                    CT_VALUE_DOUBLE, CT_VALUE_DOUBLE_LIST, CT_VALUE_INT, CT_VALUE_INT_LIST,
                    CT_VALUE_LIST, CT_VALUE_NONE, CT_VALUE_OBJECT, CT_VALUE_STRING,
@@ -19,22 +21,6 @@ from ._types import device, dtype
 _new = object.__new__
 _value_free = G.value_free
 _value_tag = G.value_tag
-
-#: Set by register(): the Tensor class, a function wrapping a new ct_tensor*
-#: into one, functions making Tensors of DLPack producers and of any data,
-#: the Module class.
-Tensor: Any = None
-wrap_tensor: Callable[[Optional[int]], Any] = None  # type: ignore[assignment]
-tensor_from_dlpack: Callable[[Any], Any] = None  # type: ignore[assignment]
-to_tensor: Callable[..., Any] = None  # type: ignore[assignment]
-Module: Any = None
-
-
-def register(**kw: Any) -> None:
-    """Tells this module the classes it converts (called once by the modules
-    that define them)."""
-    globals().update(kw)
-
 
 def new_value(fn: Callable[..., int], *args: Any) -> int:
     """Calls a ct_value constructor; returns the new handle (an int)."""
@@ -87,7 +73,7 @@ def to_value(x: Any) -> Tuple[int, bool]:
     handles must be freed by the caller (free_values), borrowed ones (cached
     constants) must not."""
     t = type(x)
-    if t is Tensor:
+    if t is _handle.Tensor:
         return new_value(G.value_from_tensor, x._ptr()), True
     if x is None:
         return NONE_V, False
@@ -101,7 +87,7 @@ def to_value(x: Any) -> Tuple[int, bool]:
 
 
 def _to_value_slow(x: Any) -> Tuple[int, bool]:
-    if isinstance(x, Tensor):
+    if isinstance(x, _handle.Tensor):
         return new_value(G.value_from_tensor, x._ptr()), True
     if isinstance(x, bool):
         return (TRUE_V if x else FALSE_V), False
@@ -123,7 +109,7 @@ def _to_value_slow(x: Any) -> Tuple[int, bool]:
         return _dict_value(x), True
     if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
         # numpy arrays, torch tensors, ...: zero-copy through DLPack
-        t = tensor_from_dlpack(x)  # kept alive until the value holds its own reference
+        t = from_dlpack(x)  # kept alive until the value holds its own reference
         return new_value(G.value_from_tensor, t._ptr()), True
     if isinstance(x, int):  # IntEnum ...
         return int_value(int(x))
@@ -133,7 +119,7 @@ def _to_value_slow(x: Any) -> Tuple[int, bool]:
         return int_value(operator.index(x))
     if hasattr(x, "__float__") and not isinstance(x, complex):
         return float_value(float(x))
-    if Module is not None and isinstance(x, Module):
+    if _handle.Module is not None and isinstance(x, _handle.Module):
         return new_value(G.value_from_module, x._ptr()), True
     if isinstance(x, complex):
         raise _lib.NotSupportedError(
@@ -169,7 +155,7 @@ def _seq_value(seq: Any) -> int:
             return new_value(G.value_double_list, (c_double * n)(*seq), n)
         if kinds == {bool}:
             return new_value(G.value_bool_list, (c_int32 * n)(*seq), n)
-        if kinds == {Tensor}:
+        if kinds == {_handle.Tensor}:
             return new_value(G.value_tensor_list, (c_void_p * n)(*[t._ptr() for t in seq]), n)
     owned: List[int] = []
     try:
@@ -212,13 +198,13 @@ def wrap_or_none(h: Optional[int]) -> Any:
     if not G.tensor_defined(h):
         G.tensor_free(h)
         return None
-    return wrap_tensor(h)
+    return new_tensor(h)
 
 
 def take_tensor(v: Optional[int]) -> Any:
     """The Tensor inside an OWNED tensor value (consumes the value)."""
     try:
-        return wrap_tensor(new_value(G.value_to_tensor, v))
+        return new_tensor(new_value(G.value_to_tensor, v))
     finally:
         _value_free(v)
 
@@ -277,14 +263,14 @@ def _convert(v: int, tag: int) -> Any:
             k, x = c_void_p(), c_void_p()
             check(G.value_dict_item(byref(k), byref(x), v, i))
             key = from_value(k.value or 0)
-            if isinstance(key, Tensor):
+            if isinstance(key, _handle.Tensor):
                 key = HashableTensorKey(key)
             res[key] = from_value(x.value or 0)
         return res
-    if tag == CT_VALUE_OBJECT and Module is not None:
+    if tag == CT_VALUE_OBJECT and _handle.Module is not None:
         m = c_void_p()
         if G.value_to_module(byref(m), v) == _lib.CT_OK:
-            return Module._wrap(m.value)
+            return _handle.Module._wrap(m.value)
         G.clear_error()
     return Value._wrap(new_value(G.value_ref, v))
 

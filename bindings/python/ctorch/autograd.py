@@ -36,8 +36,9 @@ from ctypes import byref, c_void_p
 from . import _lib, _callbacks, _call
 from ._lib import C, G, check, error_from_status
 from ._interop import leak as _leak
-from .tensor import Tensor, wrap as _wrap_h
+from .tensor import Tensor
 from ._factories import as_tensor
+from ._handle import new_tensor as _wrap_h
 
 __all__ = ["Function", "FunctionCtx", "grad"]
 

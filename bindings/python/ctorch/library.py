@@ -16,7 +16,7 @@ with the ctorch error as its __cause__. Registrations last for the life of the
 process.
 """
 
-from . import _lib, _callbacks
+from . import _lib, _callbacks, ops
 from ._lib import C, check
 from ._values import borrowed_to_python, to_owned_value
 from ._interop import leak as _leak
@@ -48,7 +48,6 @@ def register(schema: str, fn: Optional[Callable[..., Any]] = None) -> Any:
     cb = _make_callback(fn)
     check(C.op_register(schema.encode(), cb, None))
     _registered[schema] = (fn, cb)
-    from . import ops
     ops._reset_index()
     return fn
 

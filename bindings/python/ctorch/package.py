@@ -14,7 +14,8 @@ from ctypes import byref, c_char_p, c_int32, c_size_t, c_void_p
 
 from ._factories import as_tensor
 from ._values import from_value
-from .tensor import Tensor, wrap as _wrap_h
+from .tensor import Tensor
+from ._handle import new_tensor as _wrap_h
 from . import _release
 from ._lib import C, check
 from ._types import device

@@ -5,16 +5,18 @@ from ctypes import byref, c_int32, c_void_p
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List, NamedTuple, Optional,
                     Tuple)
 
-from . import _lib, _values, _call, _interop, _format, _release, ops
+from . import _lib, _call, _handle, _interop, _format, _release, ops
 from ._lib import (C, G, CT_DEVICE_CPU, CT_DEVICE_CUDA, CT_DTYPE_KEEP, CT_DEVICE_KEEP, NO_INDEX,
                    SIZES, check, tls)
 from ._call import aten as _op, generation
+from ._factories import as_tensor, tensor as _tensor
+from ._handle import new_tensor
 from ._indexing import index as _index, select as _select, setitem as _setitem
 from ._meta import Meta as _Meta, read as _read_meta
+from ._module import load_pickle, save_pickle
 from ._types import CPU, device, dtype, get_device, get_dtype
 from . import _types
 
-_new = object.__new__
 _tensor_free = G.tensor_free
 _release_h, _release_deferred, _deferred = (_release.release, _release.release_deferred,
                                              _release._deferred)
@@ -24,18 +26,10 @@ _ONE, _TWO = SIZES[1], SIZES[2]
 _EXACT = 1 << 53  # ints up to this pass through a C double exactly
 
 
-def wrap(h: Optional[int]) -> "Tensor":
-    """A Tensor owning the new ct_tensor* h."""
-    t = _new(Tensor)
-    t._h = h or 0
-    t._m = None
-    return t
-
-
 def _out(fn: Callable[..., int], *args: Any) -> "Tensor":
     out = c_void_p()
     check(fn(byref(out), *args))
-    return wrap(out.value or 0)
+    return new_tensor(out.value or 0)
 
 
 class Tensor:
@@ -57,8 +51,7 @@ class Tensor:
                 requires_grad: bool = False) -> "Tensor":
         if data is None:
             raise TypeError("use ctorch.tensor(data), ctorch.empty(...) or another factory")
-        from ._factories import tensor
-        return tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        return _tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
 
     # ---- the handle ------------------------------------------------------------
     def _ptr(self) -> int:
@@ -247,7 +240,7 @@ class Tensor:
     def grad(self) -> Optional["Tensor"]:
         out = c_void_p()
         check(G.tensor_grad(byref(out), self._ptr()))
-        return wrap(out.value) if out.value else None
+        return new_tensor(out.value) if out.value else None
 
     @grad.setter
     def grad(self, g: Optional["Tensor"]) -> None:
@@ -405,7 +398,6 @@ class Tensor:
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         """Pickled in torch.save's format (torch.load reads it)."""
-        from ._module import save_pickle
         return (_unpickle, (save_pickle(self),))
 
     # ---- printing --------------------------------------------------------------------
@@ -543,7 +535,6 @@ for _n, _d in (("float", _types.float32), ("double", _types.float64), ("long", _
 
 
 def _unpickle(data: bytes) -> Tensor:
-    from ._module import load_pickle
     t: Tensor = load_pickle(data)
     return t
 
@@ -591,8 +582,7 @@ def _looks_like_dtype(a: Any) -> bool:
 def _as_tensor(x: Any) -> Tensor:
     if type(x) is Tensor:
         return x
-    t: Tensor = _values.to_tensor(x)
-    return t
+    return as_tensor(x)
 
 
 # ---- operators: one factory --------------------------------------------------------------
@@ -617,7 +607,7 @@ def _scalar(x: Any) -> Optional[Tensor]:
         out = c_void_p()
         check(G.tensor_full(byref(out), None, 0, float(x), _SCALAR_DTYPES[type(x)], CT_DEVICE_CPU,
                             NO_INDEX, 0))
-        t = wrap(out.value or 0)
+        t = new_tensor(out.value or 0)
         if type(x) is int and abs(x) > (1 << 53) and t.item() != x:
             return None  # ct_tensor_full takes a double: exact only up to 2**53
         if len(_SCALARS) < 1024:
@@ -656,7 +646,7 @@ def _operator(name: str, scalar_overload: Optional[str] = "Scalar",
     # the hot names bound as defaults: local lookups on every call
     def method(self: Tensor, other: Any, _T: Any = Tensor, _tls: Any = tls,
                _call: Any = _op_call_tensors, _one: Any = _ONE, _two: Any = _TWO,
-               _new: Any = _new, _fast: List[Any] = fast) -> Any:
+               _new: Any = new_tensor, _fast: List[Any] = fast) -> Any:
         to = type(other)
         if to is _T and _fast:
             ins, outs, _v, a_ins, a_outs, _av = _tls.fast
@@ -670,10 +660,7 @@ def _operator(name: str, scalar_overload: Optional[str] = "Scalar",
                 _tensor_free(outs[0])
                 generation[0] += 1
                 return self
-            t = _new(_T)
-            t._h = outs[0] or 0
-            t._m = None
-            return t
+            return _new(outs[0])
         if not _fast:
             p = _op(aten, tensor_overload).fast(2)
             if p and p[1] == 1:
@@ -717,10 +704,7 @@ def _unary(name: str) -> Callable[[Tensor], Tensor]:
             ins[0] = self._h or self._ptr()
             if _op_call_tensors(a_outs, _ONE, p[0], a_ins, _ONE):
                 raise _lib.error_from_status(_last_error_code())
-            t = _new(Tensor)
-            t._h = outs[0] or 0
-            t._m = None
-            return t
+            return new_tensor(outs[0])
         r: Tensor = c(self)
         return r
     method.__name__ = "__%s__" % name
@@ -755,4 +739,4 @@ for _py, _aten in (("neg", "neg"), ("abs", "abs"), ("invert", "bitwise_not")):
 del _py, _aten, _sov, _tov, _m, _r, _i
 
 
-_values.register(Tensor=Tensor, wrap_tensor=wrap)
+_handle.register_tensor_class(Tensor)
