@@ -1,11 +1,14 @@
-// Overflow-checked validation of foreign memory described by sizes/strides
-// (from_blob, DLPack import). Not installed.
+// The checks ctorch makes where untrusted input meets LibTorch: caller memory
+// described by sizes and strides (from_blob, DLPack import) and loaded
+// tensors against their storages (tensor_checks.cpp), how deep loaded values
+// nest (nesting.cpp), and TorchScript source limits (source_limits.cpp).
+// Internal; not installed.
 #pragma once
 
 #include "internal.h"
 
-#include <mutex>
-#include <shared_mutex>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace ct {
@@ -24,6 +27,9 @@ constexpr uint64_t kMaxAddress = uint64_t(1) << 57;
 ct_status check_extent(const char *func, const void *data, uint64_t byte_offset,
                        const int64_t *sizes, const int64_t *strides, size_t ndim,
                        size_t element_size, bool check_alignment) noexcept;
+// Validates sizes (NULL allowed only for ndim == 0, no negative entries, no
+// int64 overflow of the element count, at most 64 dimensions).
+ct_status check_sizes(const char *func, const int64_t *sizes, size_t ndim) noexcept;
 
 // After a load (tensor_checks.cpp): every tensor reachable from `roots` (object
 // attributes, lists, tuples, dict keys and values, sparse components) must fit
@@ -84,27 +90,6 @@ void release_value(c10::IValue v) noexcept;
 enum class PickleScan { kFine, kTooDeep, kUnsure };
 PickleScan scan_pickle_nesting(const char *data, size_t size);
 
-// LibTorch's operator list is not safe to read while a registration grows
-// it: ct_op_register holds this exclusively, lookups and compiles (which
-// resolve ops) hold it shared. RegistryRead is re-entrant per thread.
-inline std::shared_mutex &op_registry_mutex() {
-  static auto *m = new std::shared_mutex();  // never destroyed
-  return *m;
-}
-struct RegistryRead {
-  inline static thread_local int depth = 0;
-  bool locked;
-  RegistryRead() : locked(depth++ == 0) {
-    if (locked) op_registry_mutex().lock_shared();
-  }
-  ~RegistryRead() {
-    --depth;
-    if (locked) op_registry_mutex().unlock_shared();
-  }
-  RegistryRead(const RegistryRead &) = delete;
-  RegistryRead &operator=(const RegistryRead &) = delete;
-};
-
 // ---- TorchScript source limits (source_limits.cpp) ---------------------------
 // LibTorch's parser and compiler recurse per bracket level, per operator,
 // call, attribute, subscript and conditional in an expression, and per block.
@@ -113,47 +98,5 @@ constexpr int kMaxStatementOperators = 512;  // per statement
 // CT_OK, or CT_ERR_INVALID_ARGUMENT (set, naming the line) when `src` goes
 // past either limit. Before every parse of user source.
 ct_status check_source_nesting(const char *func, const char *src) noexcept;
-
-// ---- Fork safety (verify.cpp checks files in a forked child) ---------------
-// A forked child has one thread and a copy of every mutex: one that another
-// thread held at fork() stays locked there forever. Every ctorch mutex a
-// child's load or inspection may take is registered here once (ForkSafe
-// next to the mutex); verify() holds all of them, and the op registry
-// exclusively, across fork(). None of them is held while host code runs.
-struct ForkSafe {
-  explicit ForkSafe(std::mutex &m);
-};
-// Holds every registered mutex and the op registry (unless this thread
-// already reads it) for its lifetime; taken without lock-order deadlocks
-// (try, back off, wait on the busy one). Constructed just before fork().
-class ForkLocks {
- public:
-  ForkLocks();
-  ~ForkLocks();
-  // In the child: makes every lock new and unlocked instead of unlocking
-  // (glibc's rwlock knows its writer by thread id, which fork changed).
-  void reset_in_child();
-  ForkLocks(const ForkLocks &) = delete;
-  ForkLocks &operator=(const ForkLocks &) = delete;
-
- private:
-  std::vector<std::mutex *> held_;
-  bool registry_ = false;
-  bool released_ = false;
-};
-
-// Name of a layout for messages ("sparse COO").
-inline const char *layout_name(c10::Layout l) noexcept {
-  switch (l) {
-    case c10::kStrided: return "strided";
-    case c10::kSparse: return "sparse COO";
-    case c10::kSparseCsr: return "sparse CSR";
-    case c10::kSparseCsc: return "sparse CSC";
-    case c10::kSparseBsr: return "sparse BSR";
-    case c10::kSparseBsc: return "sparse BSC";
-    case c10::kMkldnn: return "mkldnn";
-    default: return "non-strided";
-  }
-}
 
 }  // namespace ct

@@ -1,6 +1,7 @@
 // Foreign ops: ct_op_register adds an operator, implemented by a C callback,
 // to the JIT operator registry, where ops, scripts and modules find it.
 #include "checks.h"
+#include "locks.h"
 #include "op_internal.h"
 #include "schema.h"
 

@@ -82,7 +82,7 @@ inline R guard_value(R fallback, F &&body) noexcept {
     if (!(cond)) return ::ct::set_error(CT_ERR_INVALID_ARGUMENT, __VA_ARGS__); \
   } while (0)
 
-// ---- Dtypes and devices (tensor.cpp) -------------------------------------
+// ---- Dtypes, devices and layouts (codes.cpp) ------------------------------
 // Returns false for unknown codes.
 bool to_scalar_type(int32_t dtype, c10::ScalarType *out) noexcept;
 // 0 for scalar types without a ctorch code.
@@ -91,13 +91,16 @@ int32_t from_scalar_type(c10::ScalarType st) noexcept;
 ct_status to_device(const char *func, int32_t device_type, int32_t device_index,
                     c10::Device *out) noexcept;
 int32_t device_type_code(c10::DeviceType t) noexcept;
+// to_device, or no device for CT_DEVICE_KEEP (map_location / module.to).
+ct_status to_optional_device(const char *func, int32_t device_type, int32_t device_index,
+                             c10::optional<c10::Device> *out);
 // Any dtype this LibTorch has, quantized included; else sets the error
 // (CT_ERR_TYPE unknown code, CT_ERR_NOT_SUPPORTED code of a newer LibTorch).
 ct_status known_dtype(const char *func, int32_t dtype, c10::ScalarType *out) noexcept;
 // known_dtype, minus quantized dtypes (CT_ERR_TYPE: no plain factories for them).
 ct_status check_dtype(const char *func, int32_t dtype, c10::ScalarType *out) noexcept;
-// Validates sizes (NULL allowed only for ndim == 0, no negative entries).
-ct_status check_sizes(const char *func, const int64_t *sizes, size_t ndim) noexcept;
+// Name of a layout for messages ("sparse COO").
+const char *layout_name(c10::Layout l) noexcept;
 
 // ---- Handle helpers --------------------------------------------------------
 inline ct_tensor *new_tensor(at::Tensor t) { return new ct_tensor{std::move(t)}; }

@@ -14,6 +14,7 @@
 // ct_lstm_guard_set / CTORCH_LSTM_GUARD force either way.
 #include "checks.h"
 #include "internal.h"
+#include "locks.h"
 #include "torch_version.h"
 
 #include <ATen/Config.h>
@@ -74,9 +75,9 @@ float injected_error(bool training) {
 // One LSTM layer over a time-major [T, N, I] input, as LibTorch's non-oneDNN
 // CPU kernel computes it: gates = x W_ih^T + b_ih + h W_hh^T + b_hh, in the
 // order i, f, g, o.
-Layer ctorch_layer(const Tensor &input, const Tensor &w_ih, const Tensor &w_hh,
-                   const Tensor &b_ih, const Tensor &b_hh, const Tensor &hx, const Tensor &cx,
-                   bool reverse, bool has_biases) {
+Layer ctorch_layer(const Tensor &input, const Tensor &w_ih, const Tensor &w_hh, const Tensor &b_ih,
+                   const Tensor &b_hh, const Tensor &hx, const Tensor &cx, bool reverse,
+                   bool has_biases) {
   const int64_t steps = input.size(0), batch = input.size(1), hidden = w_hh.size(1);
   Tensor x_gates = has_biases ? at::linear(input, w_ih, b_ih + b_hh) : at::linear(input, w_ih);
   Tensor w_hh_t = w_hh.t();
@@ -104,14 +105,14 @@ Layer onednn_layer(const Tensor &input, const Tensor &w0, const Tensor &w1, cons
     at::AutoDispatchBelowAutograd no_graph;
     c10::AutoGradMode grad(true);
     Layer r = at::native::mkldnn_rnn_layer(input, w0, w1, w2, w3, hx, cx, reverse, batch_sizes,
-                                           mode, hidden_size, num_layers, has_biases,
-                                           bidirectional, batch_first, train);
+                                           mode, hidden_size, num_layers, has_biases, bidirectional,
+                                           batch_first, train);
     if (float e = injected_error(true)) std::get<0>(r).add_(e);
     return Layer(std::get<0>(r), std::get<1>(r), std::get<2>(r), Tensor());
   }
-  Layer r = at::native::mkldnn_rnn_layer(input, w0, w1, w2, w3, hx, cx, reverse, batch_sizes,
-                                         mode, hidden_size, num_layers, has_biases,
-                                         bidirectional, batch_first, train);
+  Layer r = at::native::mkldnn_rnn_layer(input, w0, w1, w2, w3, hx, cx, reverse, batch_sizes, mode,
+                                         hidden_size, num_layers, has_biases, bidirectional,
+                                         batch_first, train);
   if (float e = injected_error(false))
     if (!c10::GradMode::is_enabled()) std::get<0>(r).add_(e);
   return r;
@@ -173,13 +174,14 @@ void record_probe(const ProbeErrors &err) {
   int result = inference_right ? kOneDnnRight : training_right ? kUseTraining : kUseCtorch;
   g_probe.store(result);
   if (result != kOneDnnRight)
-    TORCH_WARN("ctorch: oneDNN's LSTM kernel gives wrong results on this CPU without grad (max "
-               "error ",
-               err.inference, " on a probe); float32 LSTM layers without grad now run through ",
-               result == kUseTraining ? "oneDNN's training kernel (right here)"
-                                      : "ctorch's own LSTM layer",
-               ". CTORCH_LSTM_GUARD=0 or ct_lstm_guard_set(0) uses oneDNN's inference kernel "
-               "anyway.");
+    TORCH_WARN(
+        "ctorch: oneDNN's LSTM kernel gives wrong results on this CPU without grad (max "
+        "error ",
+        err.inference, " on a probe); float32 LSTM layers without grad now run through ",
+        result == kUseTraining ? "oneDNN's training kernel (right here)"
+                               : "ctorch's own LSTM layer",
+        ". CTORCH_LSTM_GUARD=0 or ct_lstm_guard_set(0) uses oneDNN's inference kernel "
+        "anyway.");
 }
 
 // Which route a float32 no-grad LSTM layer takes now (probing first if due).
@@ -202,21 +204,20 @@ Layer guarded_layer(const Tensor &input, const Tensor &w0, const Tensor &w1, con
                     bool train) {
   // Only what the defect touches: float32 LSTM layers without grad (with grad
   // oneDNN runs forward_training, which is right), unpacked and strided.
-  bool eligible = !c10::GradMode::is_enabled() && input.scalar_type() == at::kFloat &&
-                  input.dim() == 3 && input.size(0) > 0 && batch_sizes.empty() &&
-                  input.layout() == at::kStrided && w0.dim() == 2 && w1.dim() == 2 &&
-                  w0.size(0) == 4 * hidden_size && w1.size(0) == 4 * hidden_size &&
-                  w1.size(1) == hidden_size && w0.size(1) == input.size(2) &&
-                  w0.scalar_type() == at::kFloat && w1.scalar_type() == at::kFloat &&
-                  hx.scalar_type() == at::kFloat && cx.scalar_type() == at::kFloat &&
-                  hx.numel() == input.size(1) * hidden_size && cx.numel() == hx.numel() &&
-                  (!has_biases || (w2.numel() == 4 * hidden_size && w3.numel() == 4 * hidden_size &&
-                                   w2.scalar_type() == at::kFloat && w3.scalar_type() == at::kFloat));
+  bool eligible =
+      !c10::GradMode::is_enabled() && input.scalar_type() == at::kFloat && input.dim() == 3 &&
+      input.size(0) > 0 && batch_sizes.empty() && input.layout() == at::kStrided && w0.dim() == 2 &&
+      w1.dim() == 2 && w0.size(0) == 4 * hidden_size && w1.size(0) == 4 * hidden_size &&
+      w1.size(1) == hidden_size && w0.size(1) == input.size(2) && w0.scalar_type() == at::kFloat &&
+      w1.scalar_type() == at::kFloat && hx.scalar_type() == at::kFloat &&
+      cx.scalar_type() == at::kFloat && hx.numel() == input.size(1) * hidden_size &&
+      cx.numel() == hx.numel() &&
+      (!has_biases || (w2.numel() == 4 * hidden_size && w3.numel() == 4 * hidden_size &&
+                       w2.scalar_type() == at::kFloat && w3.scalar_type() == at::kFloat));
   int r = eligible ? route() : kOneDnnRight;
   if (r == kUseCtorch) return ctorch_layer(input, w0, w1, w2, w3, hx, cx, reverse, has_biases);
   return onednn_layer(input, w0, w1, w2, w3, hx, cx, reverse, batch_sizes, mode, hidden_size,
-                      num_layers, has_biases, bidirectional, batch_first, train,
-                      r == kUseTraining);
+                      num_layers, has_biases, bidirectional, batch_first, train, r == kUseTraining);
 }
 
 // Swallows the one warning LibTorch gives when a kernel is registered over
@@ -235,8 +236,8 @@ void set_registered(bool on) {
   if (g_library) return;
   DropWarnings drop;
   c10::WarningUtils::WarningHandlerGuard quiet(&drop);
-  auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
-                                              c10::DispatchKey::CPU, __FILE__, __LINE__);
+  auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", c10::DispatchKey::CPU,
+                                              __FILE__, __LINE__);
   lib->impl("mkldnn_rnn_layer", TORCH_FN(guarded_layer));
   g_library = std::move(lib);
 }

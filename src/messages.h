@@ -1,5 +1,6 @@
 // Text helpers shared by error.cpp, the call paths and the file readers:
-// how exceptions and values are named in ctorch's messages. Internal.
+// how exceptions and values are named in ctorch's messages, and with_code,
+// which turns LibTorch's exceptions into one status with a prefix. Internal.
 #pragma once
 
 #include "internal.h"
@@ -22,5 +23,24 @@ std::string summarize(const std::string &msg);
 // TorchScript's name of a value's type ("Tensor", "int", "List[int]",
 // "NoneType"), for messages and ct_value_type_str (value.cpp).
 std::string value_type_name(const c10::IValue &v);
+
+// Runs body; exceptions other than out-of-memory and ctorch's own become
+// `code` with `prefix` and the summarized message (archive I/O reports
+// CT_ERR_IO this way). Everything else is left to the barrier.
+template <class F>
+ct_status with_code(const char *func, ct_status code, const char *prefix, F &&body) {
+  try {
+    return body();
+  } catch (const ct::Error &) {
+    throw;
+  } catch (const std::bad_alloc &) {
+    throw;
+  } catch (const c10::OutOfMemoryError &) {
+    throw;
+  } catch (const std::exception &e) {
+    std::string s = ct::summarize(ct::exception_text(e));
+    return ct::set_error(code, "%s: %s%s", func, prefix, s.c_str());
+  }
+}
 
 }  // namespace ct

@@ -1,9 +1,9 @@
-// TorchScript modules (ct_module_*): load and save (files, buffers, extra
-// files), calls of methods with positional and keyword arguments,
-// introspection, attributes, state (device, dtype, train/eval, clone,
-// freeze), and building modules. TorchScript source compiled into modules
-// goes through the resolver in script.cpp.
+// TorchScript modules (ct_module_*): calls of methods with positional and
+// keyword arguments, introspection, attributes, state (device, dtype,
+// train/eval, clone, freeze). Loading and saving are in module_files.cpp,
+// building modules in module_build.cpp.
 #include "checks.h"
+#include "locks.h"
 #include "schema.h"
 #include "file_io.h"
 
@@ -27,25 +27,6 @@ namespace {
 
 using c10::IValue;
 using c10::TypePtr;
-
-// Runs body; exceptions other than out-of-memory and ctorch's own become
-// `code` with `prefix` and the summarized message. Archive I/O reports
-// CT_ERR_IO this way; everything else leaves errors to the barrier.
-template <class F>
-ct_status with_code(const char *func, ct_status code, const char *prefix, F &&body) {
-  try {
-    return body();
-  } catch (const ct::Error &) {
-    throw;
-  } catch (const std::bad_alloc &) {
-    throw;
-  } catch (const c10::OutOfMemoryError &) {
-    throw;
-  } catch (const std::exception &e) {
-    std::string s = ct::summarize(ct::exception_text(e));
-    return ct::set_error(code, "%s: %s%s", func, prefix, s.c_str());
-  }
-}
 
 // Binds tensors as the positional arguments of method `fn` of `self` and
 // runs it; the result is left in *result. A schema of exactly these tensors
@@ -125,89 +106,6 @@ int32_t result_kind(const c10::FunctionSchema &schema, int64_t *count) {
   return CT_RESULT_OTHER;
 }
 
-// ---- Loading -----------------------------------------------------------------
-ct_status map_location(const char *func, int32_t device_type, int32_t device_index,
-                       c10::optional<c10::Device> *out) {
-  if (device_type == CT_DEVICE_KEEP) {
-    *out = c10::nullopt;
-    return CT_OK;
-  }
-  c10::Device d(c10::kCPU);
-  ct_status st = ct::to_device(func, device_type, device_index, &d);
-  if (st != CT_OK) return st;
-  *out = d;
-  return CT_OK;
-}
-
-ct_status load_impl(const char *func, ct_module **out,
-                    std::shared_ptr<caffe2::serialize::ReadAdapterInterface> rai,
-                    const std::string &what, c10::optional<c10::Device> device) {
-  torch::jit::ExtraFilesMap extra;
-  ct_status st = with_code(func, CT_ERR_IO, "", [&] {
-    if (rai->size() == 0) ct::raise(CT_ERR_IO, "%s is empty", what.c_str());
-    caffe2::serialize::PyTorchStreamReader reader(rai);
-    if (!reader.hasRecord("constants.pkl")) {
-      if (reader.hasRecord("data.pkl"))
-        ct::raise(CT_ERR_IO,
-                  "%s is a torch.save pickle, not a TorchScript archive (use "
-                  "ct_pickle_load)",
-                  what.c_str());
-      ct::raise(CT_ERR_IO, "%s is not a TorchScript archive (no constants.pkl)", what.c_str());
-    }
-    for (const std::string &r : reader.getAllRecords()) {
-      if (r.compare(0, 6, "extra/") == 0 && r.size() > 6) extra.emplace(r.substr(6), std::string());
-      // LibTorch's Unpickler crashes on deep pickles (its destructor and dict
-      // keys recurse per level): every pickle of the archive is checked first.
-      if (r.size() > 4 && r.compare(r.size() - 4, 4, ".pkl") == 0) {
-        at::DataPtr pkl;
-        size_t n = 0;
-        std::tie(pkl, n) = reader.getRecord(r);
-        ct::PickleScan scan = ct::scan_pickle_nesting(static_cast<const char *>(pkl.get()), n);
-        if (scan == ct::PickleScan::kTooDeep)
-          ct::raise(CT_ERR_IO, "cannot load %s: %s: %s", what.c_str(), r.c_str(),
-                    ct::nesting_too_deep().c_str());
-        if (scan == ct::PickleScan::kUnsure)
-          ct::raise(CT_ERR_IO,
-                    "cannot load %s: %s is not a pickle as TorchScript writes them (a container "
-                    "filled after it was used, or an inconsistent stack)",
-                    what.c_str(), r.c_str());
-      }
-    }
-    return CT_OK;
-  });
-  if (st != CT_OK) return st;
-  std::string prefix = "cannot load " + what + ": ";
-  return with_code(func, CT_ERR_IO, prefix.c_str(), [&] {
-    ct::RegistryRead registry_read;
-    torch::jit::Module m = torch::jit::load(rai, device, extra);
-    // A malformed file loads tensors that reach past their storages (#10).
-    ct_status fit = ct::check_loaded_module(func, what.c_str(), m);
-    if (fit != CT_OK) return fit;
-    std::unique_ptr<ct_module> h(new ct_module{std::move(m), {}});
-    for (auto &kv : extra) h->extra_files.emplace(kv.first, std::move(kv.second));
-    *out = h.release();
-    return CT_OK;
-  });
-}
-
-// ---- Names -----------------------------------------------------------------
-bool valid_identifier(const char *s) {
-  if (!s || !*s) return false;
-  if (!(std::isalpha(static_cast<unsigned char>(*s)) || *s == '_')) return false;
-  for (const char *p = s; *p; ++p)
-    if (!(std::isalnum(static_cast<unsigned char>(*p)) || *p == '_')) return false;
-  return true;
-}
-
-ct_status check_new_name(const char *func, const torch::jit::Module &m, const char *name) {
-  if (!valid_identifier(name))
-    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: '%s' is not a valid attribute name", func,
-                         name);
-  if (m.hasattr(name) || m.find_method(name))
-    return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: name '%s' is already in use", func, name);
-  return CT_OK;
-}
-
 std::vector<std::string> split_dotted(const std::string &s) {
   std::vector<std::string> parts;
   size_t start = 0;
@@ -278,78 +176,9 @@ ct_status derive_module(const char *ct_fn_, ct_module **out, const ct_module *m,
   });
 }
 
-// The register_* calls: checks m, name and the item (argument `item_name`),
-// that `name` is a new name in m, then returns add().
-template <class Item, class Add>
-ct_status register_item(const char *ct_fn_, ct_module *m, const char *name, const char *item_name,
-                        const Item *item, Add add) {
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(m);
-    CT_CHECK_NOT_NULL(name);
-    if (item == nullptr)
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", ct_fn_, item_name);
-    if (ct_status st = check_new_name(ct_fn_, m->m, name)) return st;
-    return add();
-  });
-}
-
-ct_status check_extra_files(const char *func, const ct_value *extra_files,
-                            torch::jit::ExtraFilesMap *out) {
-  if (!extra_files) return CT_OK;
-  const IValue &v = extra_files->v;
-  if (!v.isGenericDict())
-    return ct::set_error(CT_ERR_TYPE, "%s: extra_files must be a Dict[str, str], got %s", func,
-                         ct::value_type_name(v).c_str());
-  for (const auto &e : v.toGenericDict()) {
-    if (!e.key().isString() || !e.value().isString())
-      return ct::set_error(CT_ERR_TYPE, "%s: extra_files must be a Dict[str, str], got %s", func,
-                           ct::value_type_name(v).c_str());
-    (*out)[e.key().toStringRef()] = e.value().toStringRef();
-  }
-  return CT_OK;
-}
-
 }  // namespace
 
 extern "C" {
-
-// ---- Loading -----------------------------------------------------------------
-
-ct_status ct_module_load(ct_module **out, const char *path, int32_t device_type,
-                         int32_t device_index) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(path);
-    c10::optional<c10::Device> dev;
-    ct_status st = map_location(ct_fn_, device_type, device_index, &dev);
-    if (st != CT_OK) return st;
-    st = ct::check_input_file(ct_fn_, path);
-    if (st != CT_OK) return st;
-    std::string what = std::string("'") + path + "'";
-    std::shared_ptr<caffe2::serialize::ReadAdapterInterface> rai;
-    st = with_code(ct_fn_, CT_ERR_IO, "", [&] {
-      rai = std::make_shared<caffe2::serialize::FileAdapter>(path);
-      return CT_OK;
-    });
-    if (st != CT_OK) return st;
-    return load_impl(ct_fn_, out, std::move(rai), what, dev);
-  });
-}
-
-ct_status ct_module_load_buffer(ct_module **out, const void *data, size_t size, int32_t device_type,
-                                int32_t device_index) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(data);
-    c10::optional<c10::Device> dev;
-    ct_status st = map_location(ct_fn_, device_type, device_index, &dev);
-    if (st != CT_OK) return st;
-    return load_impl(ct_fn_, out, std::make_shared<ct::BorrowedReader>(data, size), "the buffer",
-                     dev);
-  });
-}
 
 void ct_module_free(ct_module *m) { delete m; }
 
@@ -550,7 +379,7 @@ ct_status ct_module_to(ct_module *m, int32_t device_type, int32_t device_index, 
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(m);
     c10::optional<c10::Device> dev;
-    ct_status st = map_location(ct_fn_, device_type, device_index, &dev);
+    ct_status st = ct::to_optional_device(ct_fn_, device_type, device_index, &dev);
     if (st != CT_OK) return st;
     c10::optional<c10::ScalarType> st_dtype;
     if (dtype != CT_DTYPE_KEEP) {
@@ -603,44 +432,6 @@ ct_status ct_module_clone(ct_module **out, const ct_module *m) {
   return derive_module(__func__, out, m, [](const torch::jit::Module &x) { return x.clone(); });
 }
 
-ct_status ct_module_save(const ct_module *m, const char *path, const ct_value *extra_files) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(m);
-    CT_CHECK_NOT_NULL(path);
-    torch::jit::ExtraFilesMap extra;
-    ct_status st = check_extra_files(ct_fn_, extra_files, &extra);
-    if (st != CT_OK) return st;
-    std::string prefix = std::string("cannot save to '") + path + "': ";
-    return with_code(ct_fn_, CT_ERR_IO, prefix.c_str(), [&] {
-      m->m.save(path, extra);
-      return CT_OK;
-    });
-  });
-}
-
-ct_status ct_module_save_buffer(void **data_out, size_t *size_out, const ct_module *m,
-                                const ct_value *extra_files) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(data_out);
-    CT_CHECK_NOT_NULL(size_out);
-    CT_CHECK_NOT_NULL(m);
-    torch::jit::ExtraFilesMap extra;
-    ct_status st = check_extra_files(ct_fn_, extra_files, &extra);
-    if (st != CT_OK) return st;
-    std::ostringstream os;
-    st = with_code(ct_fn_, CT_ERR_IO, "cannot save: ", [&] {
-      m->m.save(os, extra);
-      return CT_OK;
-    });
-    if (st != CT_OK) return st;
-    const std::string bytes = os.str();
-    ct::copy_out(bytes.data(), bytes.size(), data_out, size_out);
-    return CT_OK;
-  });
-}
-
 ct_status ct_module_freeze(ct_module **out, const ct_module *m) {
   return derive_module(__func__, out, m, [](const torch::jit::Module &x) {
     torch::jit::Module c = x.clone();
@@ -654,98 +445,6 @@ ct_status ct_module_optimize_for_inference(ct_module **out, const ct_module *m) 
     torch::jit::Module c = x.clone();
     if (c._ivalue()->type()->hasAttribute("training")) c.eval();
     return torch::jit::optimize_for_inference(c);
-  });
-}
-
-// ---- Building ----------------------------------------------------------------
-
-ct_status ct_module_new(ct_module **out, const char *class_name) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(class_name);
-    if (!valid_identifier(class_name))
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: '%s' is not a valid class name", ct_fn_,
-                           class_name);
-    torch::jit::Module mod(c10::QualifiedName(std::string("__torch__.") + class_name));
-    mod.register_attribute("training", c10::BoolType::get(), IValue(true));
-    *out = new ct_module{std::move(mod), {}};
-    return CT_OK;
-  });
-}
-
-ct_status ct_module_register_parameter(ct_module *m, const char *name, const ct_tensor *t,
-                                       int32_t requires_grad) {
-  const char *const ct_fn_ = __func__;
-  return register_item(ct_fn_, m, name, "t", t, [&] {
-    if (!t->t.defined())
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: tensor is undefined", ct_fn_);
-    if (requires_grad && !(t->t.is_floating_point() || t->t.is_complex()))
-      return ct::set_error(CT_ERR_TYPE,
-                           "%s: only floating point and complex tensors can "
-                           "require grad, got %s",
-                           ct_fn_, c10::toString(t->t.scalar_type()));
-    // Like nn.Parameter(t): shares t's data, with its own autograd identity.
-    at::Tensor p = t->t.detach();
-    p.set_requires_grad(requires_grad != 0);
-    m->m.register_parameter(name, p, /*is_buffer=*/false);
-    return CT_OK;
-  });
-}
-
-ct_status ct_module_register_buffer(ct_module *m, const char *name, const ct_tensor *t) {
-  return register_item(__func__, m, name, "t", t, [&] {
-    m->m.register_buffer(name, t->t);
-    return CT_OK;
-  });
-}
-
-ct_status ct_module_register_module(ct_module *m, const char *name, const ct_module *child) {
-  const char *const ct_fn_ = __func__;
-  return register_item(ct_fn_, m, name, "child", child, [&] {
-    // A cycle would make every recursive walk (parameters, train, clone,
-    // save) loop or overflow the stack: refuse it when it is made.
-    if (child->m._ivalue().get() == m->m._ivalue().get())
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: a module cannot contain itself (that would make a cycle)", ct_fn_);
-    for (const torch::jit::Module &sub : child->m.modules())
-      if (sub._ivalue().get() == m->m._ivalue().get())
-        return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                             "%s: registering '%s' would make a cycle: the child module "
-                             "already contains this module",
-                             ct_fn_, name);
-    m->m.register_module(name, child->m);
-    return CT_OK;
-  });
-}
-
-ct_status ct_module_define(ct_module *m, const char *source) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(m);
-    CT_CHECK_NOT_NULL(source);
-    if (ct_status s = ct::check_source_nesting(ct_fn_, source)) return s;
-    return with_code(ct_fn_, CT_ERR_TORCH, "", [&] {
-      // All or nothing: a failed define leaves no half-built method behind.
-      auto type = m->m.type();
-      std::unordered_set<std::string> before;
-      for (torch::jit::Function *fn : type->methods()) before.insert(fn->name());
-      ct::RegistryRead registry_read;
-      try {
-        m->m.define(source, ct::op_resolver());
-      } catch (...) {
-        std::vector<std::string> added;
-        for (torch::jit::Function *fn : type->methods())
-          if (!before.count(fn->name())) added.push_back(fn->name());
-        for (const std::string &n : added) {
-          c10::QualifiedName q = type->getMethod(n).qualname();
-          type->unsafeRemoveMethod(n);
-          m->m._ivalue()->compilation_unit()->unsafeRemoveMethod(q);
-        }
-        throw;
-      }
-      return CT_OK;
-    });
   });
 }
 

@@ -4,6 +4,7 @@
 // Calls are in op_call.cpp, registration of foreign ops in foreign_op.cpp,
 // argument binding in schema.cpp.
 #include "checks.h"
+#include "locks.h"
 #include "op_internal.h"
 #include "schema.h"
 

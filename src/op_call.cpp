@@ -8,6 +8,7 @@
 // schema's types takes a fast path: no binder, a reused thread-local stack,
 // one allocation for the result value.
 #include "checks.h"
+#include "locks.h"
 #include "op_internal.h"
 #include "schema.h"
 

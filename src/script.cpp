@@ -4,6 +4,7 @@
 // ct_module_define), and the summary line of interpreter errors.
 #include "schema.h"
 #include "checks.h"
+#include "locks.h"
 #include "script.h"
 
 #include <torch/csrc/jit/frontend/error_report.h>
@@ -56,7 +57,6 @@ ct_status invoke(const char *func, torch::jit::Function &fn, const IValue *self,
 }
 
 }  // namespace ct
-
 
 namespace {
 

@@ -1,9 +1,13 @@
-// Loaded tensors against their storages: a pickle sets a loaded tensor's sizes, strides and offset
-// from the file without comparing them with its storage, so a malformed file loads and then reads
-// (or writes) past the storage on first use. Every tensor reached from a loaded value or module is
-// checked here (check_loaded_tensors, check_loaded_module), with the one geometry check every
-// reader and the op guards use (storage_misfit): one pass over the value graph, a few integer
-// operations per tensor, no data read. See docs/conventions.md ("Untrusted files").
+// Tensor geometry against memory. Caller memory: sizes (check_sizes) and the
+// extent of sizes and strides over a pointer (check_extent), before a tensor
+// is made over it. Loaded tensors: a pickle sets a loaded tensor's sizes,
+// strides and offset from the file without comparing them with its storage,
+// so a malformed file loads and then reads (or writes) past the storage on
+// first use. Every tensor reached from a loaded value or module is checked
+// here (check_loaded_tensors, check_loaded_module), with the one geometry
+// check every reader and the op guards use (storage_misfit): one pass over
+// the value graph, a few integer operations per tensor, no data read. See
+// docs/conventions.md ("Untrusted files").
 #include "checks.h"
 #include "internal.h"
 
@@ -192,6 +196,101 @@ ct_status check_loaded_module(const char *func, const char *what, const torch::j
     }
   }
   return check_loaded_tensors(func, what, roots);
+}
+
+ct_status check_sizes(const char *func, const int64_t *sizes, size_t ndim) noexcept {
+  if (ndim > 0 && sizes == nullptr)
+    return set_error(CT_ERR_INVALID_ARGUMENT, "%s: sizes is NULL but ndim is %zu", func, ndim);
+  if (ndim > 64) return set_error(CT_ERR_INVALID_ARGUMENT, "%s: ndim %zu exceeds 64", func, ndim);
+  int64_t numel = 1;
+  for (size_t i = 0; i < ndim; ++i) {
+    if (sizes[i] < 0)
+      return set_error(CT_ERR_INVALID_ARGUMENT, "%s: negative size %lld in dimension %zu", func,
+                       static_cast<long long>(sizes[i]), i);
+    if (__builtin_mul_overflow(numel, sizes[i], &numel))
+      return set_error(CT_ERR_INVALID_ARGUMENT, "%s: the number of elements overflows int64", func);
+  }
+  return CT_OK;
+}
+
+ct_status check_extent(const char *func, const void *data, uint64_t byte_offset,
+                       const int64_t *sizes, const int64_t *strides, size_t ndim,
+                       size_t element_size, bool check_alignment) noexcept {
+  int64_t numel = 1;
+  for (size_t i = 0; i < ndim; ++i)
+    if (__builtin_mul_overflow(numel, sizes[i], &numel))
+      return set_error(CT_ERR_INVALID_ARGUMENT, "%s: the number of elements overflows int64", func);
+  if (strides)
+    for (size_t i = 0; i < ndim; ++i)
+      if (strides[i] < 0)
+        return set_error(CT_ERR_INVALID_ARGUMENT,
+                         "%s: negative stride %lld in dimension %zu: torch tensors cannot have "
+                         "negative strides; pass a contiguous copy (e.g. numpy.ascontiguousarray)",
+                         func, static_cast<long long>(strides[i]), i);
+  int64_t nbytes = 0;
+  if (__builtin_mul_overflow(numel, static_cast<int64_t>(element_size), &nbytes))
+    return set_error(CT_ERR_INVALID_ARGUMENT,
+                     "%s: the byte size (%lld elements of %zu bytes) overflows int64", func,
+                     static_cast<long long>(numel), element_size);
+  if (byte_offset >= kMaxAddress)
+    return set_error(CT_ERR_INVALID_ARGUMENT, "%s: byte_offset %llu is beyond any address", func,
+                     static_cast<unsigned long long>(byte_offset));
+  if (numel == 0) {
+    // No element is read, but LibTorch still computes contiguous strides
+    // (products of the sizes) and extents from sizes and strides: these
+    // must not overflow either, or they come out negative and LibTorch
+    // misreads them (found by fuzz_dlpack: a crash in clone()).
+    int64_t prod = 1, reach = 0;
+    for (size_t i = 0; i < ndim; ++i) {
+      int64_t sz = sizes[i] > 0 ? sizes[i] : 1, step = 0;
+      if (__builtin_mul_overflow(prod, sz, &prod) ||
+          (strides && (__builtin_mul_overflow(sz - 1, strides[i], &step) ||
+                       __builtin_add_overflow(reach, step, &reach))))
+        return set_error(CT_ERR_INVALID_ARGUMENT,
+                         "%s: the sizes or strides overflow int64 (dimension %zu), even though "
+                         "the tensor is empty",
+                         func, i);
+    }
+    return CT_OK;
+  }
+  // Highest element index reached: sum of (size - 1) * stride.
+  int64_t last = 0;
+  if (strides) {
+    for (size_t i = 0; i < ndim; ++i) {
+      int64_t step;
+      if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &step) ||
+          __builtin_add_overflow(last, step, &last))
+        return set_error(CT_ERR_INVALID_ARGUMENT,
+                         "%s: the strides reach beyond int64 elements (dimension %zu)", func, i);
+    }
+  } else {
+    last = numel - 1;
+  }
+  int64_t extent;
+  if (__builtin_add_overflow(last, int64_t(1), &extent) ||
+      __builtin_mul_overflow(extent, static_cast<int64_t>(element_size), &extent))
+    return set_error(CT_ERR_INVALID_ARGUMENT,
+                     "%s: the memory extent of the strides overflows int64 bytes", func);
+  uint64_t start = reinterpret_cast<uintptr_t>(data) + byte_offset;
+  if (start < byte_offset || start >= kMaxAddress ||
+      static_cast<uint64_t>(extent) > kMaxAddress - start)
+    return set_error(CT_ERR_INVALID_ARGUMENT,
+                     "%s: the tensor's %lld bytes at address 0x%llx reach beyond any address", func,
+                     static_cast<long long>(extent), static_cast<unsigned long long>(start));
+  if (check_alignment && element_size > 1) {
+    // The full element size, complex types included: c10::complex<T> is
+    // alignas(2 * sizeof(T)), and LibTorch's kernels use aligned vector loads
+    // on it (a complex128 at an 8-byte boundary crashed clone(); found by
+    // fuzz_dlpack).
+    uint64_t align = element_size;
+    if (start % align != 0)
+      return set_error(CT_ERR_INVALID_ARGUMENT,
+                       "%s: data + byte_offset (0x%llx) is not aligned to the element type "
+                       "(%llu bytes)",
+                       func, static_cast<unsigned long long>(start),
+                       static_cast<unsigned long long>(align));
+  }
+  return CT_OK;
 }
 
 }  // namespace ct

@@ -285,23 +285,22 @@ ct_status ct_tensor_quantize_per_channel(ct_tensor **out, const ct_tensor *t,
                                          const ct_tensor *scales, const ct_tensor *zero_points,
                                          int64_t axis, int32_t dtype) {
   const char *fn = __func__;
-  return quantized_factory(
-      fn, out, {{"t", t}, {"scales", scales}, {"zero_points", zero_points}}, dtype,
-      [&](c10::ScalarType st) {
-        check_axis(fn, t->t, axis);
-        check_scales(fn, scales->t);
-        return at::quantize_per_channel(t->t, scales->t, zero_points->t, axis, st);
-      });
+  return quantized_factory(fn, out, {{"t", t}, {"scales", scales}, {"zero_points", zero_points}},
+                           dtype, [&](c10::ScalarType st) {
+                             check_axis(fn, t->t, axis);
+                             check_scales(fn, scales->t);
+                             return at::quantize_per_channel(t->t, scales->t, zero_points->t, axis,
+                                                             st);
+                           });
 }
 
 ct_status ct_tensor_make_per_tensor_quantized(ct_tensor **out, const ct_tensor *int_repr,
                                               double scale, int64_t zero_point) {
   const char *fn = __func__;
-  return quantized_factory(
-      fn, out, {{"int_repr", int_repr}}, kDtypeOfInput, [&](c10::ScalarType) {
-        check_scale(fn, scale);
-        return at::_make_per_tensor_quantized_tensor(int_repr->t, scale, zero_point);
-      });
+  return quantized_factory(fn, out, {{"int_repr", int_repr}}, kDtypeOfInput, [&](c10::ScalarType) {
+    check_scale(fn, scale);
+    return at::_make_per_tensor_quantized_tensor(int_repr->t, scale, zero_point);
+  });
 }
 
 ct_status ct_tensor_make_per_channel_quantized(ct_tensor **out, const ct_tensor *int_repr,

@@ -7,6 +7,7 @@
 
 #include "checks.h"
 #include "internal.h"
+#include "locks.h"
 
 #include <torch/csrc/jit/api/compilation_unit.h>
 

@@ -85,7 +85,11 @@ def main(out):
         csr = torch.tensor([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]]).to_sparse_csr()
     torch.save({"coo": coo, "csr": csr, "coo_dense": coo.to_dense(), "csr_dense": csr.to_dense()},
                os.path.join(out, "sparse.pt"))
-    bad = torch._sparse_coo_tensor_unsafe(torch.tensor([[0, 9]]), torch.tensor([1.0, 2.0]), (4,))
+    bad_args = (torch.tensor([[0, 9]]), torch.tensor([1.0, 2.0]), (4,))
+    if hasattr(torch, "_sparse_coo_tensor_unsafe"):  # torch 1.13
+        bad = torch._sparse_coo_tensor_unsafe(*bad_args)
+    else:
+        bad = torch.sparse_coo_tensor(*bad_args, check_invariants=False)
     torch.save({"bad": bad}, os.path.join(out, "sparse_bad.pt"))
 
     st = opt.state_dict()["state"][0]
