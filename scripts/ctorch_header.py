@@ -1,8 +1,10 @@
 """The one parser of include/ctorch.h: its functions (return type, name, parameters) and its
 integer constants (#define CT_* and enum members), in header order.
 
-Used by scripts/gen_bindings.py (the Python and Julia binding tables), scripts/gen_api_docs.py's
-check and tests/abuse/gen_abuse.py. Standard library only.
+Used by scripts/gen_bindings.py (the Python and Julia binding tables), scripts/gen_api_docs.py
+(every function documented), tests/abuse/gen_abuse.py and the bindings' tests; the Julia test
+runs it as a program (one "function NAME" or "constant NAME VALUE" line each). Standard library
+only.
 
     import ctorch_header
     h = ctorch_header.parse("include/ctorch.h")
@@ -10,6 +12,7 @@ check and tests/abuse/gen_abuse.py. Standard library only.
     h.constants     ->  [('CT_OK', 0), ...]
 """
 import re
+import sys
 from typing import List, NamedTuple, Tuple
 
 
@@ -78,3 +81,21 @@ def parse(path: str) -> Header:
             constants.append((name.strip(), v))
             nxt = v + 1
     return Header(functions, constants)
+
+
+def main(argv: List[str]) -> int:
+    """`ctorch_header.py HEADER`: one line per function ("function NAME") and per
+    constant ("constant NAME VALUE"), for tests in other languages (Julia)."""
+    if len(argv) != 2:
+        print("usage: ctorch_header.py include/ctorch.h", file=sys.stderr)
+        return 2
+    h = parse(argv[1])
+    for f in h.functions:
+        print("function", f.name)
+    for name, value in h.constants:
+        print("constant", name, value)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -11,12 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 ct_tensor *g_tensor;
 ct_value *g_value;
 ct_module *g_module;
 ct_script *g_script;
 ct_op *g_op;
+ct_package *g_package; /* NULL where LibTorch has no AOTInductor (< 2.6) */
 ct_tensor_info g_info = {sizeof(ct_tensor_info)};
 ct_tensor *g_tensor_array[4];
 ct_value *g_value_array[4];
@@ -98,6 +100,16 @@ static void setup(void) {
   if (ct_script_compile(&g_script, "def f(x: Tensor) -> Tensor:\n    return x\n"))
     die("script");
   if (ct_op_find(&g_op, "aten::neg", "")) die("op");
+  /* A real package where the test models include one (LibTorch >= 2.6). */
+  const char *dir = getenv("CTORCH_TEST_PACKAGES");
+  char path[4096];
+  if (dir && snprintf(path, sizeof path, "%s/mlp.pt2", dir) < (int)sizeof path &&
+      access(path, R_OK) == 0) {
+    if (ct_package_load(&g_package, path, NULL)) die("package");
+    fprintf(stderr, "abuse: valid ct_package calls use %s\n", path);
+  } else {
+    fprintf(stderr, "abuse: no package (CTORCH_TEST_PACKAGES/mlp.pt2): ct_package calls get NULL\n");
+  }
 }
 
 int main(int argc, char **argv) {

@@ -30,6 +30,7 @@ extern ct_value *g_value;
 extern ct_module *g_module;
 extern ct_script *g_script;
 extern ct_op *g_op;
+extern ct_package *g_package;
 extern ct_tensor_info g_info;
 extern ct_tensor *g_tensor_array[4];
 extern ct_value *g_value_array[4];

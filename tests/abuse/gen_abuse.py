@@ -28,7 +28,7 @@ HANDLE_VALID = {
     "ct_module": "g_module",
     "ct_script": "g_script",
     "ct_op": "g_op",
-    "ct_package": "NULL",
+    "ct_package": "g_package",  # NULL without AOTInductor (LibTorch < 2.6)
 }
 
 # Name-based valid values for strings.

@@ -16,6 +16,20 @@ if PKG_ROOT not in sys.path:
 import ctorch  # noqa: E402
 
 
+def header():
+    """include/ctorch.h read by the one header parser (scripts/ctorch_header.py),
+    or a skip outside the source tree."""
+    repo = os.path.dirname(os.path.dirname(PKG_ROOT))
+    path = os.path.join(repo, "include", "ctorch.h")
+    if not os.path.exists(path):
+        pytest.skip("not in the source tree")
+    scripts = os.path.join(repo, "scripts")
+    if scripts not in sys.path:
+        sys.path.append(scripts)  # ctorch_header, gen_bindings
+    import ctorch_header
+    return ctorch_header.parse(path)
+
+
 def to_torch(x):
     """ctorch results -> torch objects (tensors through DLPack, zero-copy)."""
     import torch

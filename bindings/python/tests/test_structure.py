@@ -324,11 +324,8 @@ def test_cycle_finder_sees_function_level_imports_and_registrations():
 def test_named_codes_match_the_header():
     """Every CT_* code the binding names has the value include/ctorch.h gives it
     (codes not in this header yet are skipped)."""
-    import re
-    header = os.path.join(PKG_ROOT, "..", "..", "include", "ctorch.h")
-    if not os.path.exists(header):
-        pytest.skip("not in the source tree")
-    defs = dict(re.findall(r"#define (CT_[A-Z0-9_]+) \(?(-?\d+)\)?", open(header).read()))
+    from conftest import header
+    defs = dict(header().constants)
     named = {k: v for k, v in vars(_lib).items() if k.startswith("CT_") and isinstance(v, int)}
     checked = 0
     for k, v in named.items():
