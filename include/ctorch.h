@@ -453,6 +453,7 @@ CT_API int32_t ct_tensor_device_index(const ct_tensor *t);
 CT_API void *ct_tensor_data_ptr(const ct_tensor *t);
 /* 0/1; 0 for NULL (and is_contiguous 0 for sparse). */
 CT_API int32_t ct_tensor_is_contiguous(const ct_tensor *t);
+/* 0/1: whether autograd records operations on t; 0 for NULL. */
 CT_API int32_t ct_tensor_requires_grad(const ct_tensor *t);
 /* 1 if the handle refers to a defined tensor; 0 for NULL/undefined. */
 CT_API int32_t ct_tensor_is_defined(const ct_tensor *t);
@@ -599,6 +600,11 @@ CT_API ct_status ct_tensor_to_dense(ct_tensor **out, const ct_tensor *t);
 /* Autograd on tensors                                                   */
 /* ===================================================================== */
 
+/* Sets whether autograd records operations on t (0 or 1), in place on the
+ * tensor every handle of it shares. t is borrowed. Errors:
+ * CT_ERR_INVALID_ARGUMENT (NULL or undefined t, a value other than 0/1, t not
+ * a leaf: detach it first), CT_ERR_TYPE (requires_grad 1 on a non-floating,
+ * non-complex dtype). Not safe while another thread uses t. */
 CT_API ct_status ct_tensor_set_requires_grad(ct_tensor *t, int32_t requires_grad);
 /* t.backward(grad, retain_graph, create_graph). grad may be NULL for a scalar
  * t. Errors raised by foreign backward callbacks come back here with code

@@ -2,7 +2,9 @@
 """Generates the API reference (docs/api.md) from the comments in include/ctorch.h.
 
 Section banners become headings; each comment block is printed above the
-declarations that follow it.
+declarations that follow it. Every function the header parser
+(scripts/ctorch_header.py) finds must sit under a comment: an undocumented
+one stops the generator (and the --check).
 
   scripts/gen_api_docs.py docs/api.md          write the reference
   scripts/gen_api_docs.py -                    print it
@@ -15,6 +17,8 @@ import re
 import sys
 
 root = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(root / "scripts"))
+import ctorch_header  # noqa: E402
 parser = argparse.ArgumentParser(
     description=__doc__.splitlines()[0],
     epilog="The header is the source; docs/api.md is never edited by hand.")
@@ -30,14 +34,19 @@ out = ["# ctorch API reference", "",
        "Generated from `include/ctorch.h` by `scripts/gen_api_docs.py`; the header is the",
        "source. The conventions at the top of the header apply to every function.", ""]
 comment, code = [], []
+documented = []  # code blocks that follow a comment
+commented = False
 
 
 def flush_code():
-    global code
+    global code, commented
     while code and not code[-1].strip():
         code.pop()
     if code:
         out.extend(["```c"] + code + ["```", ""])
+        if commented:
+            documented.append("\n".join(code))
+        commented = False
     code = []
 
 
@@ -63,6 +72,7 @@ while i < len(lines):
         else:
             flush_code()
             out.extend([text, ""])
+            commented = True
         i += 1
         continue
     if s.startswith("#ifdef __cplusplus"):
@@ -71,6 +81,10 @@ while i < len(lines):
         code.append(l)
     i += 1
 flush_code()
+undocumented = [f.name for f in ctorch_header.parse(args.header).functions
+                if not any(re.search(r"\b%s\s*\(" % f.name, block) for block in documented)]
+if undocumented:
+    sys.exit("functions without a comment in %s: %s" % (args.header, ", ".join(undocumented)))
 text = "\n".join(out) + "\n"
 if args.check:
     old = sys.stdin.read() if args.output == "-" else pathlib.Path(args.output).read_text()
