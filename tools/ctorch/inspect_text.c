@@ -1,0 +1,78 @@
+/* `ctorch inspect`'s text printer: headings with counts, one indented line per item. */
+#include "inspect.h"
+
+static void human_bytes(char *buf, size_t n, size_t bytes) {
+  if (bytes >= 1u << 30)
+    snprintf(buf, n, "%.1f GiB", bytes / 1073741824.0);
+  else if (bytes >= 1u << 20)
+    snprintf(buf, n, "%.1f MiB", bytes / 1048576.0);
+  else if (bytes >= 1u << 10)
+    snprintf(buf, n, "%.1f KiB", bytes / 1024.0);
+  else
+    snprintf(buf, n, "%zu bytes", bytes);
+}
+
+static void module(const char *path, const char *type, int training) {
+  printf("%s: TorchScript module %s (%s mode)\n", path, type, training ? "training" : "eval");
+}
+
+static void package(const char *path, const char *model_name, int32_t dev, int32_t idx) {
+  printf("%s: AOTInductor package, model '%s', runs on %s", path, model_name,
+         ct_device_type_name(dev));
+  if (idx >= 0) printf(":%d", (int)idx);
+  printf("\n");
+}
+
+static void begin_section(const inspect_section *s, size_t n) {
+  if (s->show_count)
+    printf("%s (%zu):\n", s->title, n);
+  else
+    printf("%s:\n", s->title);
+}
+
+static void end_section(const inspect_section *s, const inspect_totals *tot) {
+  char hb[64];
+  if (!tot) return;
+  human_bytes(hb, sizeof hb, tot->bytes);
+  printf("  total: %lld %s, %lld elements, %s\n", (long long)tot->count, s->key,
+         (long long)tot->numel, hb);
+}
+
+static void method(size_t i, const char *name, const char *schema) {
+  (void)i;
+  (void)name;
+  printf("  %s\n", schema);
+}
+
+static void tensor(size_t i, const char *name, const ct_tensor *t) {
+  char shape[512];
+  (void)i;
+  shape_str(shape, sizeof shape, t);
+  printf("  %-40s %s%s\n", name, dtype_name(ct_tensor_dtype(t)), shape);
+}
+
+static void submodule(size_t i, const char *name, const char *type) {
+  (void)i;
+  printf("  %-40s %s\n", name, type);
+}
+
+static void extra_file(size_t i, const char *name, size_t bytes) {
+  (void)i;
+  printf("  %-40s %zu bytes\n", name, bytes);
+}
+
+static void entry(size_t i, const char *key, const char *value) {
+  (void)i;
+  printf("  %-40s %s\n", key, value);
+}
+
+static void string(size_t i, const char *s) {
+  (void)i;
+  printf("  %s\n", s);
+}
+
+static void end(void) {}
+
+const struct inspect_printer inspect_text = {module, package,   begin_section, end_section, method,
+                                             tensor, submodule, extra_file,    entry,       string,
+                                             end};
