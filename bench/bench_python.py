@@ -3,7 +3,7 @@
 one process (both use the same LibTorch on Debian).
 
     CTORCH_LIBRARY=build/libctorch.so /usr/bin/python3 bench/bench_python.py \
-        [--json out.json] [--quick] [--big-mib N]
+        [--json out.json] [--quick | --smoke] [--big-mib N]
 
 Rows (each a median over repeated batches, per call):
   small add      4 floats: Tensor.__add__, ctorch.ops.aten.add (overload set),
@@ -100,12 +100,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="write the results as JSON to this path")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--smoke", action="store_true",
+                    help="every case once or twice, no meaningful numbers: that the benchmark "
+                         "still runs against this binding (ctest bench.python_smoke)")
     ap.add_argument("--big-mib", type=int, default=None,
                     help="size of the big exchange buffer (default 1024, or 256 when "
                          "less than 8 GiB of memory is available)")
     args = ap.parse_args()
-    q = 0.2 if args.quick else 1.0
-    B = 7 if args.quick else 15
+    q = 0.005 if args.smoke else 0.2 if args.quick else 1.0
+    B = 1 if args.smoke else 7 if args.quick else 15
+    if args.smoke and args.big_mib is None:
+        args.big_mib = 1
 
     torch.set_num_threads(1)
     ctorch.set_num_threads(1)
@@ -180,8 +185,7 @@ def main():
     txi = torch.from_numpy(xi.numpy())
     with ctorch.no_grad(), torch.no_grad():
         rows.add("module", "tiny scripted forward (1x16)", *pair(lambda: cm(xi), lambda: tm(txi), n // 4, B),
-                 "tensors-only call" if ctorch._lib.has("ct_module_forward_tensors") else
-                 "ct_module_call")
+                 "tensors-only call")
 
     # ---- resnet18 ------------------------------------------------------------------
     try:

@@ -25,10 +25,10 @@ import torch  # noqa: E402
 
 import ctorch  # noqa: E402
 from ctorch import _lib  # noqa: E402
+from ctorch._handle import new_tensor  # noqa: E402
 
 T = importlib.import_module("ctorch.tensor")
 I = importlib.import_module("ctorch._interop")
-V = importlib.import_module("ctorch._values")
 torch.set_num_threads(1)
 ctorch.set_num_threads(1)
 
@@ -58,9 +58,7 @@ def add_pieces():
         free(outs[0])
 
     def wrapper():
-        t = T._new(T.Tensor)
-        t._h = 0
-        t._m = None
+        new_tensor(0)
 
     def method_only():  # the operator method, its wrapper and __del__, no C call
         outs[0] = 0  # the no-op call leaves it 0: the wrapper owns nothing
@@ -77,7 +75,7 @@ def add_pieces():
              best(call_gil_released)),
             ("    same with the GIL held (no release/reacquire)", best(call_gil_held)),
             ("    one ctypes call with no arguments (ct_last_error_code)", best(noop)),
-            ("  the Tensor wrapper (object.__new__ + two slots)", best(wrapper)),
+            ("  the Tensor wrapper (_handle.new_tensor)", best(wrapper)),
             ("  the operator method + wrapper + __del__, C call replaced by a no-op function",
              best(method_only)),
             ("    of which the no-op function's call and the outs[0] reset",
@@ -121,7 +119,7 @@ def numpy_pieces():
     rows = [("t.numpy() (whole)", whole),
             ("  cached metadata read (_meta)", best(lambda: x._meta())),
             ("  a new tensor handle for the array's base (ct_tensor_ref + its free)", best(handle)),
-            ("  the handle's Tensor wrapper", best(lambda: V.wrap_tensor(0))),
+            ("  the handle's Tensor wrapper", best(lambda: new_tensor(0))),
             ("  ctypes buffer over the bytes (from_address + attribute)", best(buffer)),
             ("  numpy.ndarray on the buffer", best(lambda: np.ndarray((256,), nd, b, 0, None)))]
     return rows, whole, best(lambda: tx.numpy())
@@ -148,7 +146,7 @@ def from_numpy_pieces():
     rows = [("from_numpy(a) (whole)", whole),
             ("  numpy's __dlpack__ + PyCapsule_GetPointer", best(export)),
             ("  ... + SetName + ct_tensor_from_dlpack + ct_tensor_free", best(dl_import)),
-            ("  the Tensor wrapper", best(lambda: V.wrap_tensor(0)))]
+            ("  the Tensor wrapper", best(lambda: new_tensor(0)))]
     return rows, whole, best(lambda: torch.from_numpy(a))
 
 

@@ -30,6 +30,13 @@ if(EXISTS ${CTORCH_TEST_PYTHON})
     set_tests_properties(python.pytest PROPERTIES FIXTURES_REQUIRED models)
   endif()
 
+  # The Python benchmark still runs against this binding (its numbers are
+  # not looked at here; bench/run.sh times them).
+  add_test(NAME bench.python_smoke
+    COMMAND ${CTORCH_TEST_PYTHON} ${CMAKE_SOURCE_DIR}/bench/bench_python.py --smoke)
+  set_tests_properties(bench.python_smoke PROPERTIES
+    ENVIRONMENT "${CTORCH_PY_ENV}" TIMEOUT 300)
+
   add_test(NAME python.stdlib_only
     COMMAND ${CTORCH_TEST_PYTHON} -I -S -c
       "import sys; sys.path.insert(0, '${CTORCH_PY_DIR}'); import ctorch; t = (ctorch.arange(4) * 2)[1:]; assert t.tolist() == [2, 4, 6], t.tolist(); assert 'numpy' not in sys.modules and 'torch' not in sys.modules; print('ctorch', ctorch.version(), 'stdlib only: ok')")
