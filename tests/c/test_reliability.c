@@ -427,6 +427,15 @@ static void *register_until_stopped(void *arg) {
 
 static void test_verify_while_registering(void **state) {
   (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+  /* GCC 12's AddressSanitizer does not take its allocator's locks around
+   * fork(): a child forked while the registering thread allocates can block
+   * in ASan's allocator forever (seen: __sanitizer::Mutex::Lock under
+   * operator delete in the child), which this test would report as ctorch's
+   * hang. glibc's malloc is fork-safe; the plain and TSan builds run it. */
+  print_message("[ SKIPPED ] AddressSanitizer's allocator is not fork-safe\n");
+  skip();
+#endif
   char dir[] = "/tmp/ctorch-verify-XXXXXX";
   assert_non_null(mkdtemp(dir));
   char good[256];
