@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
                      {}});
   methods.push_back({"(typed call + new/delete ct_value, C++)",
                      [&] {
-                       auto *v = new ct_value{c10::IValue(typed.call(a, b, 1))};
+                       auto *v = new ct_value{c10::IValue(typed.call(a, b, 1)), nullptr};
                        asm volatile("" : : "r"(v) : "memory");
                        delete v;
                      },

@@ -39,7 +39,8 @@ void run_foreign(const ForeignOp &f, Stack &stack) {
               stack.size(), n);
   std::vector<ct_value> vals;
   vals.reserve(n);
-  for (size_t i = stack.size() - n; i < stack.size(); ++i) vals.push_back(ct_value{stack[i]});
+  for (size_t i = stack.size() - n; i < stack.size(); ++i)
+    vals.push_back(ct_value{stack[i], nullptr});
   std::vector<const ct_value *> ptrs(n);
   for (size_t i = 0; i < n; ++i) ptrs[i] = &vals[i];
   ct_value *res = nullptr;

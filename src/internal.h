@@ -16,6 +16,9 @@ struct ct_tensor {
 };
 struct ct_value {
   c10::IValue v;
+  // What v needs alive besides itself: the module or script a Future came
+  // from (its pending or finished continuation points into their code).
+  std::shared_ptr<void> keep;
 };
 struct ct_module {
   torch::jit::Module m;
@@ -104,7 +107,7 @@ const char *layout_name(c10::Layout l) noexcept;
 
 // ---- Handle helpers --------------------------------------------------------
 inline ct_tensor *new_tensor(at::Tensor t) { return new ct_tensor{std::move(t)}; }
-inline ct_value *new_value(c10::IValue v) { return new ct_value{std::move(v)}; }
+inline ct_value *new_value(c10::IValue v) { return new ct_value{std::move(v), nullptr}; }
 // Caller-owned copy of a string, freed with ct_free (malloc'ed).
 char *dup_string(const std::string &s);
 

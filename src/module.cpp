@@ -204,7 +204,7 @@ ct_status ct_module_forward(ct_value **out, ct_module *m, const ct_value *const 
     ct_status st = find_method(ct_fn_, m, "forward", &fn);
     if (st != CT_OK) return st;
     IValue self(m->m._ivalue());
-    return ct::invoke(ct_fn_, *fn, &self, out, args, n, nullptr, nullptr, 0);
+    return ct::invoke(ct_fn_, *fn, &self, out, args, n, nullptr, nullptr, 0, nullptr);
   });
 }
 
@@ -220,7 +220,7 @@ ct_status ct_module_call(ct_value **out, ct_module *m, const char *method,
     ct_status st = find_method(ct_fn_, m, method, &fn);
     if (st != CT_OK) return st;
     IValue self(m->m._ivalue());
-    return ct::invoke(ct_fn_, *fn, &self, out, args, n, kwnames, kwvalues, nkw);
+    return ct::invoke(ct_fn_, *fn, &self, out, args, n, kwnames, kwvalues, nkw, nullptr);
   });
 }
 

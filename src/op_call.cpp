@@ -295,7 +295,7 @@ inline ct_status call_op(const char *func, ct_value **out, const ct_op *op,
         auto I = [&](size_t i) -> int64_t {
           return i < n ? args[i]->v.toInt() : o.defaults[i].toInt();
         };
-        *out = new ct_value{IValue(call_typed(o, T, S, I))};
+        *out = new ct_value{IValue(call_typed(o, T, S, I)), nullptr};
         return CT_OK;
       }
       if (fast) return call_boxed_exact(out, o, args, n);

@@ -2,7 +2,7 @@
 // bounds on edge-case arguments (issue 20): integer division by zero or
 // INT64_MIN / -1 (SIGFPE), _local_scalar_dense of an empty tensor (SIGSEGV),
 // as_strided past its storage, string operations that loop forever or grow
-// without bound. At library load ctorch replaces each one's entry in
+// without bound, pooling sizes that overflow. At library load ctorch replaces each one's entry in
 // TorchScript's operator table -- the table ct_op_call, TorchScript's
 // interpreter and its constant folding (ct_script_compile) all look up -- by
 // a wrapper that checks the arguments, then runs LibTorch's own operation.
@@ -122,6 +122,24 @@ bool check_reduction_axes(const char *op, const Args &a) {
   return false;
 }
 
+// ---- Pooling -------------------------------------------------------------------
+// max_pool{1,2,3}d(self, kernel_size, stride, padding, dilation, ...) and
+// avg_pool: LibTorch 1.13 computes the output length as (kernel - 1) *
+// dilation in int64 unchecked, so a dilation of 2^62 wraps, and the CPU
+// kernel reads far outside the input (SIGSEGV; found by fuzz_op_call).
+// Values past 2^31 - 1 are refused; no real pooling comes near them.
+bool check_pooling(const char *op, const Args &a) {
+  static const char *const names[] = {"kernel_size", "stride", "padding", "dilation"};
+  for (size_t i = 1; i <= 4 && i < a.n; ++i) {
+    if (!a[i].isIntList()) continue;
+    for (int64_t v : a[i].toIntVector())
+      if (v > std::numeric_limits<int32_t>::max() || v < std::numeric_limits<int32_t>::min())
+        ct::raise(CT_ERR_INVALID_ARGUMENT, "%s: %s %lld is out of range (at most 2^31 - 1)", op,
+                  names[i - 1], static_cast<long long>(v));
+  }
+  return false;
+}
+
 // ---- Strings and lists ---------------------------------------------------------
 // ljust/rjust/center/zfill(self, width, ...): LibTorch appends the padding
 // one character at a time, and reads a negative width as a huge unsigned one.
@@ -231,6 +249,15 @@ const Guard kGuards[] = {
     {"aten::replace", "", replace_empty},
     {"aten::count", "", count_empty},
     {"aten::rsplit", "", check_separator},
+    {"aten::max_pool1d", "", check_pooling},
+    {"aten::max_pool2d", "", check_pooling},
+    {"aten::max_pool3d", "", check_pooling},
+    {"aten::max_pool1d_with_indices", "", check_pooling},
+    {"aten::max_pool2d_with_indices", "", check_pooling},
+    {"aten::max_pool3d_with_indices", "", check_pooling},
+    {"aten::avg_pool1d", "", check_pooling},
+    {"aten::avg_pool2d", "", check_pooling},
+    {"aten::avg_pool3d", "", check_pooling},
 };
 
 std::string qualified(const c10::FunctionSchema &s) {

@@ -42,7 +42,8 @@ std::string summarize(const std::string &msg) {
 
 ct_status invoke(const char *func, torch::jit::Function &fn, const IValue *self, ct_value **out,
                  const ct_value *const *args, size_t n, const char *const *kwnames,
-                 const ct_value *const *kwvalues, size_t nkw) {
+                 const ct_value *const *kwvalues, size_t nkw,
+                 const std::shared_ptr<torch::jit::CompilationUnit> &unit) {
   ct_status st = check_call_args(func, args, n, kwnames, kwvalues, nkw);
   if (st != CT_OK) return st;
   const auto &schema = fn.getSchema();
@@ -53,6 +54,9 @@ ct_status invoke(const char *func, torch::jit::Function &fn, const IValue *self,
   if (st != CT_OK) return st;
   fn.run(stack);  // errors reach the barrier, which summarizes them
   *out = new_value(stack.empty() ? IValue() : std::move(stack.back()));
+  if ((*out)->v.isFuture())
+    (*out)->keep =
+        self ? std::shared_ptr<void>(std::make_shared<IValue>(*self)) : std::shared_ptr<void>(unit);
   return CT_OK;
 }
 
@@ -171,7 +175,7 @@ ct_status ct_script_call(ct_value **out, const ct_script *s, const char *functio
     if (!fn)
       return ct::set_error(CT_ERR_NOT_FOUND, "%s: no function '%s' in the script", ct_fn_,
                            function);
-    return ct::invoke(ct_fn_, *fn, nullptr, out, args, n, kwnames, kwvalues, nkw);
+    return ct::invoke(ct_fn_, *fn, nullptr, out, args, n, kwnames, kwvalues, nkw, s->cu);
   });
 }
 

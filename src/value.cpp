@@ -196,7 +196,9 @@ void ct_value_free(ct_value *v) { delete v; }
 int32_t ct_value_tag(const ct_value *v) { return v ? tag_of(v->v) : -1; }
 
 ct_status ct_value_ref(ct_value **out, const ct_value *v) {
-  return construct(__func__, out, "v", v, [](const ct_value &x) { return x.v; });
+  ct_status st = construct(__func__, out, "v", v, [](const ct_value &x) { return x.v; });
+  if (st == CT_OK) (*out)->keep = v->keep;
+  return st;
 }
 
 ct_status ct_value_none(ct_value **out) {

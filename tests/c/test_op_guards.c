@@ -220,6 +220,37 @@ static void test_reduction_axes(void **state) {
   ct_value_free(out);
 }
 
+/* max_pool1d(ones(1, 4), [3], [1], [0], [2^62]) crashed inside LibTorch 1.13
+ * (the output length wraps; found by fuzz_op_call). Sizes past 2^31 - 1 are
+ * refused for every pooling op; ordinary pooling still works. */
+static void test_pooling_sizes(void **state) {
+  (void)state;
+  ct_tensor *t = NULL;
+  const int64_t shape[3] = {1, 1, 4};
+  CT_OK_OR_FAIL(ct_tensor_ones(&t, shape, 3, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  const int64_t k3[1] = {3}, one[1] = {1}, zero[1] = {0}, huge[1] = {(int64_t)1 << 62};
+  const char *ops[] = {"aten::max_pool1d", "aten::max_pool1d_with_indices"};
+  for (size_t i = 0; i < 2; ++i) {
+    ct_value *a[6] = {NULL, int_list(k3, 1), int_list(one, 1), int_list(zero, 1),
+                      int_list(huge, 1), NULL};
+    CT_OK_OR_FAIL(ct_value_from_tensor(&a[0], t));
+    CT_OK_OR_FAIL(ct_value_from_bool(&a[5], 0));
+    expect_refused(ops[i], a, 6, "dilation 4611686018427387904 is out of range");
+  }
+  ct_value *b[6] = {NULL, int_list(k3, 1), int_list(one, 1), int_list(zero, 1), int_list(one, 1),
+                    NULL};
+  CT_OK_OR_FAIL(ct_value_from_tensor(&b[0], t));
+  CT_OK_OR_FAIL(ct_value_from_bool(&b[5], 0));
+  ct_value *out = NULL;
+  CT_OK_OR_FAIL(call(&out, "aten::max_pool1d", b, 6));
+  ct_tensor *r = NULL;
+  CT_OK_OR_FAIL(ct_value_to_tensor(&r, out));
+  assert_int_equal(ct_tensor_numel(r), 2); /* (4 - 3) / 1 + 1 */
+  ct_tensor_free(r);
+  ct_value_free(out);
+  ct_tensor_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_int_division),
@@ -228,6 +259,7 @@ int main(void) {
       cmocka_unit_test(test_as_strided_extent),
       cmocka_unit_test(test_string_blowups),
       cmocka_unit_test(test_reduction_axes),
+      cmocka_unit_test(test_pooling_sizes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -141,6 +141,36 @@ def test_values_torch_save_cannot_hold_are_refused(tmp_path):
         assert "cannot %s a ctorch.Value of type Future[Tensor]" % name in r[name], r[name]
 
 
+_FUTURE_OUTLIVES = r"""
+import gc, json, sys
+sys.path[:0] = json.loads(sys.argv[1])
+import ctorch
+for _ in range(10):
+    m = ctorch.load(sys.argv[2])
+    fut = m(ctorch.ones(2))
+    del m                               # the module first, the Future after
+    gc.collect()
+    r = repr(fut)
+    del fut
+print(json.dumps(r))
+"""
+
+
+def test_future_outlives_its_module(tmp_path):
+    """A Future a method returns points into the module's code: freeing the
+    module before the Future crashed the process (20 of 20 runs; Python
+    frees in that order at exit). The Value keeps the module alive."""
+    torch = pytest.importorskip("torch")
+
+    class Forks(torch.nn.Module):
+        def forward(self, x):
+            return torch.jit.fork(torch.neg, x)
+
+    path = str(tmp_path / "forks.pt")
+    torch.jit.save(torch.jit.script(Forks()), path)
+    assert _child(_FUTURE_OUTLIVES, path) == "Value(Future: Future[Tensor])"
+
+
 def test_package_copies_and_pickles_are_refused():
     p = object.__new__(ctorch.Package)  # no loaded package needed for the refusal
     p._p = None
