@@ -108,6 +108,19 @@ def test_pickles_load_in_another_process(tmp_path):
                  "value": "Value(1.+2.j: complex)", "op": [2.0]}
 
 
+def _forking_module(tmp_path):
+    """Saves a module whose forward returns a Future (torch.jit.fork); its path."""
+    torch = pytest.importorskip("torch")
+
+    class Forks(torch.nn.Module):
+        def forward(self, x):
+            return torch.jit.fork(torch.neg, x)
+
+    path = str(tmp_path / "forks.pt")
+    torch.jit.save(torch.jit.script(Forks()), path)
+    return path
+
+
 _REFUSED = r"""
 import copy, json, pickle, sys
 sys.path[:0] = json.loads(sys.argv[1])
@@ -127,14 +140,7 @@ print(json.dumps(out))
 
 
 def test_values_torch_save_cannot_hold_are_refused(tmp_path):
-    torch = pytest.importorskip("torch")
-
-    class Forks(torch.nn.Module):
-        def forward(self, x):
-            return torch.jit.fork(torch.neg, x)
-
-    path = str(tmp_path / "forks.pt")
-    torch.jit.save(torch.jit.script(Forks()), path)
+    path = _forking_module(tmp_path)
     r = _child(_REFUSED, path)
     assert r["copy"] == "Value(Future: Future[Tensor])"
     for name in ("deepcopy", "pickle"):
@@ -159,14 +165,7 @@ def test_future_outlives_its_module(tmp_path):
     """A Future a method returns points into the module's code: freeing the
     module before the Future crashed the process (20 of 20 runs; Python
     frees in that order at exit). The Value keeps the module alive."""
-    torch = pytest.importorskip("torch")
-
-    class Forks(torch.nn.Module):
-        def forward(self, x):
-            return torch.jit.fork(torch.neg, x)
-
-    path = str(tmp_path / "forks.pt")
-    torch.jit.save(torch.jit.script(Forks()), path)
+    path = _forking_module(tmp_path)
     assert _child(_FUTURE_OUTLIVES, path) == "Value(Future: Future[Tensor])"
 
 
