@@ -14,11 +14,27 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
 
 using torch::autograd::variable_list;
+
+// LibTorch's owning pointer to a graph node (Edge::function): std::shared_ptr
+// in 1.13 and 2.6, freed through torch::autograd::deleteNode (iterative, so a
+// long chain does not overflow the stack); c10::intrusive_ptr in 2.15, where
+// ~Node does that work and deleteNode is gone. Argument-dependent lookup picks
+// LibTorch's deleteNode where it exists, the template below otherwise.
+using NodePtr = decltype(torch::autograd::Edge::function);
+template <class NodeT> void deleteNode(NodeT *node) { delete node; }
+void delete_node(torch::autograd::Node *node) { deleteNode(node); }
+template <class T, class... Args> auto make_node(Args &&...args) {
+  if constexpr (std::is_same_v<NodePtr, std::shared_ptr<torch::autograd::Node>>)
+    return std::shared_ptr<T>(new T(std::forward<Args>(args)...), delete_node);
+  else
+    return c10::make_intrusive<T>(std::forward<Args>(args)...);
+}
 
 std::string shape_str(c10::IntArrayRef s) {
   std::ostringstream os;
@@ -362,10 +378,8 @@ ct_status ct_autograd_function_apply(ct_tensor **outputs, size_t n_outputs,
 
     // ---- graph.
     if (record) {
-      auto node =
-          std::shared_ptr<ForeignNode>(new ForeignNode(node_name, backward, std::move(owner),
-                                                       torch::autograd::collect_next_edges(ins)),
-                                       torch::autograd::deleteNode);
+      auto node = make_node<ForeignNode>(node_name, backward, std::move(owner),
+                                         torch::autograd::collect_next_edges(ins));
       node->input_sizes_.reserve(n_inputs);
       for (const auto &x : ins) node->input_sizes_.emplace_back(x.sizes().vec());
       for (size_t i = 0; i < n_outputs; ++i) {

@@ -54,9 +54,15 @@ ct_status invoke(const char *func, torch::jit::Function &fn, const IValue *self,
   if (st != CT_OK) return st;
   fn.run(stack);  // errors reach the barrier, which summarizes them
   *out = new_value(stack.empty() ? IValue() : std::move(stack.back()));
-  if ((*out)->v.isFuture())
-    (*out)->keep =
+  if ((*out)->v.isFuture()) {
+    std::shared_ptr<void> keep =
         self ? std::shared_ptr<void>(std::make_shared<IValue>(*self)) : std::shared_ptr<void>(unit);
+    (*out)->keep = keep;
+    // The forked task may still run on torch's thread pool when the value is
+    // freed (Python frees both at exit): the Future holds the code until it
+    // completes too (a crash in InterpreterState::runAsync, 2 in 30 runs).
+    (*out)->v.toFuture()->addCallback([keep](c10::ivalue::Future &) {});
+  }
   return CT_OK;
 }
 

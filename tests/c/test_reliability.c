@@ -817,6 +817,19 @@ static void test_malformed_pickle_tensor(void **state) {
   ct_free(data);
 }
 
+/* A module whose tensor does not fit its storage is refused (CT_ERR_IO).
+ * LibTorch 2.15's unpickler checks that itself (`libtorchs` message); older
+ * ones leave it to ctorch's check after the load (`ours`). */
+static void expect_does_not_fit(const void *data, size_t size, const char *ours,
+                                const char *libtorchs) {
+  ct_module *back = (ct_module *)0x1;
+  CT_EXPECT_ERROR(ct_module_load_buffer(&back, data, size, CT_DEVICE_CPU, -1), CT_ERR_IO,
+                  "ct_module_load_buffer: cannot load the buffer: ");
+  assert_ptr_equal(back, (ct_module *)0x1);
+  if (strstr(ct_last_error(), ours) == NULL && strstr(ct_last_error(), libtorchs) == NULL)
+    fail_msg("message '%s' has neither '%s' nor '%s'", ct_last_error(), ours, libtorchs);
+}
+
 static void test_malformed_module_tensor(void **state) {
   (void)state;
   const int64_t seven[1] = {7};
@@ -834,20 +847,19 @@ static void test_malformed_module_tensor(void **state) {
   ct_module *back = NULL;
   CT_OK_OR_FAIL(ct_module_load_buffer(&back, data, size, CT_DEVICE_CPU, -1));
   ct_module_free(back);
-  back = (ct_module *)0x1;
   /* Offset 5 + 7 elements on a storage of 7. */
   assert_true(patch_zip(data, size, "/data.pkl", kOffset0, kOffset5, sizeof kOffset0 - 1));
-  CT_EXPECT_ERROR(ct_module_load_buffer(&back, data, size, CT_DEVICE_CPU, -1), CT_ERR_IO,
-                  "ct_module_load_buffer: cannot load the buffer: tensor 'inner.weight' does not "
-                  "fit its storage (sizes [7], strides [1], offset 5, 4-byte elements needs 48 "
-                  "bytes but its storage has 28)");
-  assert_ptr_equal(back, (ct_module *)0x1);
+  expect_does_not_fit(data, size,
+                      "tensor 'inner.weight' does not fit its storage (sizes [7], strides [1], "
+                      "offset 5, 4-byte elements needs 48 bytes but its storage has 28)",
+                      "Tensor: sizes 7, strides 1, storage offset 5 and itemsize 4 require a "
+                      "storage of at least 48 bytes, but storage only has 28 bytes");
   ct_free(data);
   /* Oversized sizes: also caught. */
   CT_OK_OR_FAIL(ct_module_save_buffer(&data, &size, m, NULL));
   assert_true(patch_zip(data, size, "/data.pkl", kSizes7, kSizes100, sizeof kSizes7 - 1));
-  CT_EXPECT_ERROR(ct_module_load_buffer(&back, data, size, CT_DEVICE_CPU, -1), CT_ERR_IO,
-                  "needs 400 bytes but its storage has 28");
+  expect_does_not_fit(data, size, "needs 400 bytes but its storage has 28",
+                      "require a storage of at least 400 bytes, but storage only has 28 bytes");
   ct_free(data);
   ct_tensor_free(t);
   ct_module_free(child);

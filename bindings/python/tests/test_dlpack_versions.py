@@ -4,6 +4,8 @@ torch 1.13 (Debian 12) only legacy. ctorch must exchange zero-copy with each
 in both directions. Proxies record what the consumer asked for, so each test
 shows which protocol was used (the LibTorch 2 leg runs numpy 2.2 and torch
 2.6; the Debian 12 leg numpy 1.24 and torch 1.13)."""
+import inspect
+
 import numpy as np
 import pytest
 import torch
@@ -11,6 +13,8 @@ import torch
 import ctorch
 
 NUMPY2 = int(np.__version__.split(".")[0]) >= 2
+# torch >= 2.7's Tensor.__dlpack__ takes max_version (DLPack 1.x capsules).
+TORCH_HAS_MAX_VERSION = "max_version" in inspect.signature(torch.Tensor.__dlpack__).parameters
 DTYPES = ["float32", "float64", "int32", "int64", "uint8", "int8", "int16"]
 
 
@@ -104,8 +108,8 @@ def test_torch_to_ctorch(dt):
     rec = Recorder(x)
     t = ctorch.from_dlpack(rec)
     # torch 2.6's Tensor.__dlpack__ has no max_version (TypeError on the first
-    # try), so the capsule is legacy on both legs.
-    assert last_capsule(rec) == "dltensor"
+    # try), so the capsule is legacy there; torch >= 2.7 gives a versioned one.
+    assert last_capsule(rec) == ("dltensor_versioned" if TORCH_HAS_MAX_VERSION else "dltensor")
     assert t.data_ptr() == x.data_ptr()
     assert_writes_shared(t, x)
 
@@ -114,8 +118,8 @@ def test_torch_to_ctorch(dt):
 def test_ctorch_to_torch(dt):
     t, x, rec = export_3x4(dt, torch.from_dlpack)
     # torch 2.6 accepts only legacy capsules: ctorch must give one when the
-    # consumer does not pass max_version.
-    assert last_capsule(rec) == "dltensor"
+    # consumer does not pass max_version; torch >= 2.7 asks for a versioned one.
+    assert last_capsule(rec) == ("dltensor_versioned" if TORCH_HAS_MAX_VERSION else "dltensor")
     assert x.data_ptr() == t.data_ptr()
     assert torch.equal(x, torch.arange(12).reshape(3, 4).to(getattr(torch, dt)))
     assert_writes_shared(t, x)

@@ -20,6 +20,13 @@ def test_fresh_venv_install_imports_from_anywhere(tmp_path):
     if r.returncode != 0:
         pytest.skip("no venv module: " + r.stderr[-200:])
     py = str(venv / "bin" / "python")
+    if sys.prefix != sys.base_prefix:
+        # The tests run in a venv themselves (the PyPI torch leg): its packages
+        # (setuptools, wheel, torch) are the "system" ones the install may use.
+        site_dir = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+        with open(os.path.join(site_dir, "outer-venv.pth"), "w") as f:
+            f.write("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
     src = tmp_path / "src"   # a copy: the build must not write into the checkout
     shutil.copytree(PKG_ROOT, src, ignore=shutil.ignore_patterns(
         "__pycache__", "build", "*.egg-info", "*.so*"))
