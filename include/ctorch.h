@@ -147,6 +147,38 @@ CT_API ct_status ct_set_num_interop_threads(int32_t n);
 /* Seeds the default CPU generator (and CUDA generators when available). */
 CT_API ct_status ct_manual_seed(uint64_t seed);
 
+/* Backend flags: torch's process-wide switches (torch.backends.*), read and
+ * set by number. Each takes effect for ops started after the call, on every
+ * thread; set them before the work they are meant for, as in torch (no lock
+ * orders a set against ops already running). The CUDA ones are plain
+ * settings in a CPU-only build too (they only matter once CUDA runs).
+ * Errors: CT_ERR_INVALID_ARGUMENT (out NULL, unknown flag, value other than
+ * 0 or 1), CT_ERR_NOT_SUPPORTED (a flag this LibTorch does not have; the
+ * message names the version it needs). */
+#define CT_FLAG_CUDNN_ENABLED 0          /* torch.backends.cudnn.enabled */
+#define CT_FLAG_CUDNN_BENCHMARK 1        /* torch.backends.cudnn.benchmark */
+#define CT_FLAG_CUDNN_DETERMINISTIC 2    /* torch.backends.cudnn.deterministic */
+#define CT_FLAG_CUDNN_ALLOW_TF32 3       /* torch.backends.cudnn.allow_tf32 */
+#define CT_FLAG_MATMUL_ALLOW_TF32 4      /* torch.backends.cuda.matmul.allow_tf32 */
+#define CT_FLAG_MATMUL_ALLOW_FP16_REDUCTION 5 /* ...matmul.allow_fp16_reduced_precision_reduction */
+#define CT_FLAG_MATMUL_ALLOW_BF16_REDUCTION 6 /* ...matmul.allow_bf16_reduced_precision_reduction (>= 2.0) */
+#define CT_FLAG_DETERMINISTIC_ALGORITHMS 7 /* torch.use_deterministic_algorithms(mode) */
+#define CT_FLAG_DETERMINISTIC_WARN_ONLY 8  /* its warn_only (setting one keeps the other) */
+#define CT_FLAG_MKLDNN_ENABLED 9         /* torch.backends.mkldnn.enabled */
+#define CT_FLAG_SDPA_FLASH 10            /* torch.backends.cuda.flash_sdp_enabled() */
+#define CT_FLAG_SDPA_MATH 11             /* ...math_sdp_enabled() */
+#define CT_FLAG_SDPA_MEM_EFFICIENT 12    /* ...mem_efficient_sdp_enabled() (>= 2.0) */
+#define CT_FLAG_SDPA_CUDNN 13            /* ...cudnn_sdp_enabled() (>= 2.5) */
+CT_API ct_status ct_backend_flag_get(int32_t *out, int32_t flag);
+CT_API ct_status ct_backend_flag_set(int32_t flag, int32_t value);
+/* torch.get_float32_matmul_precision / set_float32_matmul_precision:
+ * "highest", "high" or "medium" (TF32 or bfloat16 inside float32 matmuls).
+ * *out is a static string (not freed). Setting it also sets
+ * CT_FLAG_MATMUL_ALLOW_TF32, as in torch. Errors: CT_ERR_INVALID_ARGUMENT
+ * (NULL, another string). */
+CT_API ct_status ct_float32_matmul_precision_get(const char **out);
+CT_API ct_status ct_float32_matmul_precision_set(const char *precision);
+
 /* Loads a shared library (dlopen RTLD_NOW|RTLD_GLOBAL), typically one that
  * registers custom TorchScript operators (e.g. torchvision's). Models that
  * need those ops load afterwards. path: not NULL. Errors: CT_ERR_INVALID_ARGUMENT,
@@ -1156,6 +1188,52 @@ CT_API ct_status ct_op_list(ct_value **out);
  * (bad schema, op already registered). */
 typedef ct_status (*ct_op_fn)(void *ctx, const ct_value *const *args, size_t n, ct_value **out);
 CT_API ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx);
+
+/* ===================================================================== */
+/* Random generators                                                      */
+/* ===================================================================== */
+
+/* Random generators (torch.Generator). A handle refers to one generator:
+ * ct_generator_default gives the device's default one (what ops use without
+ * a generator argument and what ct_manual_seed seeds), ct_generator_new a
+ * generator of its own. Pass one to an op's `Generator? generator` argument
+ * through ct_value_from_generator. device_type CT_DEVICE_CPU or
+ * CT_DEVICE_CUDA (device_index -1: the current device). Free with
+ * ct_generator_free (NULL is a no-op); freeing a default generator's handle
+ * leaves the generator. Threads: each call locks the generator, as torch
+ * does, so handles may be shared; draws from several threads at once are
+ * safe but their order is not fixed. Errors: CT_ERR_INVALID_ARGUMENT (NULL,
+ * device type), CT_ERR_NOT_SUPPORTED (CUDA without a device). */
+typedef struct ct_generator ct_generator;
+CT_API ct_status ct_generator_default(ct_generator **out, int32_t device_type,
+                                      int32_t device_index);
+/* A new generator seeded with torch's default seed (67280421310721), as
+ * torch.Generator(device) is. */
+CT_API ct_status ct_generator_new(ct_generator **out, int32_t device_type, int32_t device_index);
+CT_API void ct_generator_free(ct_generator *g);
+/* Seeds the generator (torch.Generator.manual_seed). */
+CT_API ct_status ct_generator_manual_seed(ct_generator *g, uint64_t seed);
+/* Seeds it from a non-deterministic source and returns that seed
+ * (torch.Generator.seed). */
+CT_API ct_status ct_generator_seed(uint64_t *out, ct_generator *g);
+/* The seed it was last seeded with (torch.Generator.initial_seed). */
+CT_API ct_status ct_generator_initial_seed(uint64_t *out, const ct_generator *g);
+/* Its whole state as a NEW 1-D uint8 CPU tensor, the bytes
+ * torch.Generator.get_state() gives (5056 for the CPU generator): a state
+ * from PyTorch's get_state() sets ctorch's generator to draw the same
+ * numbers, and the reverse. */
+CT_API ct_status ct_generator_get_state(ct_tensor **out, const ct_generator *g);
+/* Restores a state from ct_generator_get_state or torch.Generator.get_state.
+ * state is borrowed: a uint8 CPU tensor of the size that device's generator
+ * uses. Errors: CT_ERR_TYPE (not uint8), CT_ERR_INVALID_ARGUMENT (NULL, not
+ * on the CPU, wrong size, a state the generator refuses); on error the
+ * generator is unchanged. */
+CT_API ct_status ct_generator_set_state(ct_generator *g, const ct_tensor *state);
+CT_API ct_status ct_generator_device(int32_t *device_type, int32_t *device_index,
+                                     const ct_generator *g);
+/* A NEW value holding the generator (for an op's Generator argument); it
+ * refers to the same generator, not a copy. */
+CT_API ct_status ct_value_from_generator(ct_value **out, const ct_generator *g);
 
 /* ===================================================================== */
 /* CUDA (every function exists in every build; without CUDA they return    */

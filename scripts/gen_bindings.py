@@ -26,7 +26,7 @@ import ctorch_header  # noqa: E402
 PY_OUT = os.path.join(ROOT, "bindings", "python", "ctorch", "_capi.py")
 JL_OUT = os.path.join(ROOT, "bindings", "julia", "CTorch", "src", "capi_generated.jl")
 
-HANDLES = {"ct_tensor", "ct_value", "ct_module", "ct_script", "ct_op", "ct_package",
+HANDLES = {"ct_tensor", "ct_value", "ct_module", "ct_script", "ct_op", "ct_package", "ct_generator",
            "DLManagedTensor", "DLManagedTensorVersioned", "void"}
 CALLBACKS = {"ct_deleter": "DELETER", "ct_op_fn": "OP_FN", "ct_autograd_forward_fn": "AG_FORWARD",
              "ct_autograd_backward_fn": "AG_BACKWARD", "ct_ctx_destroy_fn": "CTX_DESTROY"}
@@ -34,6 +34,7 @@ SCALARS = {"ct_status": ("S", "Int32"), "int32_t": ("I32", "Int32"), "int64_t": 
            "uint64_t": ("U64", "UInt64"), "size_t": ("SZ", "Csize_t"),
            "double": ("D", "Cdouble")}
 POINTEES = {"int32_t": ("PI32", "Ptr{Int32}"), "int64_t": ("PI64", "Ptr{Int64}"),
+            "uint64_t": ("PU64", "Ptr{UInt64}"),
             "size_t": ("PSZ", "Ptr{Csize_t}"), "double": ("PD", "Ptr{Cdouble}"),
             "ct_tensor_info": ("PINFO", "P")}
 #: Single out-parameters among `T **` (the rest are arrays the caller fills or reads).

@@ -5,19 +5,23 @@
 #   abi    the exported ABI against abi/libctorch.abi
 #   asan   the C tests under AddressSanitizer + UBSan (build-asan/)
 #   lt2    the LibTorch 2.6 leg in a cached Debian 13 chroot
+#   pypi   LibTorch from PyPI's newest torch wheel, built with CUDA, every test (cached venv)
+#   pypi211  the same for torch 2.11 (the GPU machine's): build + C tests
 #   tsan   the concurrency test under ThreadSanitizer (build-tsan/)
 #   fuzz   the libFuzzer targets, 8 s each (build-fuzz/)
 #
 #   scripts/test.sh            all legs, in this order (the README's test command, and CI's)
 #   scripts/test.sh fuzz asan  setup, then the legs named, in the order given
 #
-# A leg that needs another's output builds it (build/, its models). When lt2
-# runs after lt113, its chroot is made or unpacked in the background meanwhile.
-# CTORCH_SKIP_<LEG>=1 (ABI, ASAN, LT2, TSAN, FUZZ) drops a leg from the default list.
+# A leg that needs another's output builds it (build/, its models). What is
+# slow to fetch is made in the background while the first legs build: the lt2
+# chroot (made or unpacked), the PyPI legs' venvs (downloaded once, cached).
+# CTORCH_SKIP_<LEG>=1 (ABI, ASAN, LT2, PYPI, PYPI211, TSAN, FUZZ) drops a leg
+# from the default list.
 set -eu
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
-all="lt113 abi asan lt2 tsan fuzz"
+all="lt113 abi pypi pypi211 asan lt2 tsan fuzz"
 if [ $# -gt 0 ]; then
   legs="$*"
 else
@@ -39,12 +43,32 @@ case " $legs " in
     ./scripts/ci/lt2.sh prepare >build/lt2-prepare.log 2>&1 &
     lt2_prep=$! ;;
 esac
+pypi_prep=""
+for leg in $legs; do
+  case "$leg" in
+    pypi|pypi211)
+      mkdir -p build
+      pypi_prep="$pypi_prep $leg" ;;
+  esac
+done
+if [ -n "$pypi_prep" ]; then
+  (for leg in $pypi_prep; do ./scripts/ci/"$leg".sh prepare || exit 1; done) >build/pypi-prepare.log 2>&1 &
+  pypi_prep=$!
+fi
 for leg in $legs; do
   [ "$leg" = setup ] && continue
   if [ "$leg" = lt2 ] && [ -n "$lt2_prep" ]; then
     if ! wait "$lt2_prep"; then cat build/lt2-prepare.log >&2; exit 1; fi
     cat build/lt2-prepare.log
   fi
+  case "$leg" in
+    pypi|pypi211)
+      if [ -n "$pypi_prep" ]; then
+        if ! wait "$pypi_prep"; then cat build/pypi-prepare.log >&2; exit 1; fi
+        cat build/pypi-prepare.log
+        pypi_prep=""
+      fi ;;
+  esac
   ./scripts/ci/"$leg".sh
   echo "test.sh: $leg done at $(( $(date +%s) - t0 )) s"
 done

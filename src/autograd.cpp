@@ -27,9 +27,13 @@ using torch::autograd::variable_list;
 // ~Node does that work and deleteNode is gone. Argument-dependent lookup picks
 // LibTorch's deleteNode where it exists, the template below otherwise.
 using NodePtr = decltype(torch::autograd::Edge::function);
-template <class NodeT> void deleteNode(NodeT *node) { delete node; }
+template <class NodeT>
+void deleteNode(NodeT *node) {
+  delete node;
+}
 void delete_node(torch::autograd::Node *node) { deleteNode(node); }
-template <class T, class... Args> auto make_node(Args &&...args) {
+template <class T, class... Args>
+auto make_node(Args &&...args) {
   if constexpr (std::is_same_v<NodePtr, std::shared_ptr<torch::autograd::Node>>)
     return std::shared_ptr<T>(new T(std::forward<Args>(args)...), delete_node);
   else

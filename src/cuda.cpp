@@ -30,6 +30,7 @@
 
 #include "cuda_internal.h"
 
+#include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -228,6 +229,14 @@ void make_safe_for_stream(const at::Tensor &t, int64_t consumer_stream) {
   cudaStream_t producer = c10::cuda::getCurrentCUDAStream(d).stream();
   if (same_stream(consumer, producer)) return;
   stream_wait(consumer, producer);
+}
+
+at::Generator default_generator(int32_t device) {
+  return at::cuda::detail::getDefaultCUDAGenerator(resolve_device(device));
+}
+
+at::Generator new_generator(int32_t device) {
+  return at::cuda::detail::createCUDAGenerator(resolve_device(device));
 }
 
 }  // namespace cudaimpl

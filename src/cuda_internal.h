@@ -67,6 +67,9 @@ void stream_wait_stream(void *waiting, void *producer, int32_t device);
 at::Tensor pin_memory(const at::Tensor &t);
 bool is_pinned(const at::Tensor &t);
 void make_safe_for_stream(const at::Tensor &t, int64_t consumer_stream);
+// The device's default CUDA generator, and a new one (src/generator.cpp).
+at::Generator default_generator(int32_t device);
+at::Generator new_generator(int32_t device);
 }  // namespace cudaimpl
 #endif
 

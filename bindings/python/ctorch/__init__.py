@@ -38,6 +38,11 @@ from .package import Package, load_package
 from . import ops
 from . import autograd
 from . import library
+from . import backends
+from ._generator import Generator, default_generator
+from .backends import (use_deterministic_algorithms, are_deterministic_algorithms_enabled,
+                       is_deterministic_algorithms_warn_only_enabled,
+                       get_float32_matmul_precision, set_float32_matmul_precision)
 from ._functions import FUNCTIONS as _FUNCTIONS
 from ._misc import (version, torch_version, abi_version, cuda, manual_seed, get_num_threads,
                     set_num_threads, get_num_interop_threads, set_num_interop_threads,
@@ -82,7 +87,10 @@ __all__ = ["Tensor", "Module", "Value", "Script", "dtype", "device", "tensor", "
     "int32", "int64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
     "uint16", "uint32", "uint64", "bool", "half", "float", "double", "long", "int", "short",
     "cfloat", "cdouble", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
-    "qint8", "quint8", "qint32", "quint4x2"]
+    "qint8", "quint8", "qint32", "quint4x2", "backends", "Generator", "default_generator",
+    "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+    "is_deterministic_algorithms_warn_only_enabled", "get_float32_matmul_precision",
+    "set_float32_matmul_precision"]
 __all__ += ["abs", "add", "all", "allclose", "any", "argmax", "argmin",
     "bmm", "cat", "ceil", "chunk", "clamp", "concat", "conv2d", "cos", "cumsum", "div", "dot",
     "dropout", "einsum", "equal", "erf", "exp", "flatten", "flip", "floor", "gather", "gelu",

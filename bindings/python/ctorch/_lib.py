@@ -287,6 +287,7 @@ STR = c_char_p
 PSTR = POINTER(c_char_p)
 
 U64 = c_uint64
+PU64 = POINTER(c_uint64)
 PD = POINTER(c_double)
 PINFO = POINTER(TensorInfo)
 

@@ -17,6 +17,7 @@ from ._lib import (G, CT_VALUE_BOOL, CT_VALUE_BOOL_LIST, CT_VALUE_DEVICE, CT_VAL
                    CT_VALUE_LIST, CT_VALUE_NONE, CT_VALUE_OBJECT, CT_VALUE_STRING,
                    CT_VALUE_TENSOR, CT_VALUE_TENSOR_LIST, CT_VALUE_TUPLE, check)
 from ._types import device, dtype
+from ._generator import Generator
 
 _new = object.__new__
 _value_free = G.value_free
@@ -103,6 +104,8 @@ def _to_value_slow(x: Any) -> Tuple[int, bool]:
         return new_value(G.value_from_string, b, len(b)), True
     if isinstance(x, Value):
         return x._ptr(), False
+    if isinstance(x, Generator):
+        return new_value(G.value_from_generator, x._ptr()), True
     if isinstance(x, (list, tuple)):
         return _seq_value(x), True
     if isinstance(x, dict):
