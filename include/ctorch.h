@@ -1267,6 +1267,76 @@ CT_API ct_status ct_cuda_stream_synchronize(void *stream, int32_t device);
  * No host synchronisation. */
 CT_API ct_status ct_cuda_stream_wait_stream(void *waiting, void *producer, int32_t device);
 
+/* Peak bytes allocated by / reserved in torch's caching allocator on a
+ * device since the start or the last ct_cuda_reset_peak_memory_stats
+ * (torch.cuda.max_memory_allocated / max_memory_reserved). */
+CT_API ct_status ct_cuda_max_memory_allocated(size_t *out, int32_t device);
+CT_API ct_status ct_cuda_max_memory_reserved(size_t *out, int32_t device);
+CT_API ct_status ct_cuda_reset_peak_memory_stats(int32_t device);
+/* The caching allocator's statistics as a NEW Dict[str, int] value, with
+ * torch.cuda.memory_stats()'s keys for what every LibTorch version counts:
+ * "<stat>.<pool>.<current|peak|allocated|freed>" for stat in allocation,
+ * segment, active, inactive_split, allocated_bytes, reserved_bytes,
+ * active_bytes, inactive_split_bytes and pool in all, small_pool,
+ * large_pool; and "num_alloc_retries", "num_ooms". */
+CT_API ct_status ct_cuda_memory_stats(ct_value **out, int32_t device);
+/* Caps what the caching allocator may reserve on a device at `fraction` of
+ * its memory (torch.cuda.set_per_process_memory_fraction); allocations
+ * past it fail (CT_ERR_OUT_OF_MEMORY). fraction: 0 to 1, else
+ * CT_ERR_INVALID_ARGUMENT. */
+CT_API ct_status ct_cuda_set_memory_fraction(double fraction, int32_t device);
+/* A stream from torch's pool (what torch.cuda.Stream() gives): a
+ * cudaStream_t torch owns and hands out round-robin (do not destroy it);
+ * high_priority 1 takes it from the high-priority pool. */
+CT_API ct_status ct_cuda_stream_from_pool(void **out, int32_t device, int32_t high_priority);
+
+/* CUDA events (torch.cuda.Event): mark a point in a stream, wait for it,
+ * time between two. ct_cuda_event_new(&e, enable_timing); the CUDA event
+ * is created on the first record, on the stream's device. Free with
+ * ct_cuda_event_free (NULL is a no-op). One event is used by one thread at a
+ * time. Errors: CT_ERR_NOT_SUPPORTED (no CUDA device), CT_ERR_INVALID_ARGUMENT
+ * (NULL; elapsed time of an event never recorded or created without
+ * timing), CT_ERR_TORCH (CUDA's own errors, e.g. the end event not done). */
+typedef struct ct_cuda_event ct_cuda_event;
+CT_API ct_status ct_cuda_event_new(ct_cuda_event **out, int32_t enable_timing);
+CT_API void ct_cuda_event_free(ct_cuda_event *e);
+/* Records the event on `stream` (a cudaStream_t; NULL: torch's current
+ * stream on the current device). */
+CT_API ct_status ct_cuda_event_record(ct_cuda_event *e, void *stream);
+/* Blocks until the work before the record has finished (at once if never
+ * recorded). */
+CT_API ct_status ct_cuda_event_synchronize(ct_cuda_event *e);
+/* *done: 1 if the work before the record has finished (or nothing was
+ * recorded), else 0. Does not block. */
+CT_API ct_status ct_cuda_event_query(int32_t *done, ct_cuda_event *e);
+/* Milliseconds from `start` to `end` (both recorded, with timing; end
+ * finished: synchronize it first). */
+CT_API ct_status ct_cuda_event_elapsed_ms(double *out, ct_cuda_event *start, ct_cuda_event *end);
+
+/* CUDA graphs (torch.cuda.CUDAGraph): capture the CUDA work of a sequence
+ * of calls (ops, a module's forward) once, replay it with one launch.
+ * Between ct_cuda_graph_capture_begin and _end, the calling thread's work on
+ * the device is captured, not run: begin synchronizes the device and makes
+ * a side stream from torch's pool current (capture cannot use the default
+ * stream), end restores the stream that was current. Tensors made during the
+ * capture live in the graph's private memory and keep their addresses: a
+ * replay reads the captured inputs at their addresses (copy new values into
+ * them) and writes the captured outputs in place. Work that synchronizes
+ * with the host (.item(), printing, CPU copies) fails the capture
+ * (CT_ERR_TORCH at that call or at end). Free with ct_cuda_graph_free (NULL
+ * is a no-op). Errors: CT_ERR_NOT_SUPPORTED (no CUDA device),
+ * CT_ERR_INVALID_ARGUMENT (NULL; begin twice, end without begin, replay
+ * before a capture ended), CT_ERR_TORCH (CUDA's capture errors). */
+typedef struct ct_cuda_graph ct_cuda_graph;
+CT_API ct_status ct_cuda_graph_new(ct_cuda_graph **out);
+CT_API void ct_cuda_graph_free(ct_cuda_graph *g);
+CT_API ct_status ct_cuda_graph_capture_begin(ct_cuda_graph *g, int32_t device);
+CT_API ct_status ct_cuda_graph_capture_end(ct_cuda_graph *g);
+/* Replays the captured work on torch's current stream (not waiting for it). */
+CT_API ct_status ct_cuda_graph_replay(ct_cuda_graph *g);
+/* Drops the captured graph and its memory; the handle can capture again. */
+CT_API ct_status ct_cuda_graph_reset(ct_cuda_graph *g);
+
 /* ===================================================================== */
 /* AOTInductor packages (.pt2)                                           */
 /* ===================================================================== */
@@ -1286,6 +1356,19 @@ CT_API ct_status ct_cuda_stream_wait_stream(void *waiting, void *producer, int32
  * CT_ERR_NOT_SUPPORTED (a package compiled for a device this LibTorch cannot
  * run, e.g. CUDA on a CPU-only build; or LibTorch < 2.6). */
 CT_API ct_status ct_package_load(ct_package **out, const char *path, const char *model_name);
+/* ct_package_load with the loader's options. num_runners (1 to 1024): model
+ * instances, so that up to that many threads run the package at once (each
+ * ct_package_run takes a free instance; more callers wait for one).
+ * device_index: the CUDA device a CUDA package loads on (-1: the current
+ * device; CPU packages take -1). LibTorch 2.6's loader has neither option:
+ * there num_runners other than 1 or device_index other than -1 are
+ * CT_ERR_NOT_SUPPORTED (LibTorch 2.11 and 2.15 have both). Errors as
+ * ct_package_load, and CT_ERR_INVALID_ARGUMENT (num_runners out of range,
+ * device_index below -1). */
+CT_API ct_status ct_package_load_with(ct_package **out, const char *path, const char *model_name,
+                                      size_t num_runners, int32_t device_index);
+/* How many runners the package was loaded with (1 for ct_package_load). */
+CT_API ct_status ct_package_num_runners(size_t *out, const ct_package *p);
 /* Same from memory (data borrowed, not kept): LibTorch loads packages only
  * from files, so the bytes are written to a private temporary file first,
  * removed again before this returns. */
@@ -1300,11 +1383,21 @@ CT_API void ct_package_free(ct_package *p);
  * with; AOTInductor checks only some of this. Errors: CT_ERR_INVALID_ARGUMENT
  * (wrong number of inputs, message gives the count expected; more results
  * than n_outputs, message gives the count; NULL input), CT_ERR_TORCH (raised
- * by the model). Thread-safe: calls on one package are serialized inside
- * LibTorch (one runner). */
+ * by the model). Thread-safe: as many calls run at once as the package has
+ * runners (ct_package_load_with; one for ct_package_load), the others wait
+ * inside LibTorch. A CUDA package runs on torch's current stream. */
 CT_API ct_status ct_package_run(ct_tensor **outputs, size_t n_outputs, size_t *n_returned,
                                 ct_package *p, const ct_tensor *const *inputs,
                                 size_t n_inputs);
+/* ct_package_run on a caller's CUDA stream (a cudaStream_t, borrowed; NULL:
+ * torch's current stream): the model's kernels are queued there and the
+ * call returns without waiting for them. Errors as ct_package_run, and
+ * CT_ERR_INVALID_ARGUMENT (a stream for a CPU package), CT_ERR_NOT_SUPPORTED
+ * (a LibTorch whose loader takes no stream). */
+CT_API ct_status ct_package_run_on_stream(ct_tensor **outputs, size_t n_outputs,
+                                          size_t *n_returned, ct_package *p,
+                                          const ct_tensor *const *inputs, size_t n_inputs,
+                                          void *stream);
 /* The package's metadata as a Dict[str, str] value (AOTI_DEVICE_KEY and
  * what the exporter stored). */
 CT_API ct_status ct_package_metadata(ct_value **out, const ct_package *p);

@@ -31,7 +31,7 @@ template <class NodeT>
 void deleteNode(NodeT *node) {
   delete node;
 }
-void delete_node(torch::autograd::Node *node) { deleteNode(node); }
+[[maybe_unused]] void delete_node(torch::autograd::Node *node) { deleteNode(node); }
 template <class T, class... Args>
 auto make_node(Args &&...args) {
   if constexpr (std::is_same_v<NodePtr, std::shared_ptr<torch::autograd::Node>>)

@@ -21,7 +21,7 @@ bool reduction_allowed(R r) {
     return r == R::AllowReducedPrecisionWithSplitK;
 }
 
-ct_status too_old(const char *func, int32_t flag, const char *needs) {
+[[maybe_unused]] ct_status too_old(const char *func, int32_t flag, const char *needs) {
   return ct::set_error(CT_ERR_NOT_SUPPORTED, "%s: flag %d needs LibTorch >= %s (this is %s)", func,
                        flag, needs, TORCH_VERSION);
 }

@@ -40,7 +40,9 @@
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#include <map>
 #include <mutex>
+#include <string>
 
 #if !defined(TORCH_VERSION_MAJOR)
 #error "torch/version.h did not define TORCH_VERSION_MAJOR"
@@ -229,6 +231,65 @@ void make_safe_for_stream(const at::Tensor &t, int64_t consumer_stream) {
   cudaStream_t producer = c10::cuda::getCurrentCUDAStream(d).stream();
   if (same_stream(consumer, producer)) return;
   stream_wait(consumer, producer);
+}
+
+size_t max_memory_allocated(int32_t device) {
+  return allocator_bytes(device, [](const auto &stats) { return stats.allocated_bytes[0].peak; });
+}
+
+size_t max_memory_reserved(int32_t device) {
+  return allocator_bytes(device, [](const auto &stats) { return stats.reserved_bytes[0].peak; });
+}
+
+void reset_peak_memory_stats(int32_t device) {
+  const c10::DeviceIndex d = resolve_device(device);
+  ensure_torch_cuda_initialized(d);
+  c10::cuda::CUDACachingAllocator::resetPeakStats(d);
+}
+
+// torch.cuda.memory_stats()'s keys, sorted as there, for the counters every
+// LibTorch version has (stat arrays: index 0 all, 1 small pool, 2 large pool).
+c10::IValue memory_stats(int32_t device) {
+  const c10::DeviceIndex d = resolve_device(device);
+  ensure_torch_cuda_initialized(d);
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(d);
+  std::map<std::string, int64_t> m;
+  const char *const pools[3] = {"all", "small_pool", "large_pool"};
+  auto add = [&](const char *name, const auto &array) {
+    for (int p = 0; p < 3; ++p) {
+      const std::string k = std::string(name) + "." + pools[p] + ".";
+      m[k + "current"] = array[p].current;
+      m[k + "peak"] = array[p].peak;
+      m[k + "allocated"] = array[p].allocated;
+      m[k + "freed"] = array[p].freed;
+    }
+  };
+  add("allocation", stats.allocation);
+  add("segment", stats.segment);
+  add("active", stats.active);
+  add("inactive_split", stats.inactive_split);
+  add("allocated_bytes", stats.allocated_bytes);
+  add("reserved_bytes", stats.reserved_bytes);
+  add("active_bytes", stats.active_bytes);
+  add("inactive_split_bytes", stats.inactive_split_bytes);
+  m["num_alloc_retries"] = stats.num_alloc_retries;
+  m["num_ooms"] = stats.num_ooms;
+  c10::Dict<std::string, int64_t> out;
+  for (const auto &kv : m) out.insert(kv.first, kv.second);
+  return c10::IValue(std::move(out));
+}
+
+void set_memory_fraction(double fraction, int32_t device) {
+  if (!(fraction >= 0.0 && fraction <= 1.0))
+    raise(CT_ERR_INVALID_ARGUMENT, "fraction must be between 0 and 1, not %g", fraction);
+  const c10::DeviceIndex d = resolve_device(device);
+  ensure_torch_cuda_initialized(d);
+  c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, d);
+}
+
+void *stream_from_pool(int32_t device, bool high_priority) {
+  const c10::DeviceIndex d = resolve_device(device);
+  return static_cast<void *>(c10::cuda::getStreamFromPool(high_priority, d).stream());
 }
 
 at::Generator default_generator(int32_t device) {

@@ -40,6 +40,10 @@ namespace ct {
 // (Same declaration as in internal.h.)
 ct_status cuda_make_safe_for_stream(const at::Tensor &t, int64_t stream);
 
+// CT_ERR_NOT_SUPPORTED "<func>: CUDA is not supported in this build of
+// ctorch (LibTorch <ver> has no CUDA)" (device.cpp; CPU-only builds).
+ct_status no_cuda(const char *func);
+
 #if defined(CTORCH_WITH_CUDA)
 // ---- The CUDA implementation (src/cuda.cpp), CUDA builds only -------------
 // These may throw (ct::Error with a status code, c10::Error for CUDA/torch
@@ -67,6 +71,12 @@ void stream_wait_stream(void *waiting, void *producer, int32_t device);
 at::Tensor pin_memory(const at::Tensor &t);
 bool is_pinned(const at::Tensor &t);
 void make_safe_for_stream(const at::Tensor &t, int64_t consumer_stream);
+size_t max_memory_allocated(int32_t device);
+size_t max_memory_reserved(int32_t device);
+void reset_peak_memory_stats(int32_t device);
+c10::IValue memory_stats(int32_t device);  // Dict[str, int]
+void set_memory_fraction(double fraction, int32_t device);
+void *stream_from_pool(int32_t device, bool high_priority);
 // The device's default CUDA generator, and a new one (src/generator.cpp).
 at::Generator default_generator(int32_t device);
 at::Generator new_generator(int32_t device);

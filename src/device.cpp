@@ -13,19 +13,19 @@
 
 #include <cstring>
 
-namespace {
+namespace ct {
 
-#if !defined(CTORCH_WITH_CUDA)
 ct_status no_cuda(const char *func) {
   const char *ver = ct_torch_version();
   if (ver == nullptr || *ver == '\0' || std::strcmp(ver, "unknown") == 0) ver = TORCH_VERSION;
-  return ct::set_error(
-      CT_ERR_NOT_SUPPORTED,
-      "%s: CUDA is not supported in this build of ctorch (LibTorch %s has no CUDA)", func, ver);
+  return set_error(CT_ERR_NOT_SUPPORTED,
+                   "%s: CUDA is not supported in this build of ctorch (LibTorch %s has no CUDA)",
+                   func, ver);
 }
-#endif
 
-}  // namespace
+}  // namespace ct
+
+using ct::no_cuda;
 
 extern "C" {
 
@@ -148,6 +148,58 @@ ct_status ct_cuda_stream_wait_stream(void *waiting, void *producer, int32_t devi
   });
 }
 
+ct_status ct_cuda_max_memory_allocated(size_t *out, int32_t device) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
+    CT_CHECK_NOT_NULL(out);
+    *out = ct::cudaimpl::max_memory_allocated(device);
+    return CT_OK;
+  });
+}
+
+ct_status ct_cuda_max_memory_reserved(size_t *out, int32_t device) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
+    CT_CHECK_NOT_NULL(out);
+    *out = ct::cudaimpl::max_memory_reserved(device);
+    return CT_OK;
+  });
+}
+
+ct_status ct_cuda_reset_peak_memory_stats(int32_t device) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
+    ct::cudaimpl::reset_peak_memory_stats(device);
+    return CT_OK;
+  });
+}
+
+ct_status ct_cuda_memory_stats(ct_value **out, int32_t device) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
+    CT_CHECK_NOT_NULL(out);
+    *out = ct::new_value(ct::cudaimpl::memory_stats(device));
+    return CT_OK;
+  });
+}
+
+ct_status ct_cuda_set_memory_fraction(double fraction, int32_t device) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
+    ct::cudaimpl::set_memory_fraction(fraction, device);
+    return CT_OK;
+  });
+}
+
+ct_status ct_cuda_stream_from_pool(void **out, int32_t device, int32_t high_priority) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&]() -> ct_status {
+    CT_CHECK_NOT_NULL(out);
+    *out = ct::cudaimpl::stream_from_pool(device, high_priority != 0);
+    return CT_OK;
+  });
+}
+
 ct_status ct_tensor_pin_memory(ct_tensor **out, const ct_tensor *t) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&]() -> ct_status {
@@ -179,6 +231,14 @@ ct_status ct_cuda_set_stream(void **previous, int32_t device, void *stream) {
 }
 ct_status ct_cuda_stream_synchronize(void *stream, int32_t device) { return no_cuda(__func__); }
 ct_status ct_cuda_stream_wait_stream(void *waiting, void *producer, int32_t device) {
+  return no_cuda(__func__);
+}
+ct_status ct_cuda_max_memory_allocated(size_t *out, int32_t device) { return no_cuda(__func__); }
+ct_status ct_cuda_max_memory_reserved(size_t *out, int32_t device) { return no_cuda(__func__); }
+ct_status ct_cuda_reset_peak_memory_stats(int32_t device) { return no_cuda(__func__); }
+ct_status ct_cuda_memory_stats(ct_value **out, int32_t device) { return no_cuda(__func__); }
+ct_status ct_cuda_set_memory_fraction(double fraction, int32_t device) { return no_cuda(__func__); }
+ct_status ct_cuda_stream_from_pool(void **out, int32_t device, int32_t high_priority) {
   return no_cuda(__func__);
 }
 ct_status ct_tensor_pin_memory(ct_tensor **out, const ct_tensor *t) { return no_cuda(__func__); }

@@ -4,7 +4,6 @@
 #include "cuda_internal.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <torch/version.h>
 
 #include <mutex>
 
@@ -36,10 +35,7 @@ ct_status find_generator(const char *func, int32_t device_type, int32_t device_i
                : ct::cudaimpl::default_generator(device_index);
   return CT_OK;
 #else
-  return ct::set_error(CT_ERR_NOT_SUPPORTED,
-                       "%s: CUDA is not supported in this build of ctorch (LibTorch %s has no "
-                       "CUDA)",
-                       func, TORCH_VERSION);
+  return ct::no_cuda(func);
 #endif
 }
 

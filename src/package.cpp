@@ -13,6 +13,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -49,6 +50,38 @@ namespace {
 // every later release.
 using Loader = torch::inductor::AOTIModelPackageLoader;
 
+// Loader features by signature, not version number (releases between 2.6 and
+// 2.11 were not tried): the constructor with the number of runners and the
+// device index, and run() on a caller's stream.
+constexpr bool kLoaderHasRunners =
+    std::is_constructible_v<Loader, const std::string &, const std::string &, bool, size_t,
+                            c10::DeviceIndex>;
+template <class L, class = void>
+struct RunsOnStream : std::false_type {};
+template <class L>
+struct RunsOnStream<L,
+                    std::void_t<decltype(std::declval<L &>().run(
+                        std::declval<const std::vector<at::Tensor> &>(), std::declval<void *>()))>>
+    : std::true_type {};
+
+template <class L = Loader>
+std::unique_ptr<L> make_loader(const std::string &path, const std::string &name, size_t num_runners,
+                               int32_t device_index) {
+  if constexpr (kLoaderHasRunners)
+    return std::make_unique<L>(path, name, /*run_single_threaded=*/false, num_runners,
+                               static_cast<c10::DeviceIndex>(device_index));
+  else
+    return std::make_unique<L>(path, name);
+}
+
+template <class L = Loader>
+std::vector<at::Tensor> run_loader(L &loader, const std::vector<at::Tensor> &in, void *stream) {
+  if constexpr (RunsOnStream<L>::value)
+    return loader.run(in, stream);
+  else
+    return loader.run(in);
+}
+
 // The first line of an exception message (LibTorch's runtime errors can carry
 // file listings or backtraces after it).
 std::string first_line(const char *what) {
@@ -76,6 +109,7 @@ struct ct_package {
   size_t n_inputs = static_cast<size_t>(-1);  // from the in_spec; -1 unknown
   int32_t device_type = CT_DEVICE_CPU;
   int32_t device_index = -1;
+  size_t num_runners = 1;
 #endif
 };
 
@@ -130,7 +164,8 @@ bool zip_names(const std::vector<char> &bytes, std::vector<std::string> *names) 
 }
 
 ct_status load_file(const char *func, ct_package **out, const std::string &path,
-                    const char *model_name, const char *shown_as) {
+                    const char *model_name, const char *shown_as, size_t num_runners = 1,
+                    int32_t device_index = -1) {
   std::string name = model_name ? model_name : "model";
   std::vector<char> bytes;
   if (ct_status st = ct::read_file(func, path.c_str(), &bytes)) return st;
@@ -160,7 +195,7 @@ ct_status load_file(const char *func, ct_package **out, const std::string &path,
   }
   auto p = std::make_unique<ct_package>();
   try {
-    p->loader = std::make_unique<Loader>(path, name);
+    p->loader = make_loader(path, name, num_runners, device_index);
   } catch (const std::exception &e) {
     std::string msg = first_line(e.what());
     if (msg.find("Unsupported device") != std::string::npos ||
@@ -190,6 +225,7 @@ ct_status load_file(const char *func, ct_package **out, const std::string &path,
       if (d != dtypes.end()) p->constant_dtypes[kv.second] = d->second;
     }
   }
+  p->num_runners = num_runners;
   auto dev = p->metadata.find("AOTI_DEVICE_KEY");
   if (dev != p->metadata.end()) {
     c10::Device d(dev->second);
@@ -277,6 +313,51 @@ ct_status package_value(const char *ct_fn_, ct_value **out, const ct_package *p,
   });
 }
 
+// ct_package_run and ct_package_run_on_stream (stream NULL: torch's current).
+ct_status run_package(const char *ct_fn_, ct_tensor **outputs, size_t n_outputs, size_t *n_returned,
+                      ct_package *p, const ct_tensor *const *inputs, size_t n_inputs,
+                      void *stream) {
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(p);
+    CT_CHECK_ARG(outputs != nullptr || n_outputs == 0, "%s: argument 'outputs' is NULL", ct_fn_);
+    CT_CHECK_ARG(inputs != nullptr || n_inputs == 0, "%s: argument 'inputs' is NULL", ct_fn_);
+#if CTORCH_HAVE_AOTI
+    if (p->n_inputs != static_cast<size_t>(-1) && n_inputs != p->n_inputs)
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                           "%s: the package's model takes %zu input tensors, got %zu", ct_fn_,
+                           p->n_inputs, n_inputs);
+    std::vector<at::Tensor> in;
+    in.reserve(n_inputs);
+    for (size_t i = 0; i < n_inputs; ++i) {
+      if (!inputs[i])
+        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: inputs[%zu] is NULL", ct_fn_, i);
+      in.push_back(inputs[i]->t);
+    }
+    if (stream != nullptr && p->device_type != CT_DEVICE_CUDA)
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                           "%s: a stream is for CUDA packages; this one runs on the CPU (pass "
+                           "NULL)",
+                           ct_fn_);
+    if (stream != nullptr && !RunsOnStream<Loader>::value)
+      return ct::set_error(CT_ERR_NOT_SUPPORTED,
+                           "%s: LibTorch %s's package loader runs only on torch's current stream",
+                           ct_fn_, TORCH_VERSION);
+    std::vector<at::Tensor> res = run_loader(*p->loader, in, stream);
+    if (res.size() > n_outputs)
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                           "%s: the model returned %zu tensors, more than n_outputs (%zu)", ct_fn_,
+                           res.size(), n_outputs);
+    for (size_t i = 0; i < res.size(); ++i) outputs[i] = ct::new_tensor(std::move(res[i]));
+    if (n_returned) *n_returned = res.size();
+    return CT_OK;
+#else
+    (void)n_returned;
+    (void)stream;
+    return not_supported(ct_fn_);
+#endif
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -348,33 +429,49 @@ void ct_package_free(ct_package *p) {
 
 ct_status ct_package_run(ct_tensor **outputs, size_t n_outputs, size_t *n_returned, ct_package *p,
                          const ct_tensor *const *inputs, size_t n_inputs) {
+  return run_package(__func__, outputs, n_outputs, n_returned, p, inputs, n_inputs, nullptr);
+}
+
+ct_status ct_package_run_on_stream(ct_tensor **outputs, size_t n_outputs, size_t *n_returned,
+                                   ct_package *p, const ct_tensor *const *inputs, size_t n_inputs,
+                                   void *stream) {
+  return run_package(__func__, outputs, n_outputs, n_returned, p, inputs, n_inputs, stream);
+}
+
+ct_status ct_package_load_with(ct_package **out, const char *path, const char *model_name,
+                               size_t num_runners, int32_t device_index) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(p);
-    CT_CHECK_ARG(outputs != nullptr || n_outputs == 0, "%s: argument 'outputs' is NULL", ct_fn_);
-    CT_CHECK_ARG(inputs != nullptr || n_inputs == 0, "%s: argument 'inputs' is NULL", ct_fn_);
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(path);
+    CT_CHECK_ARG(num_runners >= 1 && num_runners <= 1024,
+                 "%s: num_runners must be between 1 and 1024, not %zu", ct_fn_, num_runners);
+    CT_CHECK_ARG(device_index >= -1, "%s: device_index must be -1 or a device, not %d", ct_fn_,
+                 device_index);
 #if CTORCH_HAVE_AOTI
-    if (p->n_inputs != static_cast<size_t>(-1) && n_inputs != p->n_inputs)
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: the package's model takes %zu input tensors, got %zu", ct_fn_,
-                           p->n_inputs, n_inputs);
-    std::vector<at::Tensor> in;
-    in.reserve(n_inputs);
-    for (size_t i = 0; i < n_inputs; ++i) {
-      if (!inputs[i])
-        return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: inputs[%zu] is NULL", ct_fn_, i);
-      in.push_back(inputs[i]->t);
-    }
-    std::vector<at::Tensor> res = p->loader->run(in);
-    if (res.size() > n_outputs)
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: the model returned %zu tensors, more than n_outputs (%zu)", ct_fn_,
-                           res.size(), n_outputs);
-    for (size_t i = 0; i < res.size(); ++i) outputs[i] = ct::new_tensor(std::move(res[i]));
-    if (n_returned) *n_returned = res.size();
+    if (!kLoaderHasRunners && (num_runners != 1 || device_index != -1))
+      return ct::set_error(CT_ERR_NOT_SUPPORTED,
+                           "%s: LibTorch %s's package loader has one runner on the package's "
+                           "own device (num_runners 1, device_index -1); more needs a newer "
+                           "LibTorch (2.11 has both)",
+                           ct_fn_, TORCH_VERSION);
+    return load_file(ct_fn_, out, path, model_name, path, num_runners, device_index);
+#else
+    (void)model_name;
+    return not_supported(ct_fn_);
+#endif
+  });
+}
+
+ct_status ct_package_num_runners(size_t *out, const ct_package *p) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(p);
+#if CTORCH_HAVE_AOTI
+    *out = p->num_runners;
     return CT_OK;
 #else
-    (void)n_returned;
     return not_supported(ct_fn_);
 #endif
   });

@@ -19,6 +19,9 @@ ct_module *g_module;
 ct_script *g_script;
 ct_op *g_op;
 ct_package *g_package; /* NULL where LibTorch has no AOTInductor (< 2.6) */
+ct_generator *g_generator;
+ct_cuda_event *g_cuda_event; /* NULL without a CUDA device */
+ct_cuda_graph *g_cuda_graph; /* NULL without a CUDA device */
 ct_tensor_info g_info = {sizeof(ct_tensor_info)};
 ct_tensor *g_tensor_array[4];
 ct_value *g_value_array[4];
@@ -100,6 +103,11 @@ static void setup(void) {
   if (ct_script_compile(&g_script, "def f(x: Tensor) -> Tensor:\n    return x\n"))
     die("script");
   if (ct_op_find(&g_op, "aten::neg", "")) die("op");
+  if (ct_generator_new(&g_generator, CT_DEVICE_CPU, -1)) die("generator");
+  if (ct_cuda_is_available()) {
+    if (ct_cuda_event_new(&g_cuda_event, 1)) die("cuda event");
+    if (ct_cuda_graph_new(&g_cuda_graph)) die("cuda graph");
+  }
   /* A real package where the test models include one (LibTorch >= 2.6). */
   const char *dir = getenv("CTORCH_TEST_PACKAGES");
   char path[4096];

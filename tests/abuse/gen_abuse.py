@@ -29,6 +29,9 @@ HANDLE_VALID = {
     "ct_script": "g_script",
     "ct_op": "g_op",
     "ct_package": "g_package",  # NULL without AOTInductor (LibTorch < 2.6)
+    "ct_generator": "g_generator",
+    "ct_cuda_event": "g_cuda_event",  # NULL without a CUDA device
+    "ct_cuda_graph": "g_cuda_graph",  # NULL without a CUDA device
 }
 
 # Name-based valid values for strings.

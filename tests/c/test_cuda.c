@@ -88,6 +88,28 @@ static void test_not_supported_without_gpu(void **state) {
   assert_ptr_equal(prev, (void *)0x5678);
   EXPECT_NO_CUDA(ct_cuda_stream_synchronize(NULL, -1), "ct_cuda_stream_synchronize");
   EXPECT_NO_CUDA(ct_cuda_stream_wait_stream(NULL, NULL, -1), "ct_cuda_stream_wait_stream");
+  EXPECT_NO_CUDA(ct_cuda_max_memory_allocated(&bytes, -1), "ct_cuda_max_memory_allocated");
+  EXPECT_NO_CUDA(ct_cuda_max_memory_reserved(&bytes, 0), "ct_cuda_max_memory_reserved");
+  assert_int_equal(bytes, 4242);
+  EXPECT_NO_CUDA(ct_cuda_reset_peak_memory_stats(-1), "ct_cuda_reset_peak_memory_stats");
+  ct_value *stats = (ct_value *)0x1;
+  EXPECT_NO_CUDA(ct_cuda_memory_stats(&stats, -1), "ct_cuda_memory_stats");
+  assert_ptr_equal(stats, (ct_value *)0x1);
+  EXPECT_NO_CUDA(ct_cuda_set_memory_fraction(0.5, -1), "ct_cuda_set_memory_fraction");
+  EXPECT_NO_CUDA(ct_cuda_stream_from_pool(&stream, -1, 0), "ct_cuda_stream_from_pool");
+  assert_ptr_equal(stream, (void *)0x1234);
+  ct_cuda_event *ev = (ct_cuda_event *)0x1;
+  EXPECT_NO_CUDA(ct_cuda_event_new(&ev, 1), "ct_cuda_event_new");
+  assert_ptr_equal(ev, (ct_cuda_event *)0x1);
+  ct_cuda_graph *graph = (ct_cuda_graph *)0x1;
+  EXPECT_NO_CUDA(ct_cuda_graph_new(&graph), "ct_cuda_graph_new");
+  assert_ptr_equal(graph, (ct_cuda_graph *)0x1);
+  ct_cuda_event_free(NULL);
+  ct_cuda_graph_free(NULL);
+  ct_generator *gen = (ct_generator *)0x1;
+  EXPECT_NO_CUDA(ct_generator_default(&gen, CT_DEVICE_CUDA, -1), "ct_generator_default");
+  EXPECT_NO_CUDA(ct_generator_new(&gen, CT_DEVICE_CUDA, 0), "ct_generator_new");
+  assert_ptr_equal(gen, (ct_generator *)0x1);
 
   float v[2] = {1, 2};
   int64_t sizes[1] = {2};
@@ -157,6 +179,123 @@ static void test_memory_stats(void **state) {
   CT_EXPECT_ERROR(ct_cuda_memory_allocated(NULL, 0), CT_ERR_INVALID_ARGUMENT, "NULL");
   CT_EXPECT_ERROR(ct_cuda_memory_reserved(&after, ct_cuda_device_count()), CT_ERR_INDEX,
                   "ct_cuda_memory_reserved");
+}
+
+/* Peaks, reset, the stats dict (torch's keys) and the memory fraction. */
+static void test_memory_peaks_and_stats(void **state) {
+  (void)state;
+  REQUIRE_GPU();
+  CT_OK_OR_FAIL(ct_cuda_empty_cache());
+  CT_OK_OR_FAIL(ct_cuda_reset_peak_memory_stats(0));
+  size_t peak0 = 0, now = 0;
+  CT_OK_OR_FAIL(ct_cuda_memory_allocated(&now, 0));
+  int64_t sizes[1] = {4 << 20}; /* 16 MiB of float32 */
+  ct_tensor *t = NULL;
+  CT_OK_OR_FAIL(ct_tensor_empty(&t, sizes, 1, CT_FLOAT32, CT_DEVICE_CUDA, 0, 0));
+  ct_tensor_free(t);
+  size_t peak = 0, peak_reserved = 0;
+  CT_OK_OR_FAIL(ct_cuda_max_memory_allocated(&peak, 0));
+  CT_OK_OR_FAIL(ct_cuda_max_memory_reserved(&peak_reserved, -1));
+  assert_true(peak >= now + ((size_t)16 << 20));
+  assert_true(peak_reserved >= peak);
+  ct_value *stats = NULL, *v = NULL;
+  CT_OK_OR_FAIL(ct_cuda_memory_stats(&stats, 0));
+  CT_OK_OR_FAIL(ct_value_dict_get_str(&v, stats, "allocated_bytes.all.peak"));
+  int64_t from_dict = 0;
+  CT_OK_OR_FAIL(ct_value_to_int(&from_dict, v));
+  assert_int_equal((size_t)from_dict, peak);
+  ct_value_free(v);
+  CT_OK_OR_FAIL(ct_value_dict_get_str(&v, stats, "num_ooms"));
+  ct_value_free(v);
+  ct_value_free(stats);
+  CT_OK_OR_FAIL(ct_cuda_reset_peak_memory_stats(0));
+  CT_OK_OR_FAIL(ct_cuda_max_memory_allocated(&peak0, 0));
+  assert_true(peak0 < peak);
+  /* A fraction too small for 16 MiB: the allocation fails cleanly. */
+  CT_OK_OR_FAIL(ct_cuda_empty_cache());
+  CT_OK_OR_FAIL(ct_cuda_set_memory_fraction(1e-6, 0));
+  ct_status st = ct_tensor_empty(&t, sizes, 1, CT_FLOAT32, CT_DEVICE_CUDA, 0, 0);
+  CT_OK_OR_FAIL(ct_cuda_set_memory_fraction(1.0, 0));
+  if (st != CT_ERR_OUT_OF_MEMORY) fail_msg("expected CT_ERR_OUT_OF_MEMORY, got %d", st);
+  CT_EXPECT_ERROR(ct_cuda_set_memory_fraction(1.5, 0), CT_ERR_INVALID_ARGUMENT,
+                  "fraction must be between 0 and 1");
+  void *s1 = NULL, *s2 = NULL;
+  CT_OK_OR_FAIL(ct_cuda_stream_from_pool(&s1, 0, 0));
+  CT_OK_OR_FAIL(ct_cuda_stream_from_pool(&s2, 0, 1));
+  assert_non_null(s1);
+  assert_non_null(s2);
+}
+
+/* Events time a kernel; a graph replays captured ops with new inputs. */
+static void test_events_and_graphs(void **state) {
+  (void)state;
+  REQUIRE_GPU();
+  ct_cuda_event *a = NULL, *b = NULL, *untimed = NULL;
+  CT_OK_OR_FAIL(ct_cuda_event_new(&a, 1));
+  CT_OK_OR_FAIL(ct_cuda_event_new(&b, 1));
+  CT_OK_OR_FAIL(ct_cuda_event_new(&untimed, 0));
+  double ms = -1;
+  CT_EXPECT_ERROR(ct_cuda_event_elapsed_ms(&ms, a, b), CT_ERR_INVALID_ARGUMENT,
+                  "never recorded");
+  int64_t sizes[2] = {1024, 1024};
+  ct_tensor *x = NULL, *y = NULL;
+  CT_OK_OR_FAIL(ct_tensor_ones(&x, sizes, 2, CT_FLOAT32, CT_DEVICE_CUDA, 0, 0));
+  CT_OK_OR_FAIL(ct_cuda_event_record(a, NULL));
+  ct_value *xv = NULL, *r = NULL;
+  CT_OK_OR_FAIL(ct_value_from_tensor(&xv, x));
+  const ct_value *mm_args[2] = {xv, xv};
+  CT_OK_OR_FAIL(ct_op_call_name(&r, "aten::mm", mm_args, 2, NULL, NULL, 0));
+  CT_OK_OR_FAIL(ct_cuda_event_record(b, NULL));
+  CT_OK_OR_FAIL(ct_cuda_event_synchronize(b));
+  int32_t done = 0;
+  CT_OK_OR_FAIL(ct_cuda_event_query(&done, b));
+  assert_int_equal(done, 1);
+  CT_OK_OR_FAIL(ct_cuda_event_elapsed_ms(&ms, a, b));
+  assert_true(ms > 0.0 && ms < 10000.0);
+  CT_OK_OR_FAIL(ct_cuda_event_record(untimed, NULL));
+  CT_EXPECT_ERROR(ct_cuda_event_elapsed_ms(&ms, a, untimed), CT_ERR_INVALID_ARGUMENT,
+                  "without timing");
+  ct_value_free(r);
+  /* Graph: y = x * 2 + 1 captured, then x changed in place and replayed. */
+  ct_cuda_graph *g = NULL;
+  CT_OK_OR_FAIL(ct_cuda_graph_new(&g));
+  CT_EXPECT_ERROR(ct_cuda_graph_replay(g), CT_ERR_INVALID_ARGUMENT, "nothing captured");
+  CT_EXPECT_ERROR(ct_cuda_graph_capture_end(g), CT_ERR_INVALID_ARGUMENT, "not capturing");
+  void *before = NULL, *after = NULL;
+  CT_OK_OR_FAIL(ct_cuda_current_stream(&before, 0));
+  CT_OK_OR_FAIL(ct_cuda_graph_capture_begin(g, 0));
+  CT_EXPECT_ERROR(ct_cuda_graph_capture_begin(g, 0), CT_ERR_INVALID_ARGUMENT, "already");
+  ct_value *two = NULL, *one = NULL, *m = NULL;
+  CT_OK_OR_FAIL(ct_value_from_double(&two, 2.0));
+  CT_OK_OR_FAIL(ct_value_from_double(&one, 1.0));
+  const ct_value *mul_args[2] = {xv, two};
+  CT_OK_OR_FAIL(ct_op_call_name(&m, "aten::mul.Scalar", mul_args, 2, NULL, NULL, 0));
+  const ct_value *add_args[3] = {m, one, one};
+  CT_OK_OR_FAIL(ct_op_call_name(&r, "aten::add.Scalar", add_args, 3, NULL, NULL, 0));
+  CT_OK_OR_FAIL(ct_cuda_graph_capture_end(g));
+  CT_OK_OR_FAIL(ct_cuda_current_stream(&after, 0));
+  assert_ptr_equal(before, after); /* the stream before the capture is back */
+  CT_OK_OR_FAIL(ct_value_to_tensor(&y, r));
+  CT_OK_OR_FAIL(ct_tensor_fill_(x, 5.0));
+  CT_OK_OR_FAIL(ct_cuda_graph_replay(g));
+  CT_OK_OR_FAIL(ct_cuda_synchronize(0));
+  ct_tensor *yc = to_cpu(y);
+  const float *p = (const float *)ct_tensor_data_ptr(yc);
+  assert_true(p[0] == 11.0f && p[1024 * 1024 - 1] == 11.0f); /* eager: 5 * 2 + 1 */
+  ct_tensor_free(yc);
+  CT_OK_OR_FAIL(ct_cuda_graph_reset(g));
+  CT_EXPECT_ERROR(ct_cuda_graph_replay(g), CT_ERR_INVALID_ARGUMENT, "nothing captured");
+  ct_cuda_graph_free(g);
+  ct_value_free(m);
+  ct_value_free(r);
+  ct_value_free(two);
+  ct_value_free(one);
+  ct_value_free(xv);
+  ct_tensor_free(y);
+  ct_tensor_free(x);
+  ct_cuda_event_free(a);
+  ct_cuda_event_free(b);
+  ct_cuda_event_free(untimed);
 }
 
 static void test_manual_seed_all(void **state) {
@@ -333,6 +472,8 @@ int main(void) {
       cmocka_unit_test(test_not_supported_without_gpu),
       cmocka_unit_test(test_devices),
       cmocka_unit_test(test_memory_stats),
+      cmocka_unit_test(test_memory_peaks_and_stats),
+      cmocka_unit_test(test_events_and_graphs),
       cmocka_unit_test(test_manual_seed_all),
       cmocka_unit_test(test_streams),
       cmocka_unit_test(test_from_blob_device_pointer),

@@ -5,6 +5,7 @@
 #include "test_util.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -436,6 +437,137 @@ static void test_fifo_refused(void **state) {
   unlink(path);
 }
 
+/* ---- Runners: one package handle serving several threads at once. */
+
+static int torch_at_least(int want_major, int want_minor) {
+  int major = 0, minor = 0;
+  sscanf(ct_torch_version(), "%d.%d", &major, &minor);
+  return major > want_major || (major == want_major && minor >= want_minor);
+}
+
+typedef struct {
+  ct_package *p;
+  ct_tensor *in;         /* shared input (read only) */
+  const float *want;     /* the serial result */
+  int64_t n;
+  int iterations;
+  ct_status status;      /* first failure */
+  char msg[256];
+  double max_diff;
+} runner_job;
+
+static void *run_many(void *arg) {
+  runner_job *j = (runner_job *)arg;
+  for (int i = 0; i < j->iterations; ++i) {
+    ct_tensor *out = NULL;
+    size_t n_ret = 0;
+    ct_status s = ct_package_run(&out, 1, &n_ret, j->p, (const ct_tensor *const *)&j->in, 1);
+    if (s != CT_OK || n_ret != 1) {
+      j->status = s != CT_OK ? s : CT_ERR_INTERNAL;
+      snprintf(j->msg, sizeof j->msg, "%s", s != CT_OK ? ct_last_error() : "not one output");
+      return NULL;
+    }
+    const float *got = (const float *)ct_tensor_data_ptr(out);
+    for (int64_t k = 0; k < j->n; ++k) {
+      double d = fabs((double)got[k] - (double)j->want[k]);
+      if (d > j->max_diff) j->max_diff = d;
+    }
+    ct_tensor_free(out);
+  }
+  return NULL;
+}
+
+static void test_runners(void **state) {
+  (void)state;
+  require_packages();
+  ct_package *p = NULL;
+  if (!torch_at_least(2, 7)) {
+    CT_EXPECT_ERROR(ct_package_load_with(&p, pkg_path("mlp.pt2"), NULL, 2, -1),
+                    CT_ERR_NOT_SUPPORTED, "package loader has one runner");
+    assert_null(p);
+    CT_OK_OR_FAIL(ct_package_load_with(&p, pkg_path("mlp.pt2"), NULL, 1, -1));
+    ct_package_free(p);
+    return;
+  }
+  CT_OK_OR_FAIL(ct_package_load_with(&p, pkg_path("mlp.pt2"), NULL, 3, -1));
+  size_t runners = 0;
+  CT_OK_OR_FAIL(ct_package_num_runners(&runners, p));
+  assert_int_equal(runners, 3);
+  ct_value *io = load_io("mlp");
+  ct_value *inputs = io_get(io, "inputs"), *want_seq = io_get(io, "outputs");
+  ct_tensor *in = seq_tensor(inputs, 0), *want = seq_tensor(want_seq, 0);
+  /* The serial result first, checked against PyTorch's eager one. */
+  ct_tensor *serial = NULL;
+  size_t n_ret = 0;
+  CT_OK_OR_FAIL(ct_package_run(&serial, 1, &n_ret, p, (const ct_tensor *const *)&in, 1));
+  assert_close(serial, want, "mlp, 3 runners");
+  ct_tensor *serial_c = NULL;
+  CT_OK_OR_FAIL(ct_tensor_contiguous(&serial_c, serial));
+  assert_int_equal(ct_tensor_dtype(serial_c), CT_FLOAT32);
+  /* Four threads at once on three runners, each 25 runs: all agree. */
+  enum { kThreads = 4 };
+  runner_job jobs[kThreads];
+  pthread_t th[kThreads];
+  for (int i = 0; i < kThreads; ++i) {
+    jobs[i] = (runner_job){p, in, (const float *)ct_tensor_data_ptr(serial_c),
+                           ct_tensor_numel(serial_c), 25, CT_OK, "", 0.0};
+    assert_int_equal(pthread_create(&th[i], NULL, run_many, &jobs[i]), 0);
+  }
+  for (int i = 0; i < kThreads; ++i) pthread_join(th[i], NULL);
+  for (int i = 0; i < kThreads; ++i) {
+    if (jobs[i].status != CT_OK) fail_msg("thread %d: %d %s", i, jobs[i].status, jobs[i].msg);
+    if (jobs[i].max_diff > 1e-6) fail_msg("thread %d: differs by %g", i, jobs[i].max_diff);
+  }
+  /* A stream is for CUDA packages; NULL means torch's current one. */
+  ct_tensor *out = NULL;
+  CT_EXPECT_ERROR(ct_package_run_on_stream(&out, 1, NULL, p, (const ct_tensor *const *)&in, 1,
+                                           (void *)0x1234),
+                  CT_ERR_INVALID_ARGUMENT, "a stream is for CUDA packages");
+  CT_OK_OR_FAIL(
+      ct_package_run_on_stream(&out, 1, &n_ret, p, (const ct_tensor *const *)&in, 1, NULL));
+  assert_close(out, want, "mlp on the current stream");
+  ct_tensor_free(out);
+  ct_tensor_free(serial_c);
+  ct_tensor_free(serial);
+  ct_tensor_free(want);
+  ct_tensor_free(in);
+  ct_value_free(want_seq);
+  ct_value_free(inputs);
+  ct_value_free(io);
+  ct_package_free(p);
+}
+
+static void test_runner_arguments(void **state) {
+  (void)state;
+  ct_package *p = NULL;
+  size_t n = 0;
+  CT_EXPECT_ERROR(ct_package_load_with(&p, "model.pt2", NULL, 0, -1), CT_ERR_INVALID_ARGUMENT,
+                  "ct_package_load_with: num_runners must be between 1 and 1024, not 0");
+  CT_EXPECT_ERROR(ct_package_load_with(&p, "model.pt2", NULL, 1025, -1), CT_ERR_INVALID_ARGUMENT,
+                  "not 1025");
+  CT_EXPECT_ERROR(ct_package_load_with(&p, "model.pt2", NULL, 1, -2), CT_ERR_INVALID_ARGUMENT,
+                  "ct_package_load_with: device_index must be -1 or a device, not -2");
+  CT_EXPECT_ERROR(ct_package_load_with(NULL, "model.pt2", NULL, 1, -1), CT_ERR_INVALID_ARGUMENT,
+                  "'out' is NULL");
+  CT_EXPECT_ERROR(ct_package_num_runners(&n, NULL), CT_ERR_INVALID_ARGUMENT, "'p' is NULL");
+  CT_EXPECT_ERROR(ct_package_run_on_stream(NULL, 0, NULL, NULL, NULL, 0, NULL),
+                  CT_ERR_INVALID_ARGUMENT, "'p' is NULL");
+  assert_null(p);
+  if (!aoti_supported()) {
+    CT_EXPECT_ERROR(ct_package_load_with(&p, "model.pt2", NULL, 2, -1), CT_ERR_NOT_SUPPORTED,
+                    "need LibTorch >= 2.6");
+    ct_package *dummy = (ct_package *)&n;
+    CT_EXPECT_ERROR(ct_package_num_runners(&n, dummy), CT_ERR_NOT_SUPPORTED,
+                    "need LibTorch >= 2.6");
+    ct_tensor *out[1];
+    CT_EXPECT_ERROR(ct_package_run_on_stream(out, 1, NULL, dummy, NULL, 0, NULL),
+                    CT_ERR_NOT_SUPPORTED, "need LibTorch >= 2.6");
+  } else {
+    CT_EXPECT_ERROR(ct_package_load_with(&p, pkg_path("does_not_exist.pt2"), NULL, 1, -1),
+                    CT_ERR_NOT_FOUND, "does_not_exist.pt2");
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mlp),
@@ -449,6 +581,8 @@ int main(void) {
       cmocka_unit_test(test_not_supported),
       cmocka_unit_test(test_null_arguments),
       cmocka_unit_test(test_fifo_refused),
+      cmocka_unit_test(test_runners),
+      cmocka_unit_test(test_runner_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

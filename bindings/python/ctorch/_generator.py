@@ -8,7 +8,7 @@ import ctypes
 from ctypes import byref, c_int32, c_int64, c_uint64, c_void_p
 from typing import TYPE_CHECKING, Any, Optional, Tuple
 
-from . import _handle
+from . import _handle, _release
 from ._handle import new_tensor
 from ._interop import from_dlpack
 from ._lib import CT_DEVICE_CPU, CT_UINT8, G, check
@@ -45,9 +45,10 @@ class Generator:
         return self._p
 
     def __del__(self) -> None:
-        p, self._p = getattr(self, "_p", None), None
-        if p and G is not None:
-            G.generator_free(p)
+        try:
+            _release.free_on_del(self, "_p", G.generator_free)
+        except Exception:  # interpreter shutdown
+            pass
 
     def manual_seed(self, seed: int) -> "Generator":
         """Seeds it (negative seeds wrap to uint64, as in torch); returns self."""

@@ -7,7 +7,9 @@ from typing import Any, Callable, List, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+from ._cuda_events import CUDAGraph, Event
 from ._lib import C, G, check, int_arg
+from ._values import from_value
 
 
 def version() -> str:
@@ -214,6 +216,44 @@ class _Cuda:
         check(G.cuda_set_stream(byref(prev), int_arg(device, "int32", "cuda.set_stream"),
                                 int_arg(stream, "size_t", "cuda.set_stream: stream")))
         return prev.value or 0
+
+    @staticmethod
+    def max_memory_allocated(device: int = -1) -> int:
+        o = c_size_t()
+        check(G.cuda_max_memory_allocated(byref(o), int_arg(device, "int32", "device")))
+        return o.value
+
+    @staticmethod
+    def max_memory_reserved(device: int = -1) -> int:
+        o = c_size_t()
+        check(G.cuda_max_memory_reserved(byref(o), int_arg(device, "int32", "device")))
+        return o.value
+
+    @staticmethod
+    def reset_peak_memory_stats(device: int = -1) -> None:
+        check(G.cuda_reset_peak_memory_stats(int_arg(device, "int32", "device")))
+
+    @staticmethod
+    def memory_stats(device: int = -1) -> Any:
+        """dict[str, int] with torch.cuda.memory_stats()'s keys (see ct_cuda_memory_stats)."""
+        o = c_void_p()
+        check(G.cuda_memory_stats(byref(o), int_arg(device, "int32", "device")))
+        return from_value(o.value)
+
+    @staticmethod
+    def set_per_process_memory_fraction(fraction: float, device: int = -1) -> None:
+        check(G.cuda_set_memory_fraction(float(fraction), int_arg(device, "int32", "device")))
+
+    @staticmethod
+    def stream_from_pool(device: int = -1, high_priority: bool = False) -> int:
+        """A cudaStream_t (int) from torch's pool, as torch.cuda.Stream() uses."""
+        o = c_void_p()
+        check(G.cuda_stream_from_pool(byref(o), int_arg(device, "int32", "device"),
+                                      1 if high_priority else 0))
+        return o.value or 0
+
+    Event = Event
+    CUDAGraph = CUDAGraph
 
 
 cuda = _Cuda()

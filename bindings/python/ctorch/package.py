@@ -17,7 +17,7 @@ from ._values import from_value
 from .tensor import Tensor
 from ._handle import new_tensor as _wrap_h
 from . import _release
-from ._lib import C, check
+from ._lib import C, InvalidArgumentError, check
 from ._types import device
 
 __all__ = ["Package", "load_package"]
@@ -40,12 +40,20 @@ class Package:
     __slots__ = ("_p", "__weakref__")
     _p: Optional[int]
 
-    def __init__(self, path: Any, model_name: Optional[str] = None) -> None:
+    def __init__(self, path: Any, model_name: Optional[str] = None, *, num_runners: int = 1,
+                 device_index: int = -1) -> None:
         out = c_void_p()
         name = model_name.encode() if model_name is not None else None
         if isinstance(path, (bytes, bytearray, memoryview)) and not isinstance(path, bytes):
             path = bytes(path)
-        if isinstance(path, bytes) and path[:2] == b"PK":
+        if num_runners != 1 or device_index != -1:
+            # num_runners threads run it at once; device_index: a CUDA package's device.
+            if isinstance(path, bytes) and path[:2] == b"PK" or hasattr(path, "read"):
+                raise InvalidArgumentError("num_runners and device_index need a path (the C API "
+                                           "loads them only from a file)")
+            check(C.package_load_with(byref(out), os.fsencode(path), name, int(num_runners),
+                                      int(device_index)))
+        elif isinstance(path, bytes) and path[:2] == b"PK":
             check(C.package_load_buffer(byref(out), path, len(path), name))
         elif hasattr(path, "read"):
             data = path.read()
@@ -67,7 +75,27 @@ class Package:
         res = tuple(_wrap_h(outs[i]) for i in range(n.value))
         return res[0] if len(res) == 1 else res
 
-    run = __call__
+    def run(self, *inputs: Any, stream: Any = None) -> Union[Tensor, Tuple[Tensor, ...]]:
+        """As calling it; stream: a CUDA stream to queue the model's kernels
+        on (a cudaStream_t as int, or an object with .cuda_stream such as
+        torch.cuda.Stream; None: torch's current stream)."""
+        if stream is None:
+            return self(*inputs)
+        handle = int(getattr(stream, "cuda_stream", stream))
+        keep, arr = _handles(inputs)
+        outs = (c_void_p * _MAX_OUTPUTS)()
+        n = c_size_t()
+        check(C.package_run_on_stream(outs, _MAX_OUTPUTS, byref(n), self._ptr(), arr, len(keep),
+                                      handle))
+        res = tuple(_wrap_h(outs[i]) for i in range(n.value))
+        return res[0] if len(res) == 1 else res
+
+    @property
+    def num_runners(self) -> int:
+        """How many threads can run it at once (load_package(num_runners=...))."""
+        out = c_size_t()
+        check(C.package_num_runners(byref(out), self._ptr()))
+        return int(out.value)
 
     @property
     def metadata(self) -> Any:
@@ -136,7 +164,10 @@ class Package:
         return "<ctorch.Package on %s>" % (self.device if self._p else "freed")
 
 
-def load_package(path: Any, model_name: Optional[str] = None) -> Package:
+def load_package(path: Any, model_name: Optional[str] = None, *, num_runners: int = 1,
+                 device_index: int = -1) -> Package:
     """Loads an AOTInductor package (.pt2) from a path, bytes or a binary file
-    object; model_name picks a model inside it (default "model")."""
-    return Package(path, model_name)
+    object; model_name picks a model inside it (default "model").
+    num_runners: how many threads may run it at once (LibTorch >= 2.7's
+    loader; a path only); device_index: the CUDA device for a CUDA package."""
+    return Package(path, model_name, num_runners=num_runners, device_index=device_index)

@@ -156,3 +156,51 @@ def test_not_supported_names_the_version():
     assert ctorch.torch_version() in str(e.value)
     with pytest.raises(ctorch.NotSupportedError, match=r"need LibTorch >= 2\.6"):
         ctorch.load_package(b"PK\x03\x04 not really")
+
+
+RUNNERS = AOTI and (int(_v[0]), int(_v[1])) >= (2, 7)
+
+
+@needs_packages
+@pytest.mark.skipif(not RUNNERS, reason="LibTorch 2.6's loader has one runner")
+def test_runners_serve_threads_at_once():
+    """A package loaded with 3 runners, run from 6 threads 20 times each:
+    every result equals the serial one (and torch's eager result)."""
+    import threading
+    p = ctorch.load_package(pkg("mlp.pt2"), num_runners=3)
+    assert p.num_runners == 3
+    d = io("mlp")
+    x = ctorch.from_dlpack(d["inputs"][0])
+    serial = as_torch(p(x)).clone()
+    torch.testing.assert_close(serial, d["outputs"][0], rtol=1e-4, atol=1e-5)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(20):
+                assert torch.equal(as_torch(p(x)), serial)
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    with pytest.raises(ctorch.InvalidArgumentError, match="a stream is for CUDA packages"):
+        p.run(x, stream=0x1234)
+    torch.testing.assert_close(as_torch(p.run(x, stream=None)), serial)
+
+
+@pytest.mark.skipif(not AOTI or RUNNERS, reason="only LibTorch 2.6 lacks runners")
+def test_runners_need_a_newer_loader():
+    with pytest.raises(ctorch.NotSupportedError, match="package loader has one runner"):
+        ctorch.load_package(pkg("mlp.pt2"), num_runners=2)
+
+
+def test_runner_arguments_checked():
+    with pytest.raises(ctorch.InvalidArgumentError, match="num_runners must be between 1 and 1024"):
+        ctorch.load_package("model.pt2", num_runners=0)
+    with pytest.raises(ctorch.InvalidArgumentError, match="need a path"):
+        ctorch.load_package(b"PK\x03\x04", num_runners=2)

@@ -135,3 +135,50 @@ def test_generator_refusals():
     if not ctorch.cuda.is_available():
         with pytest.raises(ctorch.NotSupportedError, match="CUDA"):
             ctorch.Generator("cuda")
+
+
+# ---- CUDA runtime controls: on a machine without a GPU each says so ---------------
+
+CUDA_CALLS = [
+    ("max_memory_allocated", lambda: ctorch.cuda.max_memory_allocated()),
+    ("max_memory_reserved", lambda: ctorch.cuda.max_memory_reserved(0)),
+    ("reset_peak_memory_stats", lambda: ctorch.cuda.reset_peak_memory_stats()),
+    ("memory_stats", lambda: ctorch.cuda.memory_stats()),
+    ("set_memory_fraction", lambda: ctorch.cuda.set_per_process_memory_fraction(0.5)),
+    ("stream_from_pool", lambda: ctorch.cuda.stream_from_pool()),
+    ("event_new", lambda: ctorch.cuda.Event(enable_timing=True)),
+    ("graph_new", lambda: ctorch.cuda.CUDAGraph()),
+]
+
+
+@pytest.mark.skipif(ctorch.cuda.is_available(), reason="a CUDA device is here")
+@pytest.mark.parametrize("name,call", CUDA_CALLS, ids=[c[0] for c in CUDA_CALLS])
+def test_cuda_controls_without_a_device(name, call):
+    with pytest.raises(ctorch.NotSupportedError) as ei:
+        call()
+    assert "ct_cuda_" + name in str(ei.value)
+    if not ctorch.cuda.is_compiled():
+        assert "CUDA is not supported in this build of ctorch" in str(ei.value)
+    else:
+        assert "no CUDA device is available" in str(ei.value)
+
+
+@pytest.mark.skipif(not ctorch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_graph_replays_the_eager_result():
+    x = ctorch.ones(256, 256, device="cuda")
+    ctorch.cuda.reset_peak_memory_stats()
+    g = ctorch.cuda.CUDAGraph()
+    with g.capture():
+        y = x * 2 + 1
+    x.fill_(5)
+    g.replay()
+    ctorch.cuda.synchronize()
+    assert y.cpu().tolist() == (x * 2 + 1).cpu().tolist()
+    start, end = ctorch.cuda.Event(enable_timing=True), ctorch.cuda.Event(enable_timing=True)
+    start.record()
+    x @ x
+    end.record()
+    end.synchronize()
+    assert end.query() and start.elapsed_time(end) > 0
+    stats = ctorch.cuda.memory_stats()
+    assert stats["allocated_bytes.all.peak"] == ctorch.cuda.max_memory_allocated()

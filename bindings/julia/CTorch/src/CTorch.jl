@@ -23,7 +23,7 @@ export Tensor, CTorchError, Device, BFloat16, ScriptModule, AutogradFunction, Fu
        unsafe_array, torch_view, with_array, with_view, free!, release_unused!,
        forward, named_parameters, named_buffers, eval!, train!,
        backward, grad, requires_grad, requires_grad!, zero_grad!, matmul, device,
-       save_for_backward!, saved_tensors, ops, Value, Script
+       save_for_backward!, saved_tensors, ops, Value, Script, Generator
 
 include("capi.jl")
 include("constants.jl")
@@ -39,6 +39,7 @@ include("ops.jl")
 include("module.jl")
 include("autograd.jl")
 include("package.jl")
+include("runtime.jl")
 
 const _LOADED = Ref(false)
 

@@ -10,7 +10,10 @@ for (T, params, super, cfree) in (
         (:Tensor, (:T, :N), :(AbstractArray{T,N}), :ct_tensor_free),
         (:Value, (), :Any, :ct_value_free),
         (:ScriptModule, (), :Any, :ct_module_free),
-        (:Script, (), :Any, :ct_script_free))
+        (:Script, (), :Any, :ct_script_free),
+        (:Generator, (), :Any, :ct_generator_free),
+        (:CUDAEvent, (), :Any, :ct_cuda_event_free),
+        (:CUDAGraph, (), :Any, :ct_cuda_graph_free))
     head = isempty(params) ? T : Expr(:curly, T, params...)
     call = :($head(::Val{:own}, p::Ptr{Cvoid}))
     sig = isempty(params) ? call : Expr(:where, call, params...)

@@ -57,7 +57,7 @@ function (p::AOTIPackage)(inputs...)
     outs = fill(Ptr{Cvoid}(C_NULL), _PACKAGE_MAX_OUTPUTS)
     n = Ref{Csize_t}(0)
     GC.@preserve ts check(ct_package_run(outs, length(outs), n, p, hs, length(hs)))
-    res = Tuple(_tensor_from_handle(outs[i]) for i in 1:n[])
+    res = Tuple(_tensor(outs[i]) for i in 1:n[])
     return length(res) == 1 ? res[1] : res
 end
 

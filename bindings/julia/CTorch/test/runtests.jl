@@ -867,6 +867,51 @@ end
 end
 
 
+@testset "runtime controls: backend flags, generators, CUDA without a device" begin
+    for name in keys(C.BACKEND_FLAGS)
+        local was
+        try
+            was = C.backend_flag(name)
+        catch e
+            @test e isa CTorchError && e.code == C.CT_ERR_NOT_SUPPORTED   # a newer flag
+            continue
+        end
+        C.backend_flag!(name, !was)
+        @test C.backend_flag(name) == !was
+        C.backend_flag!(name, was)
+        @test C.backend_flag(name) == was
+    end
+    @test_throws CTorchError C.backend_flag(:no_such_flag)
+    @test C.float32_matmul_precision() == "highest"
+    C.float32_matmul_precision!("high")
+    @test C.float32_matmul_precision() == "high" && C.backend_flag(:matmul_allow_tf32)
+    C.float32_matmul_precision!("highest")
+    @test_throws CTorchError C.float32_matmul_precision!("fast")
+
+    g = C.manual_seed!(Generator(), 1234)
+    @test C.initial_seed(g) == 1234
+    state = C.get_state(g)
+    @test eltype(state) == UInt8 && length(state) == 5056
+    a = Array(ops.aten.rand([8]; generator = g))
+    b = Array(ops.aten.rand([8]; generator = g))
+    @test a != b
+    C.set_state!(g, Vector{UInt8}(Array(state)))
+    @test Array(ops.aten.rand([8]; generator = g)) == a
+    C.manual_seed(42)
+    @test C.initial_seed(C.default_generator()) == 42
+    err = try C.set_state!(g, zeros(UInt8, 10)); nothing catch e; e end
+    @test err isa CTorchError && err.code == C.CT_ERR_INVALID_ARGUMENT
+    if !C.cuda_is_available()
+        for f in (() -> C.cuda_max_memory_allocated(), () -> C.cuda_memory_stats(),
+                  () -> C.CUDAEvent(timing = true), () -> C.CUDAGraph(),
+                  () -> Generator(device = :cuda))
+            err = try f(); nothing catch e; e end
+            @test err isa CTorchError && err.code == C.CT_ERR_NOT_SUPPORTED
+        end
+    end
+end
+
+
 include("package.jl")
 
 end # testset CTorch
