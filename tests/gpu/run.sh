@@ -272,6 +272,24 @@ assert p.device.type == 'cuda', p.device
 cx = ctorch.from_dlpack(x)
 out = p(cx)
 torch.testing.assert_close(torch.from_dlpack(out), ref, rtol=1e-3, atol=1e-4)
+# On a caller's stream (ct_package_run_on_stream), and 2 runners from 4 threads.
+s = torch.cuda.Stream()
+with torch.cuda.stream(s):
+    out_s = p.run(cx, stream=s)
+s.synchronize()
+torch.testing.assert_close(torch.from_dlpack(out_s), ref, rtol=1e-3, atol=1e-4)
+import threading
+p2 = ctorch.load_package('$PKG', num_runners=2)
+errs = []
+def work():
+    try:
+        for _ in range(10):
+            torch.testing.assert_close(torch.from_dlpack(p2(cx)), ref, rtol=1e-3, atol=1e-4)
+    except Exception as e:
+        errs.append(e)
+th = [threading.Thread(target=work) for _ in range(4)]
+[t.start() for t in th]; [t.join() for t in th]
+assert not errs, errs[:2]
 tp = torch._inductor.aoti_load_package('$PKG')
 def bench(f, n=200):
     for _ in range(10): f()

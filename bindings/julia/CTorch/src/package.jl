@@ -26,19 +26,27 @@ Base.unsafe_convert(::Type{Ptr{Cvoid}}, p::AOTIPackage) = (q = p.ptr; q == C_NUL
 free!(p::AOTIPackage) = (ct_package_free(p.ptr); p.ptr = C_NULL; nothing)
 
 """
-    CTorch.load_package(path; model_name=nothing) -> AOTIPackage
+    CTorch.load_package(path; model_name=nothing, num_runners=1, device_index=-1) -> AOTIPackage
     CTorch.load_package(bytes::AbstractVector{UInt8}; model_name=nothing)
 
 Loads an AOTInductor package (`.pt2`). `model_name` picks a model inside it
-(default `"model"`). Needs LibTorch >= 2.6.
+(default `"model"`). Needs LibTorch >= 2.6. `num_runners` model instances let that
+many threads run it at once, `device_index` picks a CUDA package's device (both
+need LibTorch >= 2.7's loader; from a path only).
 """
-function load_package(path::AbstractString; model_name::Union{Nothing,AbstractString} = nothing)
+function load_package(path::AbstractString; model_name::Union{Nothing,AbstractString} = nothing,
+                      num_runners::Integer = 1, device_index::Integer = -1)
     out = Ref{Ptr{Cvoid}}(C_NULL)
     name = model_name === nothing ? nothing : String(model_name)
-    GC.@preserve name check(ct_package_load(out, path,
-                                             name === nothing ? Cstring(C_NULL) : name))
+    cname = name === nothing ? Cstring(C_NULL) : name
+    GC.@preserve name check(num_runners == 1 && device_index == -1 ?
+        ct_package_load(out, path, cname) :
+        ct_package_load_with(out, path, cname, Csize_t(num_runners), Int32(device_index)))
     return AOTIPackage(Val(:own), out[])
 end
+
+"How many threads can run the package at once (`load_package(...; num_runners)`)."
+num_runners(p::AOTIPackage) = (r = Ref{Csize_t}(0); check(ct_package_num_runners(r, p)); Int(r[]))
 
 function load_package(data::AbstractVector{UInt8}; model_name::Union{Nothing,AbstractString} = nothing)
     out = Ref{Ptr{Cvoid}}(C_NULL)
