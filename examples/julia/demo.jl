@@ -57,7 +57,10 @@ const LeakyReLU = AutogradFunction(
     function (ctx, gy)
         (x,) = saved_tensors(ctx)
         gx = C.empty_like(x)
-        unsafe_array(gx) .= unsafe_array(C.contiguous(gy)) .* ifelse.(unsafe_array(x) .> 0, 1f0, 0.1f0)
+        gyc = C.contiguous(gy)
+        GC.@preserve x gx gyc begin     # unsafe_array does not keep its tensor alive
+            unsafe_array(gx) .= unsafe_array(gyc) .* ifelse.(unsafe_array(x) .> 0, 1f0, 0.1f0)
+        end
         return gx
     end;
     name = "JuliaLeakyReLU")

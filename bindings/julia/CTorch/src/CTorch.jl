@@ -23,13 +23,15 @@ export Tensor, CTorchError, Device, BFloat16, ScriptModule, AutogradFunction, Fu
        unsafe_array, torch_view, with_array, with_view, free!, release_unused!,
        forward, named_parameters, named_buffers, eval!, train!,
        backward, grad, requires_grad, requires_grad!, zero_grad!, matmul, device,
-       save_for_backward!, saved_tensors, ops, Value, Script, Generator
+       save_for_backward!, saved_tensors, ops, Value, Script, Generator,
+       withscope, @scoped, keep!
 
 include("capi.jl")
 include("constants.jl")
 include("errors.jl")
 include("library.jl")
 include("handles.jl")
+include("scope.jl")
 include("dtypes.jl")
 include("tensor.jl")
 include("arrays.jl")
@@ -49,6 +51,7 @@ isloaded() = _LOADED[]
 function __init__()
     # First, before anything can throw inside LibTorch: the unwinder check.
     _warn_unwind_pitfall()
+    _init_scopes!()
     _load_library!() || return   # also checks the ABI version
     _resolve_symbols!() || return
     _init_callbacks!()

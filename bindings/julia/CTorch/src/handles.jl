@@ -20,6 +20,7 @@ for (T, params, super, cfree) in (
     ctor = Expr(:function, sig, quote
         x = new(p)
         finalizer(_finalize, x)
+        $(T === :Tensor ? :(_in_scope(x)) : nothing)
         return x
     end)
     @eval begin

@@ -64,8 +64,11 @@ const CubeSin = AutogradFunction(
     function (ctx, gy)
         (x,) = saved_tensors(ctx)
         gx = C.empty_like(x)
-        X, GY, GX = unsafe_array(x), unsafe_array(C.contiguous(gy)), unsafe_array(gx)
-        GX .= GY .* (3 .* X .^ 2 .+ cos.(X))
+        gyc = C.contiguous(gy)          # a new handle: unsafe_array does not keep it alive
+        GC.@preserve gyc begin
+            X, GY, GX = unsafe_array(x), unsafe_array(gyc), unsafe_array(gx)
+            GX .= GY .* (3 .* X .^ 2 .+ cos.(X))
+        end
         return gx
     end;
     name = "JuliaCubeSin")
@@ -835,7 +838,12 @@ end
         z = requires_grad!(C.ones(3))
         backward(sum(CubeSin(z)))
     end
-    GC.gc(); GC.gc(); C.release_unused!()
+    # Finalizers run one collection after their object dies, and each freed
+    # handle can make the next one unreachable: collect until nothing changes.
+    for _ in 1:10
+        GC.gc(); C.release_unused!()
+        C.rooted_count() == base && break
+    end
     @test C.rooted_count() == base
     # no graph recorded (grad mode off): released right away
     C.no_grad(() -> CubeSin(C.ones(2)))
@@ -866,6 +874,53 @@ end
     @test length(unique(tids)) > 1          # really ran on several threads
 end
 
+
+@testset "withscope: the handles a step made are freed when it ends" begin
+    x = C.full((4,), 2.0; dtype = Float64)
+    inner = Ref{Any}(nothing)
+    kept = Ref{Any}(nothing)
+    r = withscope() do
+        a = x + x
+        b = a * a
+        inner[] = a
+        kept[] = keep!(a * 3)
+        (b, [a + 1])
+    end
+    @test Array(r[1]) == fill(16.0, 4) && Array(r[2][1]) == fill(5.0, 4)
+    @test C.isfreed(inner[])                    # made inside, not returned
+    @test_throws CTorchError Array(inner[])     # a freed handle throws, no crash
+    @test !C.isfreed(kept[]) && Array(kept[]) == fill(12.0, 4)
+    @test !C.isfreed(x)                         # made before the scope
+    mid = Ref{Any}(nothing)
+    out = withscope() do                        # nested: the inner result is the outer's
+        mid[] = withscope(() -> x * 5)
+        @test !C.isfreed(mid[])
+        mid[] + 1
+    end
+    @test C.isfreed(mid[]) && Array(out) == fill(11.0, 4)
+    t = Ref{Any}(nothing)
+    @test_throws ErrorException withscope() do  # an error still frees
+        t[] = x * 7
+        error("boom")
+    end
+    @test C.isfreed(t[])
+    @test Array(@scoped (x * 2) + 1) == fill(5.0, 4)
+    # A parameter's gradient survives: the graph and the parameter hold it.
+    w = C.full((3,), 1.0; dtype = Float64)
+    requires_grad!(w, true)
+    withscope() do
+        backward(C.ops.aten.sum(w * w))
+        nothing
+    end
+    @test Array(grad(w)) == fill(2.0, 3)
+    # Threads: each thread's scope is its own.
+    ok = fill(false, 8)
+    Threads.@threads for i in 1:8
+        r = withscope(() -> (x * i) + 0)
+        ok[i] = Array(r) == fill(2.0i, 4)
+    end
+    @test all(ok)
+end
 
 @testset "runtime controls: backend flags, generators, CUDA without a device" begin
     for name in keys(C.BACKEND_FLAGS)
