@@ -910,7 +910,8 @@ CT_API ct_status ct_value_type_str(char **out, const ct_value *v);
  * at most 256 deep (CT_ERR_IO "nesting deeper than 256": everything that
  * walks a value -- ct_value_to_repr, ct_value_type_str, ct_pickle_save, the
  * bindings, destructors -- recurses once per level, and 256 levels fit a
- * 256 KB thread stack); no list, tuple or dict contains itself (a Python
+ * 256 KB thread stack, besides what glibc takes from it for the loaded
+ * libraries' thread-local storage: about 215 KB with a CUDA LibTorch); no list, tuple or dict contains itself (a Python
  * object may refer back to itself); every tensor fits its storage, which
  * fits the file. Errors: CT_ERR_IO. ct_pickle_save refuses a value nested
  * deeper than 256 or containing itself (CT_ERR_INVALID_ARGUMENT).
@@ -1269,7 +1270,10 @@ CT_API ct_status ct_cuda_stream_wait_stream(void *waiting, void *producer, int32
 
 /* Peak bytes allocated by / reserved in torch's caching allocator on a
  * device since the start or the last ct_cuda_reset_peak_memory_stats
- * (torch.cuda.max_memory_allocated / max_memory_reserved). */
+ * (torch.cuda.max_memory_allocated / max_memory_reserved). These and the
+ * functions below to ct_cuda_stream_from_pool: out is written only on
+ * success (CT_ERR_INVALID_ARGUMENT if NULL), device -1 is the current device
+ * (CT_ERR_INDEX if out of range), any thread may call them. */
 CT_API ct_status ct_cuda_max_memory_allocated(size_t *out, int32_t device);
 CT_API ct_status ct_cuda_max_memory_reserved(size_t *out, int32_t device);
 CT_API ct_status ct_cuda_reset_peak_memory_stats(int32_t device);
@@ -1326,7 +1330,9 @@ CT_API ct_status ct_cuda_event_elapsed_ms(double *out, ct_cuda_event *start, ct_
  * (CT_ERR_TORCH at that call or at end). Free with ct_cuda_graph_free (NULL
  * is a no-op). Errors: CT_ERR_NOT_SUPPORTED (no CUDA device),
  * CT_ERR_INVALID_ARGUMENT (NULL; begin twice, end without begin, replay
- * before a capture ended), CT_ERR_TORCH (CUDA's capture errors). */
+ * before a capture ended), CT_ERR_TORCH (CUDA's capture errors). Threads: one
+ * graph handle is used by one thread at a time; begin and end on the same
+ * thread. */
 typedef struct ct_cuda_graph ct_cuda_graph;
 CT_API ct_status ct_cuda_graph_new(ct_cuda_graph **out);
 CT_API void ct_cuda_graph_free(ct_cuda_graph *g);
@@ -1364,7 +1370,7 @@ CT_API ct_status ct_package_load(ct_package **out, const char *path, const char 
  * there num_runners other than 1 or device_index other than -1 are
  * CT_ERR_NOT_SUPPORTED (LibTorch 2.11 and 2.15 have both). Errors as
  * ct_package_load, and CT_ERR_INVALID_ARGUMENT (num_runners out of range,
- * device_index below -1). */
+ * device_index below -1). Ownership and threads as ct_package_load. */
 CT_API ct_status ct_package_load_with(ct_package **out, const char *path, const char *model_name,
                                       size_t num_runners, int32_t device_index);
 /* How many runners the package was loaded with (1 for ct_package_load). */

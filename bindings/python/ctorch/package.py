@@ -68,10 +68,15 @@ class Package:
         return self._p
 
     def __call__(self, *inputs: Any) -> Union[Tensor, Tuple[Tensor, ...]]:
+        return self._run(C.package_run, inputs)
+
+    def _run(self, run: Any, inputs: Tuple[Any, ...], *stream: int
+             ) -> Union[Tensor, Tuple[Tensor, ...]]:
+        """ct_package_run or ct_package_run_on_stream (stream: its last argument)."""
         keep, arr = _handles(inputs)
         outs = (c_void_p * _MAX_OUTPUTS)()
         n = c_size_t()
-        check(C.package_run(outs, _MAX_OUTPUTS, byref(n), self._ptr(), arr, len(keep)))
+        check(run(outs, _MAX_OUTPUTS, byref(n), self._ptr(), arr, len(keep), *stream))
         res = tuple(_wrap_h(outs[i]) for i in range(n.value))
         return res[0] if len(res) == 1 else res
 
@@ -81,14 +86,8 @@ class Package:
         torch.cuda.Stream; None: torch's current stream)."""
         if stream is None:
             return self(*inputs)
-        handle = int(getattr(stream, "cuda_stream", stream))
-        keep, arr = _handles(inputs)
-        outs = (c_void_p * _MAX_OUTPUTS)()
-        n = c_size_t()
-        check(C.package_run_on_stream(outs, _MAX_OUTPUTS, byref(n), self._ptr(), arr, len(keep),
-                                      handle))
-        res = tuple(_wrap_h(outs[i]) for i in range(n.value))
-        return res[0] if len(res) == 1 else res
+        return self._run(C.package_run_on_stream, inputs,
+                         int(getattr(stream, "cuda_stream", stream)))
 
     @property
     def num_runners(self) -> int:
