@@ -1237,6 +1237,157 @@ CT_API ct_status ct_generator_device(int32_t *device_type, int32_t *device_index
 CT_API ct_status ct_value_from_generator(ct_value **out, const ct_generator *g);
 
 /* ===================================================================== */
+/* Training: optimizers, gradient clipping, autocast, loss scaling       */
+/* ===================================================================== */
+
+/* Optimizers with torch.optim's algorithms, options and state_dict layout.
+ * algorithm: "sgd", "adam", "adamw", "rmsprop" or "adagrad" (torch.optim's
+ * class names, any case). A step equals torch.optim's default CPU step
+ * (the single-tensor one of the same LibTorch version) to float rounding.
+ * options: NULL for torch.optim's defaults, or a Dict[str, Any] value of the
+ * keyword arguments torch.optim takes ({"lr": 0.1, "momentum": 0.9},
+ * {"betas": (0.9, 0.99)}; borrowed); an unknown name, a wrong type or a value
+ * torch.optim refuses gives CT_ERR_INVALID_ARGUMENT naming it, and a
+ * differentiable, capturable or fused optimizer CT_ERR_NOT_SUPPORTED.
+ * params: n borrowed tensors (n >= 1), leaves (not results of a recorded op),
+ * none twice and none in another group (CT_ERR_INVALID_ARGUMENT); the
+ * optimizer keeps its own references. Free with ct_optimizer_free (NULL is a
+ * no-op). Threads: every call locks the optimizer, so a handle may be shared;
+ * a step must not race with a backward() that writes the same gradients. */
+typedef struct ct_optimizer ct_optimizer;
+CT_API ct_status ct_optimizer_new(ct_optimizer **out, const char *algorithm,
+                                  const ct_tensor *const *params, size_t n,
+                                  const ct_value *options);
+CT_API void ct_optimizer_free(ct_optimizer *opt);
+/* Adds a parameter group (torch's add_param_group): options it does not set
+ * are the ones ct_optimizer_new was given (or torch's defaults). Same rules
+ * for params and options as ct_optimizer_new. */
+CT_API ct_status ct_optimizer_add_param_group(ct_optimizer *opt, const ct_tensor *const *params,
+                                              size_t n, const ct_value *options);
+/* The algorithm's lower-case name ("adam"); static string. */
+CT_API ct_status ct_optimizer_algorithm(const char **out, const ct_optimizer *opt);
+/* One update of every parameter that has a gradient (the others are left
+ * alone, as in torch), with autograd not recording. Errors:
+ * CT_ERR_NOT_SUPPORTED (a sparse gradient), CT_ERR_INVALID_ARGUMENT (a loaded
+ * state that lacks what the options ask for, e.g. amsgrad turned on later),
+ * CT_ERR_TORCH (a gradient whose shape or device differs from its
+ * parameter's). On error some parameters may already be updated. */
+CT_API ct_status ct_optimizer_step(ct_optimizer *opt);
+/* set_to_none 1: gradients become undefined (torch 2.x's default);
+ * 0: zeroed in place (and detached, as torch does). */
+CT_API ct_status ct_optimizer_zero_grad(ct_optimizer *opt, int32_t set_to_none);
+CT_API ct_status ct_optimizer_num_groups(size_t *out, const ct_optimizer *opt);
+/* A group's parameters as a NEW tensor-list value (the tensors themselves).
+ * Errors: CT_ERR_INDEX (no such group). */
+CT_API ct_status ct_optimizer_params(ct_value **out, const ct_optimizer *opt, size_t group);
+/* One option of a group, by torch's name ("lr", "betas", "momentum", ...):
+ * get gives a NEW value; set takes a borrowed one, checked as in
+ * ct_optimizer_new (on error the group is unchanged). A name the algorithm
+ * does not have may be set (as Python code stores "initial_lr" in a group) and
+ * is kept in the state_dict. Errors: CT_ERR_INDEX (group), CT_ERR_NOT_FOUND
+ * (get of a name the group lacks), CT_ERR_INVALID_ARGUMENT, CT_ERR_NOT_SUPPORTED. */
+CT_API ct_status ct_optimizer_get(ct_value **out, const ct_optimizer *opt, size_t group,
+                                  const char *name);
+CT_API ct_status ct_optimizer_set(ct_optimizer *opt, size_t group, const char *name,
+                                  const ct_value *value);
+/* All of a group's options as a NEW Dict[str, Any] value, in torch's order
+ * (a copy: changing it leaves the group alone). CT_ERR_INDEX (group). */
+CT_API ct_status ct_optimizer_options(ct_value **out, const ct_optimizer *opt, size_t group);
+/* The same for options that are numbers (what LR schedules change): get
+ * accepts an int or float option (CT_ERR_TYPE otherwise); set stores a float. */
+CT_API ct_status ct_optimizer_get_double(double *out, const ct_optimizer *opt, size_t group,
+                                         const char *name);
+CT_API ct_status ct_optimizer_set_double(ct_optimizer *opt, size_t group, const char *name,
+                                         double value);
+/* torch.optim's state_dict(): a NEW Dict[str, Any] value
+ * {"state": {index: {"step": tensor, "exp_avg": tensor, ...}},
+ *  "param_groups": [{options..., "params": [index, ...]}]}, indices counting
+ * parameters over all groups in order; the state tensors are the optimizer's
+ * own (not copies: save it, or clone what you keep). Saved with
+ * ct_pickle_save it is what Python's optimizer.load_state_dict() takes. */
+CT_API ct_status ct_optimizer_state_dict(ct_value **out, const ct_optimizer *opt);
+/* torch.optim's load_state_dict(): state_dict (borrowed) from
+ * ct_optimizer_state_dict or a torch.save'd Python optimizer state_dict
+ * (ct_pickle_load). The groups must match in number and size; the state is
+ * copied (cast to each parameter's dtype and device, "step" kept as it is)
+ * and each group's options are the saved ones. Errors:
+ * CT_ERR_INVALID_ARGUMENT naming what does not match (layout, group sizes, a
+ * state for an index no group has, a state tensor whose shape differs from
+ * its parameter's, a refused option); on error the optimizer is unchanged. */
+CT_API ct_status ct_optimizer_load_state_dict(ct_optimizer *opt, const ct_value *state_dict);
+
+/* torch.nn.utils.clip_grad_norm_: scales the gradients of the n borrowed
+ * params (those without one are skipped) so that their total norm of order
+ * norm_type (INFINITY for the max-norm) is at most max_norm; *out (may be
+ * NULL) is a NEW 0-dim tensor holding the total norm before clipping (0 when
+ * no parameter has a gradient). error_if_nonfinite 1: a NaN or infinite
+ * total norm gives CT_ERR_INVALID_ARGUMENT and leaves the gradients alone.
+ * Errors: CT_ERR_INVALID_ARGUMENT (NULL params with n > 0, a NULL item). */
+CT_API ct_status ct_clip_grad_norm(ct_tensor **out, const ct_tensor *const *params, size_t n,
+                                   double max_norm, double norm_type, int32_t error_if_nonfinite);
+/* torch.nn.utils.clip_grad_value_: clamps every gradient into
+ * [-clip_value, clip_value] in place. */
+CT_API ct_status ct_clip_grad_value(const ct_tensor *const *params, size_t n, double clip_value);
+
+/* Autocast (torch.autocast) for the calling thread, as a stack like
+ * ct_inference_mode_push/pop: ops this thread calls (ct_op_call*, modules'
+ * methods, autograd functions' forwards) run in `dtype` where torch's autocast
+ * lists say so. device_type: CT_DEVICE_CPU or CT_DEVICE_CUDA (settable in a
+ * build without CUDA, as in torch); dtype 0 for the device's default
+ * (CT_FLOAT16 on CUDA, CT_BFLOAT16 on the CPU), else CT_FLOAT16 or
+ * CT_BFLOAT16 (LibTorch 1.13's CPU autocast: CT_BFLOAT16 only); enabled 0
+ * turns autocast off inside the scope; cache_enabled as torch's. Pop restores
+ * what push saw and, when the outermost scope ends, empties the cast cache.
+ * Errors: CT_ERR_INVALID_ARGUMENT (device type, dtype; pop on an empty
+ * stack). */
+CT_API ct_status ct_autocast_push(int32_t device_type, int32_t dtype, int32_t enabled,
+                                  int32_t cache_enabled);
+CT_API ct_status ct_autocast_pop(void);
+/* torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device) for
+ * this thread. */
+CT_API ct_status ct_autocast_is_enabled(int32_t *out, int32_t device_type);
+CT_API ct_status ct_autocast_dtype(int32_t *out, int32_t device_type);
+
+/* Loss scaling for float16 training (torch.amp.GradScaler): scale the loss,
+ * unscale the gradients an optimizer holds, skip its step when they hold an
+ * inf or NaN, and grow the scale after growth_interval good steps or back it
+ * off after a bad one. torch's defaults: init_scale 65536, growth_factor 2,
+ * backoff_factor 0.5, growth_interval 2000. device_type: where the scale
+ * lives (CT_DEVICE_CPU or CT_DEVICE_CUDA). A disabled scaler (enabled 0)
+ * passes everything through: scale returns the tensor, step steps.
+ * Errors: CT_ERR_INVALID_ARGUMENT (growth_factor <= 1, backoff_factor not in
+ * (0, 1), growth_interval <= 0, init_scale not > 0). Threads: calls lock the
+ * scaler. Free with ct_grad_scaler_free (NULL ok). */
+typedef struct ct_grad_scaler ct_grad_scaler;
+CT_API ct_status ct_grad_scaler_new(ct_grad_scaler **out, int32_t device_type, double init_scale,
+                                    double growth_factor, double backoff_factor,
+                                    int64_t growth_interval, int32_t enabled);
+CT_API void ct_grad_scaler_free(ct_grad_scaler *s);
+/* *out: a NEW tensor, t (borrowed) times the current scale (differentiable). */
+CT_API ct_status ct_grad_scaler_scale(ct_tensor **out, ct_grad_scaler *s, const ct_tensor *t);
+/* Divides the gradients of opt's parameters by the scale in place and records
+ * whether any was not finite (torch's unscale_, e.g. before clipping).
+ * Errors: CT_ERR_INVALID_ARGUMENT (already unscaled or stepped since the last
+ * update; float16 gradients, as torch). */
+CT_API ct_status ct_grad_scaler_unscale(ct_grad_scaler *s, ct_optimizer *opt);
+/* Unscales (if not done yet) and steps opt unless an inf or NaN was found;
+ * *stepped (may be NULL) says which. Errors: CT_ERR_INVALID_ARGUMENT (stepped
+ * already since the last update), the step's own. */
+CT_API ct_status ct_grad_scaler_step(int32_t *stepped, ct_grad_scaler *s, ct_optimizer *opt);
+/* Updates the scale from the steps since the last update and forgets them.
+ * Errors: CT_ERR_INVALID_ARGUMENT (no step or unscale since the last update). */
+CT_API ct_status ct_grad_scaler_update(ct_grad_scaler *s);
+/* The current scale (init_scale before the first scale call); the same
+ * number torch's get_scale() gives. */
+CT_API ct_status ct_grad_scaler_get_scale(double *out, const ct_grad_scaler *s);
+/* torch's GradScaler.state_dict(): a NEW Dict[str, Any] value {"scale",
+ * "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"}
+ * (empty when disabled); load takes one from either (borrowed). Errors
+ * (load): CT_ERR_INVALID_ARGUMENT (missing key, wrong type, refused value). */
+CT_API ct_status ct_grad_scaler_state_dict(ct_value **out, const ct_grad_scaler *s);
+CT_API ct_status ct_grad_scaler_load_state_dict(ct_grad_scaler *s, const ct_value *state_dict);
+
+/* ===================================================================== */
 /* CUDA (every function exists in every build; without CUDA they return    */
 /* CT_ERR_NOT_SUPPORTED, and the int-returning queries return 0)           */
 /* ===================================================================== */

@@ -22,6 +22,8 @@ ct_package *g_package; /* NULL where LibTorch has no AOTInductor (< 2.6) */
 ct_generator *g_generator;
 ct_cuda_event *g_cuda_event; /* NULL without a CUDA device */
 ct_cuda_graph *g_cuda_graph; /* NULL without a CUDA device */
+ct_optimizer *g_optimizer;   /* SGD over g_tensor */
+ct_grad_scaler *g_grad_scaler;
 ct_tensor_info g_info = {sizeof(ct_tensor_info)};
 ct_tensor *g_tensor_array[4];
 ct_value *g_value_array[4];
@@ -104,6 +106,10 @@ static void setup(void) {
     die("script");
   if (ct_op_find(&g_op, "aten::neg", "")) die("op");
   if (ct_generator_new(&g_generator, CT_DEVICE_CPU, -1)) die("generator");
+  if (ct_optimizer_new(&g_optimizer, "sgd", (const ct_tensor *const *)g_tensor_array, 1, NULL))
+    die("optimizer");
+  if (ct_grad_scaler_new(&g_grad_scaler, CT_DEVICE_CPU, 65536.0, 2.0, 0.5, 2000, 1))
+    die("grad scaler");
   if (ct_cuda_is_available()) {
     if (ct_cuda_event_new(&g_cuda_event, 1)) die("cuda event");
     if (ct_cuda_graph_new(&g_cuda_graph)) die("cuda graph");

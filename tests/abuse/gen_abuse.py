@@ -32,11 +32,14 @@ HANDLE_VALID = {
     "ct_generator": "g_generator",
     "ct_cuda_event": "g_cuda_event",  # NULL without a CUDA device
     "ct_cuda_graph": "g_cuda_graph",  # NULL without a CUDA device
+    "ct_optimizer": "g_optimizer",
+    "ct_grad_scaler": "g_grad_scaler",
 }
 
 # Name-based valid values for strings.
 STRING_VALID = {
     "schema": '"abuse::f(Tensor x) -> Tensor"',
+    "algorithm": '"sgd"',
     "name": '"w"',
     "qualified_name": '"aten::neg"',
     "overload": '""',

@@ -39,6 +39,8 @@ from . import ops
 from . import autograd
 from . import library
 from . import backends
+from . import optim, nn, amp
+from .amp import autocast
 from ._generator import Generator, default_generator
 from .backends import (use_deterministic_algorithms, are_deterministic_algorithms_enabled,
                        is_deterministic_algorithms_warn_only_enabled,
@@ -90,7 +92,7 @@ __all__ = ["Tensor", "Module", "Value", "Script", "dtype", "device", "tensor", "
     "qint8", "quint8", "qint32", "quint4x2", "backends", "Generator", "default_generator",
     "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
     "is_deterministic_algorithms_warn_only_enabled", "get_float32_matmul_precision",
-    "set_float32_matmul_precision"]
+    "set_float32_matmul_precision", "optim", "nn", "amp", "autocast"]
 __all__ += ["abs", "add", "all", "allclose", "any", "argmax", "argmin",
     "bmm", "cat", "ceil", "chunk", "clamp", "concat", "conv2d", "cos", "cumsum", "div", "dot",
     "dropout", "einsum", "equal", "erf", "exp", "flatten", "flip", "floor", "gather", "gelu",

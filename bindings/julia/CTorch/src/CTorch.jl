@@ -24,7 +24,7 @@ export Tensor, CTorchError, Device, BFloat16, ScriptModule, AutogradFunction, Fu
        forward, named_parameters, named_buffers, eval!, train!,
        backward, grad, requires_grad, requires_grad!, zero_grad!, matmul, device,
        save_for_backward!, saved_tensors, ops, Value, Script, Generator,
-       withscope, @scoped, keep!
+       withscope, @scoped, keep!, Optimizer, step!, autocast
 
 include("capi.jl")
 include("constants.jl")
@@ -42,6 +42,7 @@ include("module.jl")
 include("autograd.jl")
 include("package.jl")
 include("runtime.jl")
+include("optim.jl")
 
 const _LOADED = Ref(false)
 

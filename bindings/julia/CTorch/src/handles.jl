@@ -13,7 +13,9 @@ for (T, params, super, cfree) in (
         (:Script, (), :Any, :ct_script_free),
         (:Generator, (), :Any, :ct_generator_free),
         (:CUDAEvent, (), :Any, :ct_cuda_event_free),
-        (:CUDAGraph, (), :Any, :ct_cuda_graph_free))
+        (:CUDAGraph, (), :Any, :ct_cuda_graph_free),
+        (:Optimizer, (), :Any, :ct_optimizer_free),
+        (:GradScaler, (), :Any, :ct_grad_scaler_free))
     head = isempty(params) ? T : Expr(:curly, T, params...)
     call = :($head(::Val{:own}, p::Ptr{Cvoid}))
     sig = isempty(params) ? call : Expr(:where, call, params...)

@@ -966,6 +966,108 @@ end
     end
 end
 
+@testset "training: optimizers, schedules, clipping, autocast, loss scaling" begin
+    # Adam against its formula, step for step
+    w = requires_grad!(Tensor(Float32[0.5, -1.5]), true)
+    g = Float32[0.3, -0.7]
+    opt = C.Adam([w]; lr = 0.01, betas = (0.9, 0.999))
+    @test C.algorithm(opt) == :adam && C.num_groups(opt) == 1
+    @test C.getoption(opt, :betas) == (0.9, 0.999) && C.getoption(opt, :lr) == 0.01
+    m, v, x = zeros(2), zeros(2), Float64.(Array(w))
+    for t in 1:4
+        C.grad!(w, Tensor(copy(g)))
+        step!(opt)
+        m .= 0.9 .* m .+ 0.1 .* g
+        v .= 0.999 .* v .+ 0.001 .* Float64.(g) .^ 2
+        x .-= 0.01 .* (m ./ (1 - 0.9^t)) ./ (sqrt.(v) ./ sqrt(1 - 0.999^t) .+ 1e-8)
+        @test Array(w) ≈ x rtol = 1e-5
+    end
+    # state_dict in torch's layout, through a torch.save-format pickle and back
+    sd = C.state_dict(opt)
+    @test sort(collect(keys(sd["state"][0]))) == ["exp_avg", "exp_avg_sq", "step"]
+    @test sd["param_groups"][1]["params"] == [0]
+    bytes = C.pickle_bytes(sd)
+    w2 = requires_grad!(Tensor(Array(w)), true)
+    opt2 = C.Adam([w2])
+    C.load_state_dict!(opt2, C.pickle_load(bytes))
+    @test C.getoption(opt2, :lr) == 0.01
+    for _ in 1:3
+        C.grad!(w, Tensor(copy(g))); C.grad!(w2, Tensor(copy(g)))
+        step!(opt); step!(opt2)
+        @test Array(w) == Array(w2)
+    end
+    zero_grad!(opt)
+    @test grad(w) === nothing
+    # groups and options
+    b = requires_grad!(Tensor(Float32[1, 2]), true)
+    sgd = C.SGD([w2]; lr = 0.1, momentum = 0.9)
+    C.add_param_group!(sgd, [b]; lr = 0.5)
+    @test C.num_groups(sgd) == 2 && C.getoption(sgd, :lr; group = 2) == 0.5
+    @test C.getoption(sgd, :momentum; group = 2) == 0.9
+    C.setoption!(sgd, :nesterov, true)
+    @test C.getoption(sgd, :nesterov) === true
+    err = try C.setoption!(sgd, :lr, -1.0); nothing catch e; e end
+    @test err isa CTorchError && err.code == C.CT_ERR_INVALID_ARGUMENT && occursin("Invalid learning rate", err.msg)
+    err = try C.Adam([w]; lrr = 0.1); nothing catch e; e end
+    @test err isa CTorchError && occursin("adam has no option 'lrr'", err.msg)
+    err = try C.SGD([w, w]); nothing catch e; e end
+    @test err isa CTorchError && occursin("appears twice", err.msg)
+    # schedules: torch's formulas
+    p1 = requires_grad!(Tensor(Float32[1]), true)
+    o = C.SGD([p1]; lr = 0.1)
+    sched = C.CosineAnnealingLR(o; T_max = 10, eta_min = 0.001)
+    lrs = Float64[]
+    for _ in 1:10
+        step!(o); step!(sched); push!(lrs, C.last_lr(sched)[1])
+    end
+    @test lrs ≈ [0.001 + 0.099 * (1 + cos(pi * e / 10)) / 2 for e in 1:10] rtol = 1e-12
+    @test C.getoption(o, :initial_lr) == 0.1
+    o = C.SGD([p1]; lr = 0.1)
+    st = C.StepLR(o; step_size = 2, gamma = 0.5)
+    got = Float64[]
+    for _ in 1:5
+        step!(st); push!(got, C.last_lr(st)[1])
+    end
+    @test got == [0.1, 0.05, 0.05, 0.025, 0.025]
+    o = C.SGD([p1]; lr = 0.1)
+    lin = C.LinearLR(o; start_factor = 0.25, total_iters = 3)
+    got = [C.last_lr(lin)[1]]
+    for _ in 1:4
+        step!(lin); push!(got, C.last_lr(lin)[1])
+    end
+    @test got ≈ [0.025, 0.05, 0.075, 0.1, 0.1]
+    # clipping
+    a = requires_grad!(Tensor(Float32[0, 0]), true)
+    C.grad!(a, Tensor(Float32[3, 4]))
+    n = C.clip_grad_norm!([a], 1.0)
+    @test n[] ≈ 5.0f0 && Array(grad(a)) ≈ Float32[3, 4] ./ (5 + 1e-6)
+    C.clip_grad_value!([a], 0.1)
+    @test maximum(abs.(Array(grad(a)))) <= 0.1f0
+    # autocast: matmul in BFloat16 inside, Float32 outside
+    xm = Tensor(rand(Float32, 4, 4))
+    y = autocast(:cpu) do
+        @test C.is_autocast_enabled(:cpu) && C.autocast_dtype(:cpu) == BFloat16
+        matmul(xm, xm)
+    end
+    @test eltype(y) == BFloat16 && eltype(matmul(xm, xm)) == Float32
+    @test !C.is_autocast_enabled(:cpu)
+    @test_throws CTorchError autocast(() -> nothing, :tpu)
+    # loss scaling: a NaN skips the step and backs the scale off
+    q = requires_grad!(Tensor(Float32[1, 1]), true)
+    oq = C.SGD([q]; lr = 1.0)
+    s = C.GradScaler(device = :cpu, init_scale = 8.0, growth_interval = 1)
+    backward(sum(C.scale(s, q)))
+    @test Array(grad(q)) == Float32[8, 8]
+    @test C.step!(s, oq) == true && Array(q) == Float32[0, 0]
+    C.update!(s)
+    @test C.get_scale(s) == 16.0
+    C.grad!(q, Tensor(Float32[NaN, 1]))
+    @test C.step!(s, oq) == false && Array(q) == Float32[0, 0]
+    C.update!(s)
+    @test C.get_scale(s) == 8.0
+    @test C.state_dict(s)["scale"] == 8.0
+end
+
 
 include("package.jl")
 
