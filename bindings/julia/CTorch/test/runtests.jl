@@ -1007,11 +1007,11 @@ end
     C.setoption!(sgd, :nesterov, true)
     @test C.getoption(sgd, :nesterov) === true
     err = try C.setoption!(sgd, :lr, -1.0); nothing catch e; e end
-    @test err isa CTorchError && err.code == C.CT_ERR_INVALID_ARGUMENT && occursin("Invalid learning rate", err.msg)
+    @test err isa CTorchError && err.code == C.CT_ERR_INVALID_ARGUMENT && occursin("Invalid learning rate", err.message)
     err = try C.Adam([w]; lrr = 0.1); nothing catch e; e end
-    @test err isa CTorchError && occursin("adam has no option 'lrr'", err.msg)
+    @test err isa CTorchError && occursin("adam has no option 'lrr'", err.message)
     err = try C.SGD([w, w]); nothing catch e; e end
-    @test err isa CTorchError && occursin("appears twice", err.msg)
+    @test err isa CTorchError && occursin("appears twice", err.message)
     # schedules: torch's formulas
     p1 = requires_grad!(Tensor(Float32[1]), true)
     o = C.SGD([p1]; lr = 0.1)
