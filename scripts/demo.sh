@@ -3,7 +3,8 @@
 # then one model loaded and run from C, Python and Julia. The model is the
 # embedded default that examples/c/run_model.c builds from TorchScript source
 # and saves as build/demo_model.pt (pass another .pt as $1 to use it instead,
-# and its input shape as $2 for Julia, e.g. 1,3,224,224).
+# and its input shape as $2 for Julia, e.g. 1,3,224,224); then Julia trains a
+# small conv net (examples/julia/train_convnet.jl) and PyTorch resumes it.
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -21,4 +22,10 @@ fi
 if [ -f examples/julia/demo.jl ] && command -v julia >/dev/null 2>&1; then
   echo; echo "== Julia (ccall) =="
   scripts/julia examples/julia/demo.jl "$model" "${2:-2,8}"
+fi
+if [ -f examples/julia/train_convnet.jl ] && command -v julia >/dev/null 2>&1; then
+  echo; echo "== Julia: train a conv net (a Julia-loop layer inside; Adam, cosine, clipping) =="
+  scripts/julia examples/julia/train_convnet.jl build/train_julia 40
+  echo; echo "== PyTorch resumes what Julia saved =="
+  /usr/bin/python3 examples/check_training.py build/train_julia
 fi

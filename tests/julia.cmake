@@ -40,6 +40,12 @@ if(CTORCH_JULIA)
     ENVIRONMENT "${_jl_env}"
     SKIP_RETURN_CODE 77
     TIMEOUT 600)
+  add_test(NAME example.julia_train
+    COMMAND ${_jl_start} ${CMAKE_SOURCE_DIR}/examples/julia/train_convnet.jl
+      ${CMAKE_BINARY_DIR}/tests/train_julia 40)
+  set_tests_properties(example.julia_train PROPERTIES
+    ENVIRONMENT "${_jl_env}" SKIP_RETURN_CODE 77 TIMEOUT 600 FIXTURES_SETUP train_julia)
+  ctorch_training_check(julia)
 else()
   message(STATUS "ctorch: julia not found; the Julia binding is not tested")
 endif()

@@ -265,3 +265,20 @@ function load_state_dict!(s::GradScaler, sd)
     end
     return s
 end
+
+"""
+    state_dict(sched::LRScheduler) -> Dict{String,Any}
+
+The schedule's state under torch's attribute names (`last_epoch`, `base_lrs`,
+`_step_count`, `T_max`, ...): what torch's scheduler `load_state_dict` takes.
+"""
+function state_dict(x::LRScheduler)
+    s = x.s
+    d = Dict{String,Any}("base_lrs" => s.base_lrs, "last_epoch" => s.last_epoch,
+                         "_step_count" => s.step_count, "_is_initial" => s.initial,
+                         "_last_lr" => last_lr(x))
+    for f in fieldnames(typeof(x))
+        f in (:s, :f) || (d[String(f)] = getfield(x, f))
+    end
+    return d
+end
