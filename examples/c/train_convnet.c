@@ -139,8 +139,8 @@ static ct_status softsign_backward(void *ctx, const ct_tensor *const *gout, size
 static ct_tensor *softsign(const ct_tensor *x) {
   struct saved *s = calloc(1, sizeof *s);
   ct_tensor *y = NULL;
-  CHECK(ct_autograd_function_apply(&y, 1, &x, 1, "Softsign", softsign_forward, softsign_backward,
-                                   s, saved_destroy));
+  CHECK(ct_autograd_function_apply(&y, 1, &x, 1, "Softsign", softsign_forward, softsign_backward, s,
+                                   saved_destroy));
   return y;
 }
 
@@ -220,12 +220,13 @@ static void save_checkpoint(const char *path, const struct run *r, int64_t step,
   ct_value_free(dv[0]);
   ct_value_free(dv[1]);
   ct_value_free(lr);
-  static const char *sched_names[] = {"T_max",       "eta_min",  "base_lrs", "last_epoch",
+  static const char *sched_names[] = {"T_max",       "eta_min",  "base_lrs",   "last_epoch",
                                       "_step_count", "_last_lr", "_is_initial"};
   ct_value *is_initial = NULL;
   CHECK(ct_value_from_bool(&is_initial, 0));
-  ct_value *sv[] = {v_int(r->t_max),     v_double(r->eta_min), base_lrs, v_int(r->epoch),
-                    v_int(r->epoch + 1), last_lr,              is_initial};
+  ct_value *sv[] = {v_int(r->t_max), v_double(r->eta_min), base_lrs,
+                    v_int(r->epoch), v_int(r->epoch + 1),  last_lr,
+                    is_initial};
   const char *names[16] = {"model", "optimizer", "scheduler", "data", "step"};
   ct_value *vals[16];
   vals[0] = v_dict(PARAM_NAMES, pv, 4);
