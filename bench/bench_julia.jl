@@ -80,6 +80,35 @@ push!(results, "model forward (x + 1, 4 floats), tensors-only" =>
 push!(results, "model forward (x + 1, 4 floats), general path" =>
               bench(() -> C.call(tiny, "forward", a), 2000; floor = floor_fn(:ctb_tiny_forward_ns)))
 
+# One training step of bench_train.cpp's conv net: forward, cross-entropy, backward,
+# Adam, in a withscope (its handles freed when the step ends, as a training loop does).
+const CONVNET_SRC = """
+def forward(self, x):
+    h = torch.relu(torch.conv2d(x, self.conv_w, self.conv_b, [1, 1], [1, 1]))
+    h = torch.flatten(torch.max_pool2d(h, [2, 2]), 1)
+    return torch.linear(h / (1 + torch.abs(h)), self.fc_w, self.fc_b)
+"""
+net = ScriptModule("BenchConvNet")
+C.manual_seed(0)
+for (name, shape, s) in (("conv_w", (16, 3, 3, 3), 0.2f0), ("conv_b", (16,), 0.1f0),
+                         ("fc_w", (10, 4096), 0.02f0), ("fc_b", (10,), 0f0))
+    C.register_parameter!(net, name, C.randn(shape...) * s)
+end
+C.define!(net, CONVNET_SRC)
+const NET_PARAMS = Tensor[C.getattr(net, n) for n in ("conv_w", "conv_b", "fc_w", "fc_b")]
+const NET_OPT = C.Adam(NET_PARAMS; lr = 1e-3)
+const TX, TY = C.randn(32, 3, 32, 32), ops.aten.randint(10, [32])
+const XENT = ops.aten.cross_entropy_loss
+train_step() = withscope() do
+    loss = XENT(net(TX), TY)
+    zero_grad!(NET_OPT)
+    backward(loss)
+    step!(NET_OPT)
+    nothing
+end
+push!(results, "train step conv net 32x3x32x32 (Adam)" =>
+              bench(train_step, 2; samples = 41, floor = floor_fn(:ctb_train_step_ns)))
+
 fmt(ns) = isnan(ns) ? "-" : string(round(ns / 1000; digits = 3), " µs")
 println()
 println(rpad("benchmark", 52), lpad("median", 12), lpad("min", 12), lpad("C++ floor", 12), lpad("ratio", 8))

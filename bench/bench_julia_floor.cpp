@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 
 namespace {
 template <class T>
@@ -46,5 +47,43 @@ extern "C" double ctb_tiny_forward_ns(int64_t iters) {
   return mean_ns(iters, [] {
     at::Tensor r = m.forward({x}).toTensor();
     escape(r.unsafeGetTensorImpl());
+  });
+}
+
+// One training step of bench_train.cpp's conv net (harness.h's kConvNetSrc, repeated
+// here because this library does not link ctorch): jit forward, cross-entropy,
+// backward, torch::optim::Adam; the data and initial values as bench_julia.jl makes them
+// (seeded randn of the same shapes; the ratio does not depend on the values).
+extern "C" double ctb_train_step_ns(int64_t iters) {
+  static const char *src =
+      "def forward(self, x):\n"
+      "    h = torch.relu(torch.conv2d(x, self.conv_w, self.conv_b, [1, 1], [1, 1]))\n"
+      "    h = torch.flatten(torch.max_pool2d(h, [2, 2]), 1)\n"
+      "    return torch.linear(h / (1 + torch.abs(h)), self.fc_w, self.fc_b)\n";
+  struct State {
+    torch::jit::Module m{"__torch__.BenchConvNetFloor"};
+    at::Tensor x, y;
+    std::unique_ptr<torch::optim::Adam> opt;
+    State() {
+      at::manual_seed(0);
+      m.register_parameter("conv_w", (at::randn({16, 3, 3, 3}) * 0.2).requires_grad_(), false);
+      m.register_parameter("conv_b", (at::randn({16}) * 0.1).requires_grad_(), false);
+      m.register_parameter("fc_w", (at::randn({10, 4096}) * 0.02).requires_grad_(), false);
+      m.register_parameter("fc_b", (at::zeros({10})).requires_grad_(), false);
+      m.define(src);
+      x = at::randn({32, 3, 32, 32});
+      y = at::randint(10, {32});
+      std::vector<at::Tensor> ps;
+      for (const auto &p : m.parameters()) ps.push_back(p);
+      opt = std::make_unique<torch::optim::Adam>(ps, torch::optim::AdamOptions(1e-3));
+    }
+  };
+  static State s;
+  return mean_ns(iters, [] {
+    at::Tensor loss = at::cross_entropy_loss(s.m.forward({s.x}).toTensor(), s.y);
+    s.opt->zero_grad();
+    loss.backward();
+    s.opt->step();
+    escape(loss.unsafeGetTensorImpl());
   });
 }

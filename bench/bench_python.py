@@ -96,6 +96,64 @@ class Tiny(torch.nn.Module):
         return torch.relu(self.lin(x))
 
 
+CONVNET_SRC = """
+def forward(self, x):
+    h = torch.relu(torch.conv2d(x, self.conv_w, self.conv_b, [1, 1], [1, 1]))
+    h = torch.flatten(torch.max_pool2d(h, [2, 2]), 1)
+    return torch.linear(h / (1 + torch.abs(h)), self.fc_w, self.fc_b)
+"""
+
+
+class TorchConvNet(torch.nn.Module):
+    """The conv net of bench_train.cpp as PyTorch users write it (eager)."""
+
+    def __init__(self, init):
+        super().__init__()
+        for k, v in init.items():
+            setattr(self, k, torch.nn.Parameter(v.clone()))
+
+    def forward(self, x):
+        F = torch.nn.functional
+        h = F.max_pool2d(F.relu(F.conv2d(x, self.conv_w, self.conv_b, padding=1)), 2).flatten(1)
+        return F.linear(h / (1 + h.abs()), self.fc_w, self.fc_b)
+
+
+def train_step_rows(rows, n, B):
+    """One training step (forward, cross-entropy, backward, Adam): ctorch (a module from
+    TorchScript source, ctorch.optim.Adam) vs PyTorch (an eager nn.Module, torch.optim.Adam)."""
+    g = torch.Generator().manual_seed(0)
+    init = {"conv_w": torch.randn(16, 3, 3, 3, generator=g) * 0.2,
+            "conv_b": torch.randn(16, generator=g) * 0.1,
+            "fc_w": torch.randn(10, 4096, generator=g) * 0.02, "fc_b": torch.zeros(10)}
+    x, y = torch.randn(32, 3, 32, 32, generator=g), torch.randint(10, (32,), generator=g)
+    tm = TorchConvNet(init)
+    topt = torch.optim.Adam(tm.parameters(), lr=1e-3)
+    cm = ctorch.Module.new("BenchConvNet")
+    for k, v in init.items():
+        cm.register_parameter(k, ctorch.from_numpy(v.numpy().copy()))
+    cm.define(CONVNET_SRC)
+    copt = ctorch.optim.Adam(cm.parameters(), lr=1e-3)
+    cx, cy = ctorch.from_numpy(x.numpy()), ctorch.from_numpy(y.numpy())
+    xent = ctorch.ops.aten.cross_entropy_loss
+
+    def ctorch_step():
+        loss = xent(cm(cx), cy)
+        copt.zero_grad()
+        loss.backward()
+        copt.step()
+
+    def torch_step():
+        loss = torch.nn.functional.cross_entropy(tm(x), y)
+        topt.zero_grad()
+        loss.backward()
+        topt.step()
+
+    rows.add("train", "train step conv net 32x3x32x32 (Adam)", *pair(ctorch_step, torch_step, n, B),
+             "ctorch: TorchScript module + ctorch.optim.Adam; torch: eager nn.Module + "
+             "torch.optim.Adam")
+    rows.rows[-1]["target"] = 1.3
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="write the results as JSON to this path")
@@ -143,6 +201,9 @@ def main():
              *pair(lambda: (x + y).shape, lambda: (tx + ty).shape, n, B),
              "op + first metadata read")
     rows.add("small", "ones(4) factory", *pair(lambda: ctorch.ones(4), lambda: torch.ones(4), n, B))
+
+    # ---- training step: the conv net of bench_train.cpp --------------------------
+    train_step_rows(rows, 1 if args.smoke else 5 if args.quick else 20, B)
 
     # ---- lifetime: __del__ against weakref.finalize -----------------------------
     free = ctorch._lib.G.tensor_free

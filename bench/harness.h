@@ -196,6 +196,15 @@ inline const char *kMlpSrc =
     "def forward(self, x):\n"
     "    return torch.matmul(torch.relu(torch.matmul(x, self.w1)), self.w2)\n";
 
+// The training benchmark's conv net (bench_train, bench_julia_floor, bench_python.py and
+// bench_julia.jl build the same): conv 3->16 3x3, relu, 2x2 max-pool, softsign, linear
+// 4096->10, on a batch of 32 3x32x32 images.
+inline const char *kConvNetSrc =
+    "def forward(self, x):\n"
+    "    h = torch.relu(torch.conv2d(x, self.conv_w, self.conv_b, [1, 1], [1, 1]))\n"
+    "    h = torch.flatten(torch.max_pool2d(h, [2, 2]), 1)\n"
+    "    return torch.linear(h / (1 + torch.abs(h)), self.fc_w, self.fc_b)\n";
+
 inline void write_json(const char *path) {
   FILE *f = std::fopen(path, "w");
   if (!f) {

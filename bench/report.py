@@ -20,10 +20,11 @@ import sys
 import tomllib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CPP_GROUPS = ("call", "model", "scale", "memory")
+CPP_GROUPS = ("call", "model", "scale", "memory", "train")
 GROUP_TITLES = {
     "call": "1. Call overhead from C vs the same in C++ LibTorch",
     "model": "2. Model forward (inference mode, 1 intra-op thread)",
+    "train": "2b. Training step from C (forward, loss, backward, Adam; 1 intra-op thread)",
 }
 # Targets for the Python rows (ctorch / PyTorch's Python, same process), by name pattern;
 # a row that carries its own "target" (a ratio) uses that instead.
@@ -34,7 +35,8 @@ PY_TARGETS = [
     ("tiny scripted forward*", 1.15), ("resnet18 forward*", 1.02),
 ]
 # Julia rows against torch::add (or the floor the Julia benchmark measured itself).
-JL_TARGETS = [("add 4 floats: a + b", 1.3), ("add 4 floats: call_tensor*", 1.3)]
+JL_TARGETS = [("add 4 floats: a + b", 1.3), ("add 4 floats: call_tensor*", 1.3),
+              ("train step*", 1.15)]
 
 
 def load_json(path):
@@ -181,7 +183,7 @@ def merge_cpp(out):
 
 def cpp_groups(rep, ov):
     rows = ov.get("rows", [])
-    for grp in ("call", "model"):
+    for grp in ("call", "model", "train"):
         rs = [r for r in rows if r["group"] == grp]
         rep.p("## %s" % GROUP_TITLES[grp])
         rep.p()

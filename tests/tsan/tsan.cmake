@@ -1,6 +1,7 @@
 # ThreadSanitizer build (-DCTORCH_TSAN=ON, best with clang): libctorch and
-# the concurrency test (tests/c/test_concurrency.c) are instrumented; the
-# test runs as tsan.concurrency. Any report whose stack has a ctorch frame
+# the concurrency tests (tests/c/test_concurrency.c; test_optim.c, whose
+# threads share one optimizer) are instrumented; they run as tsan.concurrency
+# and tsan.optim. Any report whose stack has a ctorch frame
 # fails it; reports only in LibTorch frames are suppressed in tsan.supp.
 #   CC=clang-14 CXX=clang++-14 cmake -S . -B build-tsan -G Ninja -DCTORCH_TSAN=ON
 #   ninja -C build-tsan test_concurrency && ctest --test-dir build-tsan -R tsan
@@ -11,11 +12,13 @@ if(CTORCH_TSAN)
   # clang links the TSan runtime into the executable only: the library keeps
   # its __tsan_* references undefined (-z undefs overrides --no-undefined).
   target_link_options(ctorch PRIVATE -fsanitize=thread -Wl,-z,undefs)
-  if(TARGET test_concurrency)
-    target_compile_options(test_concurrency PRIVATE ${CTORCH_TSAN_FLAGS})
-    target_link_options(test_concurrency PRIVATE -fsanitize=thread)
-    add_test(NAME tsan.concurrency
-      COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_tsan.sh $<TARGET_FILE:test_concurrency>)
-    set_tests_properties(tsan.concurrency PROPERTIES TIMEOUT 600)
-  endif()
+  foreach(name concurrency optim)
+    if(TARGET test_${name})
+      target_compile_options(test_${name} PRIVATE ${CTORCH_TSAN_FLAGS})
+      target_link_options(test_${name} PRIVATE -fsanitize=thread)
+      add_test(NAME tsan.${name}
+        COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_tsan.sh $<TARGET_FILE:test_${name}>)
+      set_tests_properties(tsan.${name} PROPERTIES TIMEOUT 600)
+    endif()
+  endforeach()
 endif()

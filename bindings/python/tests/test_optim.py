@@ -508,3 +508,58 @@ def test_grad_scaler_follows_torch_step_for_step():
         assert cs.get_scale() == ts.get_scale(), step
         assert_same(ct, th)
     assert cs.state_dict() == ts.state_dict()
+
+
+# ---- CUDA (the GPU script runs these; skipped without a device) ----
+
+cuda = pytest.mark.skipif(not ctorch.cuda.is_available() or not torch.cuda.is_available(),
+                          reason="needs a CUDA device")
+
+
+@cuda
+def test_cuda_adam_equals_torch_on_cuda():
+    ct, th = make_params()
+    ct = [p.detach().to("cuda").requires_grad_() for p in ct]
+    th = [p.detach().cuda().requires_grad_() for p in th]
+    copt = cto.Adam(ct, lr=0.01, amsgrad=True)
+    topt = torch.optim.Adam(th, lr=0.01, amsgrad=True, foreach=False)
+    for step in range(4):
+        rng = np.random.default_rng(step)
+        for c, t in zip(ct, th):
+            g = rng.standard_normal(tuple(t.shape)).astype(np.float32)
+            c.grad = ctorch.from_numpy(g.copy()).to("cuda")
+            t.grad = torch.from_numpy(g.copy()).cuda()
+        copt.step()
+        topt.step()
+    for c, t in zip(ct, th):
+        np.testing.assert_allclose(c.detach().cpu().numpy(), t.detach().cpu().numpy(),
+                                   rtol=2e-6, atol=1e-7)
+
+
+@cuda
+def test_cuda_autocast_and_grad_scaler_follow_torch():
+    a = ctorch.randn(8, 8).to("cuda")
+    with ctorch.autocast("cuda"):
+        assert ctorch.mm(a, a).dtype is ctorch.float16
+    assert ctorch.mm(a, a).dtype is ctorch.float32
+    ct, th = make_params()
+    ct = [p.detach().to("cuda").requires_grad_() for p in ct]
+    th = [p.detach().cuda().requires_grad_() for p in th]
+    copt, topt = cto.SGD(ct, lr=0.01), torch.optim.SGD(th, lr=0.01)
+    cs = ctorch.amp.GradScaler("cuda", init_scale=4.0, growth_interval=2)
+    ts = torch.amp.GradScaler("cuda", init_scale=4.0, growth_interval=2)
+    for step in range(6):
+        rng = np.random.default_rng(step)
+        for c, t in zip(ct, th):
+            g = rng.standard_normal(tuple(t.shape)).astype(np.float32)
+            if step == 3:
+                g.flat[0] = np.inf
+            c.grad = ctorch.from_numpy(g * cs.get_scale()).to("cuda")
+            t.grad = torch.from_numpy(g * ts.get_scale()).cuda()
+        assert cs.step(copt) == (step != 3)
+        ts.step(topt)
+        cs.update(), ts.update()
+        assert cs.get_scale() == ts.get_scale(), step
+    for c, t in zip(ct, th):
+        np.testing.assert_allclose(c.detach().cpu().numpy(), t.detach().cpu().numpy(),
+                                   rtol=2e-6, atol=1e-7)
