@@ -101,6 +101,7 @@ end
     CosineAnnealingLR(opt; T_max, eta_min = 0.0)
     LinearLR(opt; start_factor = 1/3, end_factor = 1.0, total_iters = 5)
     LambdaLR(opt, epoch -> factor)
+    ExponentialLR(opt; gamma), OneCycleLR(opt; max_lr, total_steps, ...)
 
 Set every group's `lr` as torch's schedulers do (the same updates, so the same
 rates); call `step!(sched)` after `step!(opt)`. `last_lr(sched)`.
@@ -190,6 +191,82 @@ struct LambdaLR{F} <: LRScheduler
 end
 LambdaLR(opt::Optimizer, f) = _start(LambdaLR(_sched_init(opt), f))
 _get_lr(x::LambdaLR) = [b * x.f(x.s.last_epoch) for b in x.s.base_lrs]
+
+struct ExponentialLR <: LRScheduler
+    s::_SchedState
+    gamma::Float64
+end
+ExponentialLR(opt::Optimizer; gamma::Real) = _start(ExponentialLR(_sched_init(opt), gamma))
+_get_lr(x::ExponentialLR) = x.s.initial ? _lrs(x.s) : _lrs(x.s) .* x.gamma
+
+"""
+    OneCycleLR(opt; max_lr, total_steps, pct_start = 0.3, anneal_strategy = :cos,
+               cycle_momentum = true, base_momentum = 0.85, max_momentum = 0.95,
+               div_factor = 25.0, final_div_factor = 1e4, three_phase = false)
+
+torch's 1cycle policy; the momentum (Adam's beta1) cycles the other way.
+"""
+struct OneCycleLR <: LRScheduler
+    s::_SchedState
+    total_steps::Int
+    phases::Vector{Tuple{Float64,Symbol,Symbol,Symbol,Symbol}}
+    anneal_strategy::Symbol
+    cycle_momentum::Bool
+    use_beta1::Bool
+end
+function OneCycleLR(opt::Optimizer; max_lr::Real, total_steps::Integer, pct_start::Real = 0.3,
+                    anneal_strategy::Symbol = :cos, cycle_momentum::Bool = true,
+                    base_momentum::Real = 0.85, max_momentum::Real = 0.95, div_factor::Real = 25.0,
+                    final_div_factor::Real = 1e4, three_phase::Bool = false)
+    total_steps > 0 || throw(ArgumentError("Expected positive integer total_steps, but got $total_steps"))
+    0 <= pct_start <= 1 || throw(ArgumentError("Expected float between 0 and 1 pct_start, but got $pct_start"))
+    anneal_strategy in (:cos, :linear) || throw(ArgumentError("anneal_strategy must be :cos or :linear"))
+    n = total_steps
+    phases = three_phase ?
+        [(Float64(pct_start * n) - 1, :initial_lr, :max_lr, :max_momentum, :base_momentum),
+         (Float64(2 * pct_start * n) - 2, :max_lr, :initial_lr, :base_momentum, :max_momentum),
+         (Float64(n - 1), :initial_lr, :min_lr, :max_momentum, :max_momentum)] :
+        [(Float64(pct_start * n) - 1, :initial_lr, :max_lr, :max_momentum, :base_momentum),
+         (Float64(n - 1), :max_lr, :min_lr, :base_momentum, :max_momentum)]
+    use_beta1 = haskey(options(opt), "betas")
+    if cycle_momentum && !use_beta1 && !haskey(options(opt), "momentum")
+        throw(ArgumentError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled"))
+    end
+    for g in 1:num_groups(opt)
+        setoption!(opt, :initial_lr, max_lr / div_factor; group = g)
+        setoption!(opt, :max_lr, max_lr; group = g)
+        setoption!(opt, :min_lr, max_lr / div_factor / final_div_factor; group = g)
+        if cycle_momentum
+            _set_momentum!(opt, g, use_beta1, max_momentum)
+            setoption!(opt, :max_momentum, max_momentum; group = g)
+            setoption!(opt, :base_momentum, base_momentum; group = g)
+        end
+    end
+    return _start(OneCycleLR(_sched_init(opt), total_steps, phases, anneal_strategy, cycle_momentum, use_beta1))
+end
+_set_momentum!(opt, g, use_beta1, m) = use_beta1 ?
+    setoption!(opt, :betas, (Float64(m), getoption(opt, :betas; group = g)[2]); group = g) :
+    setoption!(opt, :momentum, m; group = g)
+_anneal(x::OneCycleLR, a, b, pct) = x.anneal_strategy === :cos ? b + (a - b) / 2.0 * (cos(pi * pct) + 1) : (b - a) * pct + a
+function _get_lr(x::OneCycleLR)
+    step = x.s.last_epoch
+    step > x.total_steps && throw(ArgumentError("Tried to step $step times. The specified number of total steps is $(x.total_steps)"))
+    lrs = Float64[]
+    for g in 1:length(x.s.base_lrs)
+        o = options(x.s.opt; group = g)
+        start = 0.0
+        for (i, (stop, lr0, lr1, m0, m1)) in enumerate(x.phases)
+            if step <= stop || i == length(x.phases)
+                pct = (step - start) / (stop - start)
+                push!(lrs, _anneal(x, o[String(lr0)], o[String(lr1)], pct))
+                x.cycle_momentum && _set_momentum!(x.s.opt, g, x.use_beta1, _anneal(x, o[String(m0)], o[String(m1)], pct))
+                break
+            end
+            start = stop
+        end
+    end
+    return lrs
+end
 
 # ---- gradient clipping ----
 

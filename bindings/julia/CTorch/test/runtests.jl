@@ -966,6 +966,11 @@ end
     end
 end
 
+const ONECYCLE_TORCH_LRS = [0.020000000000000018, 0.49720771772545586, 0.4058728269748815,
+                            0.23131855133348753, 0.0667387650944153, 2e-06]
+const ONECYCLE_TORCH_MOMENTA = [0.95, 0.8505584586887436, 0.8688255099070633, 0.9037365046793212,
+                                0.9366525935914912, 0.95]
+
 @testset "training: optimizers, schedules, clipping, autocast, loss scaling" begin
     # Adam against its formula, step for step
     w = requires_grad!(Tensor(Float32[0.5, -1.5]), true)
@@ -1036,6 +1041,17 @@ end
         step!(lin); push!(got, C.last_lr(lin)[1])
     end
     @test got ≈ [0.025, 0.05, 0.075, 0.1, 0.1]
+    # OneCycleLR against torch's numbers (torch.optim.lr_scheduler.OneCycleLR(SGD(lr=0.1,
+    # momentum=0.9), max_lr=0.5, total_steps=6), printed by torch 1.13 and 2.15 alike)
+    o = C.SGD([p1]; lr = 0.1, momentum = 0.9)
+    oc = C.OneCycleLR(o; max_lr = 0.5, total_steps = 6)
+    got, moms = [C.last_lr(oc)[1]], [C.getoption(o, :momentum)]
+    for _ in 1:5
+        step!(o); step!(oc); push!(got, C.last_lr(oc)[1]); push!(moms, C.getoption(o, :momentum))
+    end
+    @test got ≈ ONECYCLE_TORCH_LRS rtol = 1e-12
+    @test moms ≈ ONECYCLE_TORCH_MOMENTA rtol = 1e-12
+    @test_throws ArgumentError step!(step!(oc))
     # clipping
     a = requires_grad!(Tensor(Float32[0, 0]), true)
     C.grad!(a, Tensor(Float32[3, 4]))
