@@ -1121,7 +1121,9 @@ CT_API ct_status ct_op_return(const char **name, const char **type, const ct_op 
  * arguments named dtype (TorchScript's prim overloads), take ctorch dtype
  * codes (CT_FLOAT64, ...); Layout and MemoryFormat take torch's own
  * numbers. args: n positional values; kwnames/kwvalues: nkw keyword
- * arguments; missing arguments take their defaults. Python-like coercions
+ * arguments ("axis" and "keepdims" name `dim` and `keepdim` where the schema
+ * has no argument of that name, as in torch's Python); missing arguments take
+ * their defaults. Python-like coercions
  * apply (int for float, list for int[], a tensor for Scalar is not allowed).
  * *out: None (no results), the single result, or a tuple of results. An
  * in-place op returns a value referring to the same tensor it mutated.

@@ -11,6 +11,7 @@
 #include "schema.h"
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 #include <vector>
 
@@ -339,6 +340,12 @@ ct_status bind_call(const c10::FunctionSchema &schema, const ct_value *const *ar
         j = i;
         break;
       }
+    // numpy's names for dim and keepdim, which torch's Python accepts too
+    const char *alias = !std::strcmp(kwnames[k], "axis")       ? "dim"
+                        : !std::strcmp(kwnames[k], "keepdims") ? "keepdim"
+                                                               : nullptr;
+    for (size_t i = 0; j == np && alias && i < np; ++i)
+      if (params[start + i].name() == alias) j = i;
     if (j == np) {
       *why = name() + ": unknown keyword argument '" + kwnames[k] + "'";
       return CT_ERR_INVALID_ARGUMENT;

@@ -29,5 +29,13 @@ def _make(name: str, aten: str, named: bool) -> Callable[..., Any]:
     return f
 
 
+def einsum(equation: str, *operands: Any, **kwargs: Any) -> Any:
+    """ctorch.einsum("ij,jk->ik", a, b) or einsum(eq, [a, b]), as torch.einsum."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    return ops.aten.einsum(equation, list(operands), **kwargs)
+
+
 FUNCTIONS: Dict[str, Callable[..., Any]] = {n: _make(n, a, False) for n, a in _NAMES.items()}
 FUNCTIONS.update({n: _make(n, n, True) for n in _NAMED_TUPLES})
+FUNCTIONS["einsum"] = einsum

@@ -9,8 +9,10 @@ the GIL during the call (anything that may run long or call back into Python),
 
 import ctypes
 import ctypes.util
+import errno
 import operator
 import os
+import re
 import threading
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_int32, c_int64,
                     c_size_t, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p)
@@ -57,16 +59,25 @@ DLPACK_FLAG_BITMASK_IS_COPIED = 2
 
 # ---- errors -----------------------------------------------------------------
 
+_C_FUNCTION = re.compile(r"(ct_[a-z0-9_]+): ")
+
+
 class Error(Exception):
     """Base class of every error raised by ctorch.
 
-    ``code`` is the C status (``CT_ERR_*``) and ``message`` the full text of
+    ``code`` is the C status (``CT_ERR_*``), ``message`` the text of
     ``ct_last_error()`` (first line short; C++ detail such as a TorchScript
-    traceback may follow)."""
+    traceback may follow) without its leading C function name, which is
+    ``function`` (``"ct_module_load"``; None for errors raised in Python)."""
 
     code: Optional[int] = None
+    function: Optional[str] = None
 
     def __init__(self, message: str, code: Optional[int] = None) -> None:
+        m = _C_FUNCTION.match(message)
+        if m:
+            self.function = m.group(1)
+            message = message[m.end():]
         super().__init__(message)
         self.message = message
         if code is not None:
@@ -95,6 +106,18 @@ class NotFoundError(Error, LookupError):
     code = CT_ERR_NOT_FOUND
 
 
+class CTorchFileNotFoundError(NotFoundError, FileNotFoundError):
+    """A file that does not exist (CT_ERR_NOT_FOUND from a loader): also the
+    built-in FileNotFoundError (an OSError, errno ENOENT), as torch.load raises."""
+
+    def __init__(self, message: str, code: Optional[int] = None) -> None:
+        Error.__init__(self, message, code)
+        self.errno = errno.ENOENT
+        self.strerror = os.strerror(errno.ENOENT)
+        m = re.search(r"'([^']*)'", self.message)
+        self.filename = m.group(1) if m else None
+
+
 class CTorchIOError(Error, OSError):
     code = CT_ERR_IO
 
@@ -112,6 +135,11 @@ class NotSupportedError(Error, NotImplementedError):
 
 class TorchError(Error, RuntimeError):
     code = CT_ERR_TORCH
+
+
+class ItemError(TorchError, ValueError):
+    """Tensor.item() of a tensor that has not exactly one element: a
+    RuntimeError (torch 2.x raises one) and a ValueError (torch 1.x)."""
 
 
 class CallbackError(Error, RuntimeError):
@@ -374,7 +402,10 @@ def error_from_status(status: int) -> BaseException:
     msg = raw.decode("utf-8", "replace") if raw else ""
     if not msg:
         msg = "ctorch call failed with status %s" % STATUS_NAMES.get(status, status)
-    err = _ERRORS.get(status, Error)(msg, status)
+    cls = _ERRORS.get(status, Error)
+    if status == CT_ERR_NOT_FOUND and "No such file or directory" in msg:
+        cls = CTorchFileNotFoundError
+    err = cls(msg, status)
     if status == CT_ERR_CALLBACK:
         pending = take_pending(msg)
         if pending is not None:

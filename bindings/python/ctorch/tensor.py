@@ -32,6 +32,22 @@ def _out(fn: Callable[..., int], *args: Any) -> "Tensor":
     return new_tensor(out.value or 0)
 
 
+
+class GradFn:
+    """What ``Tensor.grad_fn`` gives: the node's ``name()``, as torch's
+    autograd nodes have (the node itself stays inside LibTorch)."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return "<%s object>" % self._name
+
 class Tensor:
     """A handle to a LibTorch tensor (one ``ct_tensor``; pass it to ctypes
     functions directly, through ``_as_parameter_``).
@@ -260,6 +276,13 @@ class Tensor:
         check(G.tensor_grad_fn_name(byref(out), self._ptr()))
         return _lib.take_string(out.value)
 
+    @property
+    def grad_fn(self) -> Optional["GradFn"]:
+        """The autograd node that made this tensor (None for leaves), with
+        torch's ``name()``."""
+        name = self.grad_fn_name
+        return None if name is None else GradFn(name)
+
     def backward(self, gradient: Any = None, retain_graph: bool = False,
                  create_graph: bool = False) -> None:
         """Runs backward. An exception raised by a Python autograd.Function's
@@ -345,6 +368,9 @@ class Tensor:
         return bool(out.value)
 
     def item(self) -> Any:
+        n = self._meta().numel
+        if n != 1:  # a ValueError (torch 1.x) and a RuntimeError (torch 2.x) alike
+            raise _lib.ItemError("a Tensor with %d elements cannot be converted to Scalar" % n)
         return _op("item", "")(self)
 
     def tolist(self) -> Any:

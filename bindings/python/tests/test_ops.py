@@ -161,8 +161,9 @@ def test_tensor_only_calls_agree_with_torch():
     ha, hb = handle(a), handle(b)
     r = ha + hb
     assert r._h and type(r._h) is int               # one ct_tensor handle
-    with pytest.raises(ctorch.TorchError, match="ct_op_call_tensors"):
+    with pytest.raises(ctorch.TorchError) as ei:
         ha + ctorch.ones(3)
+    assert ei.value.function == "ct_op_call_tensors"
     with pytest.raises(ctorch.TorchError):
         ops.aten.add(ha, ctorch.ones(3))
     f = ctorch.ones(2, 2)

@@ -130,8 +130,9 @@ def test_generator_refusals():
     g = ctorch.Generator()
     with pytest.raises(ctorch.CTorchTypeError, match="uint8 tensor, not Float"):
         g.set_state(ctorch.zeros(5056))
-    with pytest.raises(ctorch.InvalidArgumentError, match="ct_generator_set_state"):
+    with pytest.raises(ctorch.InvalidArgumentError, match="wrong size|size") as ei:
         g.set_state(ctorch.zeros(10, dtype=ctorch.uint8))
+    assert ei.value.function == "ct_generator_set_state"
     if not ctorch.cuda.is_available():
         with pytest.raises(ctorch.NotSupportedError, match="CUDA"):
             ctorch.Generator("cuda")
@@ -156,7 +157,7 @@ CUDA_CALLS = [
 def test_cuda_controls_without_a_device(name, call):
     with pytest.raises(ctorch.NotSupportedError) as ei:
         call()
-    assert "ct_cuda_" + name in str(ei.value)
+    assert ei.value.function == "ct_cuda_" + name
     if not ctorch.cuda.is_compiled():
         assert "CUDA is not supported in this build of ctorch" in str(ei.value)
     else:
