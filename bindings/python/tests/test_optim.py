@@ -499,6 +499,7 @@ def test_grad_scaler_follows_torch_step_for_step():
         if step in (2, 5):
             ct[1].grad[0] = float("inf")
             th[1].grad[0] = float("inf")
+        cs.scale(ctorch.ones(())), ts.scale(torch.ones(()))  # torch's scale() makes its state
         for p in ct:
             p.grad = p.grad * cs.get_scale()
         for p in th:
@@ -550,6 +551,7 @@ def test_cuda_autocast_and_grad_scaler_follow_torch():
     ts = torch.amp.GradScaler("cuda", init_scale=4.0, growth_interval=2)
     for step in range(6):
         rng = np.random.default_rng(step)
+        cs.scale(ctorch.ones(()).to("cuda")), ts.scale(torch.ones((), device="cuda"))
         for c, t in zip(ct, th):
             g = rng.standard_normal(tuple(t.shape)).astype(np.float32)
             if step == 3:
