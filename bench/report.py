@@ -222,6 +222,18 @@ def cpp_floor(ov, name):
     return None
 
 
+def build_type(build):
+    """CMAKE_BUILD_TYPE of the measured build tree, as its CMakeCache.txt says."""
+    m = re.search(r"^CMAKE_BUILD_TYPE:\w+=(.*)$", read(os.path.join(build, "CMakeCache.txt")), re.M)
+    return (m.group(1) or "default (no CMAKE_BUILD_TYPE)") if m else "unknown"
+
+
+def different_ops(note):
+    """Whether a row's note says its torch side runs another call than ctorch's
+    ("vs torch x + y", "torch: eager nn.Module ...")."""
+    return bool(re.match(r"(vs |torch column|ctorch: .*; torch: )", note or ""))
+
+
 def pattern_target(name, table):
     for pat, t in table:
         if fnmatch.fnmatchcase(name, pat):
@@ -255,7 +267,8 @@ def python_group(rep, py, ov):
             met = ratio <= tgt
             rep.target("python/" + name, "Python: " + name, "ratio %.3f, target <= %.2f" % (ratio, tgt), met)
         if ratio is not None and r["group"] != "lifetime":
-            rep.ratios.append(("Python vs PyTorch", name, ratio, tgt))
+            rep.ratios.append(("Python vs PyTorch", name, ratio, tgt,
+                               different_ops(r.get("note", ""))))
         rep.p("| %s | %s%s | %s | %s | %s | %s | %s | %s |" % (
             r["group"], name, (" (%s)" % r["note"]) if r.get("note") else "", fmt_ns(c),
             fmt_ns(t) if t else "-", "%.2fx" % ratio if ratio else "-", floor,
@@ -431,32 +444,58 @@ def memory_group(rep, ov, out):
     rep.p()
 
 
+SECTION_COLORS = {"C vs C++": "#4C72B0", "Julia vs C++": "#55A868",
+                  "Python vs PyTorch": "#DD8452", "C vs C++ (LibTorch 2.6)": "#8172B3"}
+
+
 def chart(path, ratios):
-    """One horizontal bar chart of every ratio row, log scale, 1.0 marked, targets ticked."""
+    """One horizontal bar chart of every ratio row, log scale, 1.0 marked, targets ticked;
+    rows grouped by reference (the C++ floor, PyTorch's Python, the LibTorch 2.6 leg) with a
+    legend; labels wrapped, not cut; rows whose two sides run different operations hatched."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch
     except ImportError:
         return "skipped: python3-matplotlib is not installed"
     if not ratios:
         return "skipped: no ratio rows"
-    colors = {"C vs C++": "#4C72B0", "Python vs PyTorch": "#DD8452", "Julia vs C++": "#55A868"}
-    labels = [("%s | %s" % (sec.split()[0], name))[:70] for sec, name, _, _ in ratios]
-    fig, ax = plt.subplots(figsize=(10, 0.28 * len(ratios) + 1.4))
-    ys = list(range(len(ratios)))[::-1]
-    rs = [r for _, _, r, _ in ratios]
-    ax.barh(ys, [r - 1.0 for r in rs], left=1.0, color=[colors.get(s, "gray") for s, _, _, _ in ratios])
-    for y, (_, _, r, t) in zip(ys, ratios):
+    import textwrap
+    order = list(SECTION_COLORS)
+    rows = sorted(ratios, key=lambda r: order.index(r[0]) if r[0] in order else len(order))
+    labels = ["\n".join(textwrap.wrap(name + (" [different ops]" if len(r) > 4 and r[4] else ""),
+                                       62)) for r in rows for name in [r[1]]]
+    heights = [1 + 0.55 * (l.count("\n")) for l in labels]
+    ys, y = [], 0.0
+    prev = None
+    for h, r in zip(heights, rows):
+        if prev is not None and r[0] != prev:
+            y += 0.8  # a gap between groups
+        ys.append(y + h / 2)
+        y += h
+        prev = r[0]
+    ys = [y - v for v in ys]  # first row on top
+    fig, ax = plt.subplots(figsize=(11, 0.3 * y + 1.8))
+    rs = [r[2] for r in rows]
+    bars = ax.barh(ys, [v - 1.0 for v in rs], left=1.0, height=0.8,
+                   color=[SECTION_COLORS.get(r[0], "gray") for r in rows])
+    for b, r in zip(bars, rows):
+        if len(r) > 4 and r[4]:
+            b.set_hatch("///")
+            b.set_edgecolor("white")
+    for yy, r in zip(ys, rows):
+        v, t = r[2], r[3]
         if t:
-            ax.plot([t, t], [y - 0.4, y + 0.4], color="black", lw=1.5)
-        ax.text(r * 1.02 if r >= 1 else r / 1.02, y, "%.2f" % r, va="center", fontsize=7,
-                ha="left" if r >= 1 else "right")
+            ax.plot([t, t], [yy - 0.4, yy + 0.4], color="black", lw=1.5)
+        ax.text(v * 1.02 if v >= 1 else v / 1.02, yy, "%.2f" % v, va="center", fontsize=7,
+                ha="left" if v >= 1 else "right")
     ax.axvline(1.0, color="black", lw=0.8, ls="--")
     ax.set_xscale("log")
-    lo = min(rs + [t for _, _, _, t in ratios if t] + [1.0])
-    hi = max(rs + [t for _, _, _, t in ratios if t] + [1.0])
-    ax.set_xlim(lo / 1.15, hi * 1.25)
+    lo = min(rs + [r[3] for r in rows if r[3]] + [1.0])
+    hi = max(rs + [r[3] for r in rows if r[3]] + [1.0])
+    ax.set_xlim(lo / 1.15, hi * 1.3)
+    ax.set_ylim(-0.2, y + 0.2)
     from matplotlib.ticker import FuncFormatter, LogLocator
     ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_minor_locator(LogLocator(base=10, subs=(1.5, 3.0, 4.0, 7.0)))
@@ -466,8 +505,12 @@ def chart(path, ratios):
     ax.set_yticks(ys)
     ax.set_yticklabels(labels, fontsize=7)
     ax.set_xlabel("time ratio (log scale): 1.0 = as fast as the reference; black tick = target")
-    ax.set_title("ctorch / reference: C and Julia rows against the C++ floor (blue, green),\n"
-                 "Python rows against PyTorch's Python (orange)", fontsize=9)
+    legend = [Patch(color=c, label=k) for k, c in SECTION_COLORS.items()
+              if any(r[0] == k for r in rows)]
+    legend.append(Patch(facecolor="gray", hatch="///", edgecolor="white",
+                        label="the two sides run different operations"))
+    ax.legend(handles=legend, fontsize=7, loc="lower right")
+    ax.set_title("ctorch / reference, grouped by reference", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, metadata={"Date": None} if path.endswith(".svg") else None)
     plt.close(fig)
@@ -495,7 +538,7 @@ def package_group(rep, out):
             ratio = float(m.group(1))
             rep.target("package:" + cells[0], "AOTInductor: " + cells[0],
                        "ratio %.3f, target <= 1.02" % ratio, ratio <= 1.02)
-            rep.ratios.append(("C vs C++", "AOTInductor " + cells[0], ratio, 1.02))
+            rep.ratios.append(("C vs C++ (LibTorch 2.6)", "AOTInductor " + cells[0], ratio, 1.02))
     rep.p()
 
 
@@ -506,6 +549,7 @@ def main():
     ap.add_argument("--build", default="build-bench")
     ap.add_argument("--seconds", type=int, default=0)
     ap.add_argument("--chart", help="also draw the ratios to this SVG or PNG file")
+    ap.add_argument("--quick", action="store_true", help="the run was bench/run.sh --quick")
     ap.add_argument("--causes", default=os.path.join(HERE, "causes.toml"),
                     help="explanations keyed by cause (default bench/causes.toml)")
     a = ap.parse_args()
@@ -525,7 +569,10 @@ def main():
     for k, v in machine(a.out, a.build):
         rep.p("| %s | %s |" % (k, v))
     rep.p("| LibTorch | %s (ctorch %s, %s build in `%s/`) |" % (
-        ov.get("torch_version") or "?", ov.get("ctorch_version") or "?", "Release", a.build))
+        ov.get("torch_version") or "?", ov.get("ctorch_version") or "?",
+        build_type(a.build), a.build))
+    rep.p("| Run | %s |" % ("quick (`--quick`: fewer rounds, noisier)" if a.quick else
+                           "full (every round)"))
     if a.seconds:
         rep.p("| Run time | %d s (build included) |" % a.seconds)
     rep.p()

@@ -124,5 +124,5 @@ fi
 
 step "report"
 /usr/bin/python3 bench/report.py "$OUT" "$RESULTS" --build "$BUILD" --seconds $(( $(date +%s) - T0 )) \
-  --chart "${CTORCH_BENCH_CHART:-bench/ratios.svg}"
+  --chart "${CTORCH_BENCH_CHART:-bench/ratios.svg}" $QUICK
 echo "total $(( $(date +%s) - T0 )) s"
