@@ -63,7 +63,7 @@ short = int16
 cfloat = complex64
 cdouble = complex128
 
-__version__ = "0.1.0"
+__version__ = version()  # the library's: include/ctorch.h is the one home of the version
 
 # Aliases for the error classes under their C names.
 TypeError_ = CTorchTypeError

@@ -47,3 +47,65 @@ def test_fresh_venv_install_imports_from_anywhere(tmp_path):
     lib_path, values = r.stdout.split("\n")[:2]
     assert lib_path.startswith(str(venv)) and lib_path.endswith("ctorch/libctorch.so")
     assert values == "[2.0, 2.0]"
+
+
+def _copy_package(tmp_path):
+    src = tmp_path / "src"   # a copy: the build must not write into the checkout
+    shutil.copytree(PKG_ROOT, src, ignore=shutil.ignore_patterns(
+        "__pycache__", "build", "*.egg-info", "*.so*"))
+    return src
+
+
+def _pip(args, env, cwd=None):
+    r = subprocess.run([sys.executable, "-m", "pip"] + args, env=env, cwd=cwd,
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0 and "No module named pip" in r.stderr:
+        pytest.skip("pip is not installed (Debian: python3-pip)")
+    return r
+
+
+def test_a_wheel_with_the_library_is_tagged_for_its_platform(tmp_path):
+    """The wheel that carries libctorch.so says so: py3-none-<platform>, not
+    py3-none-any, and Root-Is-Purelib: false; its version is the header's."""
+    import zipfile
+    src, out = _copy_package(tmp_path), tmp_path / "wheels"
+    env = dict(os.environ, CTORCH_LIBRARY=ctorch.LIBRARY_PATH, PIP_NO_INDEX="1")
+    r = _pip(["wheel", "-q", "--no-build-isolation", "--no-deps", "-w", str(out), str(src)], env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    wheels = list(out.glob("ctorch-*.whl"))
+    assert len(wheels) == 1, wheels
+    name = wheels[0].name
+    assert name.startswith("ctorch-%s-py3-none-linux_" % ctorch.version()), name
+    with zipfile.ZipFile(str(wheels[0])) as z:
+        names = z.namelist()
+        wheel_meta = z.read([n for n in names if n.endswith(".dist-info/WHEEL")][0]).decode()
+    assert "ctorch/libctorch.so" in names
+    assert "Root-Is-Purelib: false" in wheel_meta and "Tag: py3-none-linux_" in wheel_meta
+
+
+def test_install_without_a_library_stops_with_a_clear_message(tmp_path):
+    src = _copy_package(tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CTORCH_LIBRARY", "CTORCH_PREFIX", "LD_LIBRARY_PATH", "CTORCH_PURE")}
+    env.update(PIP_NO_INDEX="1", PKG_CONFIG_PATH=str(empty), PKG_CONFIG_LIBDIR=str(empty))
+    r = _pip(["wheel", "-q", "--no-build-isolation", "--no-deps", "-w", str(tmp_path / "w"),
+              str(src)], env)
+    assert r.returncode != 0
+    assert "no libctorch.so to bundle" in r.stdout + r.stderr
+
+
+def test_the_version_has_one_home():
+    """include/ctorch.h's CTORCH_VERSION_STRING: the library, the package and CMake say it."""
+    import re
+    from conftest import header  # noqa: F401 (skips outside the source tree)
+    header()
+    root = os.path.dirname(os.path.dirname(PKG_ROOT))
+    with open(os.path.join(root, "include", "ctorch.h")) as f:
+        v = re.search(r'#define CTORCH_VERSION_STRING "([^"]+)"', f.read()).group(1)
+    assert ctorch.version() == ctorch.__version__ == v
+    with open(os.path.join(PKG_ROOT, "pyproject.toml")) as f:
+        assert not re.search(r"^version\s*=", f.read(), re.M)
+    with open(os.path.join(root, "CMakeLists.txt")) as f:
+        assert "project(ctorch VERSION ${CTORCH_HEADER_VERSION}" in f.read()
