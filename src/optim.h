@@ -55,8 +55,8 @@ at::Tensor new_step();
 
 struct ct_optimizer {
   const ct::optim::AlgoInfo *info;
-  ct::optim::Dict defaults =
-      ct::optim::new_dict();  // every option: torch's defaults overridden by ct_optimizer_new's
+  // Every option: torch's defaults overridden by ct_optimizer_new's options.
+  ct::optim::Dict defaults = ct::optim::new_dict();
   struct Group {
     std::vector<at::Tensor> params;
     ct::optim::Dict options = ct::optim::new_dict();
