@@ -509,8 +509,9 @@ def chart(path, ratios):
               if any(r[0] == k for r in rows)]
     legend.append(Patch(facecolor="gray", hatch="///", edgecolor="white",
                         label="the two sides run different operations"))
-    ax.legend(handles=legend, fontsize=7, loc="lower right")
-    ax.set_title("ctorch / reference, grouped by reference", fontsize=9)
+    ax.set_title("ctorch / reference, grouped by reference", fontsize=9, pad=22)
+    ax.legend(handles=legend, fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0),
+              ncol=len(legend), frameon=False)  # above the bars, never over them
     fig.tight_layout()
     fig.savefig(path, metadata={"Date": None} if path.endswith(".svg") else None)
     plt.close(fig)
