@@ -257,11 +257,21 @@ void add_group(const char *func, ct_optimizer *o, const ct_tensor *const *params
   o->groups.push_back(std::move(g));
 }
 
-ct_optimizer::Group &group_at(const char *func, ct_optimizer *o, size_t group) {
+template <class O>  // ct_optimizer or const ct_optimizer
+auto &group_at(const char *func, O *o, size_t group) {
   if (group >= o->groups.size())
     ct::raise(CT_ERR_INDEX, "%s: group %zu out of range (the optimizer has %zu)", func, group,
               o->groups.size());
   return o->groups[group];
+}
+
+// A group's option by name (get and get_double); CT_ERR_NOT_FOUND when it lacks one.
+const IValue &option_at(const char *func, const ct_optimizer *o, size_t group, const char *name) {
+  const auto &options = group_at(func, o, group).options;
+  auto it = options.find(std::string(name));
+  if (it == options.end())
+    ct::raise(CT_ERR_NOT_FOUND, "%s: group %zu has no option '%s'", func, group, name);
+  return it->value();
 }
 
 void set_option(const char *func, ct_optimizer *o, size_t group, const char *name, IValue v) {
@@ -389,8 +399,7 @@ ct_status ct_optimizer_params(ct_value **out, const ct_optimizer *opt, size_t gr
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(opt);
     std::lock_guard<std::mutex> lock(opt->mu);
-    const auto &g = group_at(ct_fn_, const_cast<ct_optimizer *>(opt), group);
-    *out = ct::new_value(c10::List<at::Tensor>(g.params));
+    *out = ct::new_value(c10::List<at::Tensor>(group_at(ct_fn_, opt, group).params));
     return CT_OK;
   });
 }
@@ -401,7 +410,7 @@ ct_status ct_optimizer_options(ct_value **out, const ct_optimizer *opt, size_t g
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(opt);
     std::lock_guard<std::mutex> lock(opt->mu);
-    *out = ct::new_value(group_at(ct_fn_, const_cast<ct_optimizer *>(opt), group).options.copy());
+    *out = ct::new_value(group_at(ct_fn_, opt, group).options.copy());
     return CT_OK;
   });
 }
@@ -414,12 +423,7 @@ ct_status ct_optimizer_get(ct_value **out, const ct_optimizer *opt, size_t group
     CT_CHECK_NOT_NULL(opt);
     CT_CHECK_NOT_NULL(name);
     std::lock_guard<std::mutex> lock(opt->mu);
-    const auto &g = group_at(ct_fn_, const_cast<ct_optimizer *>(opt), group);
-    auto it = g.options.find(std::string(name));
-    if (it == g.options.end())
-      return ct::set_error(CT_ERR_NOT_FOUND, "%s: group %zu has no option '%s'", ct_fn_, group,
-                           name);
-    *out = ct::new_value(it->value());
+    *out = ct::new_value(option_at(ct_fn_, opt, group, name));
     return CT_OK;
   });
 }
@@ -445,15 +449,11 @@ ct_status ct_optimizer_get_double(double *out, const ct_optimizer *opt, size_t g
     CT_CHECK_NOT_NULL(opt);
     CT_CHECK_NOT_NULL(name);
     std::lock_guard<std::mutex> lock(opt->mu);
-    const auto &g = group_at(ct_fn_, const_cast<ct_optimizer *>(opt), group);
-    auto it = g.options.find(std::string(name));
-    if (it == g.options.end())
-      return ct::set_error(CT_ERR_NOT_FOUND, "%s: group %zu has no option '%s'", ct_fn_, group,
-                           name);
-    if (!is_number(it->value()))
+    const IValue &v = option_at(ct_fn_, opt, group, name);
+    if (!is_number(v))
       return ct::set_error(CT_ERR_TYPE, "%s: option '%s' is %s, not a number", ct_fn_, name,
-                           it->value().tagKind().c_str());
-    *out = number(it->value());
+                           v.tagKind().c_str());
+    *out = number(v);
     return CT_OK;
   });
 }
