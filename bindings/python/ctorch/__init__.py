@@ -15,7 +15,7 @@ _factories, _format (printing), _functions (ctorch.cat & co), _module
 (Module, Script, pickles), ops, autograd, library, _misc (settings).
 """
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from . import _lib
 from ._lib import (ABI_VERSION, LIBRARY_PATH, Error, InvalidArgumentError, CTorchTypeError,
@@ -51,7 +51,10 @@ from ._misc import (version, torch_version, abi_version, cuda, manual_seed, get_
                     no_grad, enable_grad, inference_mode, is_grad_enabled, load_library,
                     set_cpp_backtraces, lstm_guard_set, lstm_guard_state, lstm_guard_check)
 
-globals().update(_FUNCTIONS)  # cat, stack, matmul, where, relu, softmax ... (see _functions)
+if TYPE_CHECKING:  # typed from the aten schemas (_function_ops.pyi, made by gen_stubs.py)
+    from ._function_ops import *  # noqa: F401,F403
+else:
+    globals().update(_FUNCTIONS)  # cat, stack, matmul, where, relu, softmax ... (_functions)
 
 bool = bool_  # ctorch.bool, as torch.bool (shadows the builtin only inside this module)
 half = float16
@@ -68,10 +71,6 @@ __version__ = version()  # the library's: include/ctorch.h is the one home of th
 # Aliases for the error classes under their C names.
 TypeError_ = CTorchTypeError
 IndexError_ = CTorchIndexError
-
-
-def __getattr__(name: str) -> Any:  # the wrappers above, for type checkers
-    raise AttributeError("module 'ctorch' has no attribute %r" % name)
 
 
 __all__ = ["Tensor", "Module", "Value", "Script", "dtype", "device", "tensor", "as_tensor",

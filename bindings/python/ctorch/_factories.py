@@ -5,12 +5,13 @@ from __future__ import annotations
 import array
 import operator
 from ctypes import byref, c_int64, c_void_p
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple,
+                    Union, overload)
 
 from . import _handle, _lib, _types
 from ._lib import C, CT_DEVICE_CPU, NO_INDEX, check, int_arg
 from ._interop import from_dlpack, from_numpy
-from ._types import CPU, dtype, get_device, get_dtype
+from ._types import CPU, DeviceLike, DTypeLike, dtype, get_device, get_dtype
 from ._call import aten as _op
 from ._handle import new_tensor
 
@@ -48,31 +49,77 @@ def _dt(d: Any) -> int:
     return code
 
 
-def _make_factory(cname: str, doc: str) -> Callable[..., Tensor]:
-    cfn = getattr(C, cname)
-
-    def factory(*size: Any, dtype: Any = None, device: Any = None,
-                requires_grad: bool = False) -> Tensor:
-        sizes, n = _sizes_arg(size)
-        dc, di = _dev_args(device)
-        return _out(cfn, sizes, n, _dt(dtype), dc, di, 1 if requires_grad else 0)
-
-    factory.__name__ = cname[len("tensor_"):]
-    factory.__doc__ = doc
-    return factory
+def _factory(cfn: Callable[..., int], size: Tuple[Any, ...], dtype: Optional[DTypeLike],
+             device: Optional[DeviceLike], requires_grad: bool) -> Tensor:
+    sizes, n = _sizes_arg(size)
+    dc, di = _dev_args(device)
+    return _out(cfn, sizes, n, _dt(dtype), dc, di, 1 if requires_grad else 0)
 
 
-empty = _make_factory("tensor_empty", "empty(*size, dtype=float32, device='cpu', "
-                      "requires_grad=False): uninitialised tensor.")
-zeros = _make_factory("tensor_zeros", "zeros(*size, dtype=float32, device='cpu', "
-                      "requires_grad=False)")
-ones = _make_factory("tensor_ones", "ones(*size, dtype=float32, device='cpu', "
-                     "requires_grad=False)")
-rand = _make_factory("tensor_rand", "rand(*size, ...): uniform [0, 1)")
-randn = _make_factory("tensor_randn", "randn(*size, ...): standard normal")
+# Sizes go as separate ints or as one sequence (a tuple, a list, t.shape); dtype, device and
+# requires_grad are keyword-only, as in torch.
+@overload
+def empty(*size: int, dtype: Optional[DTypeLike] = None, device: Optional[DeviceLike] = None,
+          requires_grad: bool = False) -> Tensor: ...
+@overload
+def empty(size: Sequence[int], /, *, dtype: Optional[DTypeLike] = None,
+          device: Optional[DeviceLike] = None, requires_grad: bool = False) -> Tensor: ...
+def empty(*size: Any, dtype: Optional[DTypeLike] = None, device: Optional[DeviceLike] = None,
+          requires_grad: bool = False) -> Tensor:
+    """empty(*size, dtype=float32, device='cpu', requires_grad=False): uninitialised tensor."""
+    return _factory(C.tensor_empty, size, dtype, device, requires_grad)
 
 
-def full(size: Any, fill_value: Any, dtype: Any = None, device: Any = None,
+@overload
+def zeros(*size: int, dtype: Optional[DTypeLike] = None, device: Optional[DeviceLike] = None,
+          requires_grad: bool = False) -> Tensor: ...
+@overload
+def zeros(size: Sequence[int], /, *, dtype: Optional[DTypeLike] = None,
+          device: Optional[DeviceLike] = None, requires_grad: bool = False) -> Tensor: ...
+def zeros(*size: Any, dtype: Optional[DTypeLike] = None, device: Optional[DeviceLike] = None,
+          requires_grad: bool = False) -> Tensor:
+    """zeros(*size, dtype=float32, device='cpu', requires_grad=False)"""
+    return _factory(C.tensor_zeros, size, dtype, device, requires_grad)
+
+
+@overload
+def ones(*size: int, dtype: Optional[DTypeLike] = None, device: Optional[DeviceLike] = None,
+         requires_grad: bool = False) -> Tensor: ...
+@overload
+def ones(size: Sequence[int], /, *, dtype: Optional[DTypeLike] = None,
+         device: Optional[DeviceLike] = None, requires_grad: bool = False) -> Tensor: ...
+def ones(*size: Any, dtype: Optional[DTypeLike] = None, device: Optional[DeviceLike] = None,
+         requires_grad: bool = False) -> Tensor:
+    """ones(*size, dtype=float32, device='cpu', requires_grad=False)"""
+    return _factory(C.tensor_ones, size, dtype, device, requires_grad)
+
+
+@overload
+def rand(*size: int, dtype: Optional[DTypeLike] = None, device: Optional[DeviceLike] = None,
+         requires_grad: bool = False) -> Tensor: ...
+@overload
+def rand(size: Sequence[int], /, *, dtype: Optional[DTypeLike] = None,
+         device: Optional[DeviceLike] = None, requires_grad: bool = False) -> Tensor: ...
+def rand(*size: Any, dtype: Optional[DTypeLike] = None, device: Optional[DeviceLike] = None,
+         requires_grad: bool = False) -> Tensor:
+    """rand(*size, ...): uniform [0, 1)"""
+    return _factory(C.tensor_rand, size, dtype, device, requires_grad)
+
+
+@overload
+def randn(*size: int, dtype: Optional[DTypeLike] = None, device: Optional[DeviceLike] = None,
+          requires_grad: bool = False) -> Tensor: ...
+@overload
+def randn(size: Sequence[int], /, *, dtype: Optional[DTypeLike] = None,
+          device: Optional[DeviceLike] = None, requires_grad: bool = False) -> Tensor: ...
+def randn(*size: Any, dtype: Optional[DTypeLike] = None, device: Optional[DeviceLike] = None,
+          requires_grad: bool = False) -> Tensor:
+    """randn(*size, ...): standard normal"""
+    return _factory(C.tensor_randn, size, dtype, device, requires_grad)
+
+
+def full(size: Union[int, Sequence[int]], fill_value: Union[int, float, bool], *,
+         dtype: Optional[DTypeLike] = None, device: Optional[DeviceLike] = None,
          requires_grad: bool = False) -> Tensor:
     """full(size, fill_value): the dtype follows fill_value as in torch (bool,
     int64, float32) unless given."""
@@ -94,8 +141,9 @@ def full(size: Any, fill_value: Any, dtype: Any = None, device: Any = None,
                 1 if requires_grad else 0)
 
 
-def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None,
-           requires_grad: bool = False) -> Tensor:
+def arange(start: Union[int, float], end: Optional[Union[int, float]] = None,
+           step: Union[int, float] = 1, *, dtype: Optional[DTypeLike] = None,
+           device: Optional[DeviceLike] = None, requires_grad: bool = False) -> Tensor:
     """arange(end) or arange(start, end, step); int64 when every argument is an
     int, float32 otherwise (as in torch)."""
     if end is None:
@@ -115,38 +163,62 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
                 dc, di, 1 if requires_grad else 0)
 
 
-def eye(n: int, m: Optional[int] = None, dtype: Any = None, device: Any = None,
-        requires_grad: bool = False) -> Tensor:
+def eye(n: int, m: Optional[int] = None, *, dtype: Optional[DTypeLike] = None,
+        device: Optional[DeviceLike] = None, requires_grad: bool = False) -> Tensor:
     dc, di = _dev_args(device)
     return _out(C.tensor_eye, int_arg(n, "int64", "eye: n"),
                 -1 if m is None else int_arg(m, "int64", "eye: m"), _dt(dtype), dc, di,
                 1 if requires_grad else 0)
 
 
-def _like(name: str) -> Callable[..., Tensor]:
-    def f(t: Any, *args: Any, dtype: Any = None, device: Any = None,
-          requires_grad: bool = False) -> Tensor:
-        kw: Dict[str, Any] = {}
-        if dtype is not None:
-            kw["dtype"] = get_dtype(dtype)
-        if device is not None:
-            kw["device"] = get_device(device)
-        r: Tensor = _op(name)(as_tensor(t), *args, **kw)
-        if requires_grad:
-            r.requires_grad = True
-        return r
-    f.__name__ = name
-    f.__doc__ = "%s(t%s, dtype=None, device=None): like torch.%s" % (
-        name, ", fill_value" if name == "full_like" else "", name)
-    return f
+def _like(name: str, t: Any, args: Tuple[Any, ...], dtype: Optional[DTypeLike],
+          device: Optional[DeviceLike], requires_grad: bool) -> Tensor:
+    kw: Dict[str, Any] = {}
+    if dtype is not None:
+        kw["dtype"] = get_dtype(dtype)
+    if device is not None:
+        kw["device"] = get_device(device)
+    r: Tensor = _op(name)(as_tensor(t), *args, **kw)
+    if requires_grad:
+        r.requires_grad = True
+    return r
 
 
-empty_like = _like("empty_like")
-zeros_like = _like("zeros_like")
-ones_like = _like("ones_like")
-full_like = _like("full_like")
-rand_like = _like("rand_like")
-randn_like = _like("randn_like")
+def empty_like(t: Any, *, dtype: Optional[DTypeLike] = None,
+               device: Optional[DeviceLike] = None, requires_grad: bool = False) -> Tensor:
+    """empty_like(t, dtype=None, device=None): like torch.empty_like"""
+    return _like("empty_like", t, (), dtype, device, requires_grad)
+
+
+def zeros_like(t: Any, *, dtype: Optional[DTypeLike] = None,
+               device: Optional[DeviceLike] = None, requires_grad: bool = False) -> Tensor:
+    """zeros_like(t, dtype=None, device=None): like torch.zeros_like"""
+    return _like("zeros_like", t, (), dtype, device, requires_grad)
+
+
+def ones_like(t: Any, *, dtype: Optional[DTypeLike] = None,
+              device: Optional[DeviceLike] = None, requires_grad: bool = False) -> Tensor:
+    """ones_like(t, dtype=None, device=None): like torch.ones_like"""
+    return _like("ones_like", t, (), dtype, device, requires_grad)
+
+
+def full_like(t: Any, fill_value: Union[int, float, bool], *,
+              dtype: Optional[DTypeLike] = None, device: Optional[DeviceLike] = None,
+              requires_grad: bool = False) -> Tensor:
+    """full_like(t, fill_value, dtype=None, device=None): like torch.full_like"""
+    return _like("full_like", t, (fill_value,), dtype, device, requires_grad)
+
+
+def rand_like(t: Any, *, dtype: Optional[DTypeLike] = None,
+              device: Optional[DeviceLike] = None, requires_grad: bool = False) -> Tensor:
+    """rand_like(t, dtype=None, device=None): like torch.rand_like"""
+    return _like("rand_like", t, (), dtype, device, requires_grad)
+
+
+def randn_like(t: Any, *, dtype: Optional[DTypeLike] = None,
+               device: Optional[DeviceLike] = None, requires_grad: bool = False) -> Tensor:
+    """randn_like(t, dtype=None, device=None): like torch.randn_like"""
+    return _like("randn_like", t, (), dtype, device, requires_grad)
 
 
 # ---- tensor(data): copies of Python data ---------------------------------------------------
@@ -224,8 +296,8 @@ def _from_flat(shape: List[int], flat: List[Any], d: dtype, kinds: Set[str]) -> 
     return t if tmp is d else t.to(dtype=d)
 
 
-def tensor(data: Any, dtype: Any = None, device: Any = None,
-           requires_grad: bool = False) -> Tensor:
+def tensor(data: Any, *, dtype: Optional[DTypeLike] = None,
+           device: Optional[DeviceLike] = None, requires_grad: bool = False) -> Tensor:
     """A new tensor holding a COPY of data: nested lists/tuples of Python
     scalars, a Python scalar, a numpy array, or any DLPack producer (a torch
     tensor, a ctorch.Tensor). dtype is inferred as torch does (bool, int64,
@@ -255,7 +327,8 @@ def tensor(data: Any, dtype: Any = None, device: Any = None,
     return t
 
 
-def as_tensor(x: Any, dtype: Any = None, device: Any = None) -> Tensor:
+def as_tensor(x: Any, dtype: Optional[DTypeLike] = None,
+              device: Optional[DeviceLike] = None) -> Tensor:
     """x itself if it is a Tensor; a zero-copy tensor for DLPack producers
     (numpy arrays, torch tensors) when possible; else a new tensor."""
     if isinstance(x, _handle.Tensor):

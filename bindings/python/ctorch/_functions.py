@@ -4,7 +4,7 @@ wrappers that call the aten op of the same name through ``ctorch.ops``."""
 from typing import Any, Callable, Dict
 
 from . import ops
-from .tensor import _named
+from .tensor import NAMED_TUPLE_OPS, _named
 
 #: ctorch name -> aten op name
 _NAMES: Dict[str, str] = {n: n for n in (
@@ -17,7 +17,7 @@ _NAMES: Dict[str, str] = {n: n for n in (
     "mul", "div", "pow", "floor", "ceil", "round", "sign", "erf", "gelu", "silu",
     "layer_norm", "dropout", "linear", "conv2d", "randperm")}
 _NAMES["concat"] = "cat"
-_NAMED_TUPLES = ("max", "min", "sort", "topk", "mode", "kthvalue", "median")
+_NAMED_TUPLES = NAMED_TUPLE_OPS
 
 
 def _make(name: str, aten: str, named: bool) -> Callable[..., Any]:

@@ -1,6 +1,6 @@
 """dtype and device objects (stdlib only)."""
 
-from typing import Any, Optional
+from typing import Any, Optional, Type, Union
 
 from . import _lib
 from ._lib import (CT_BOOL, CT_UINT8, CT_INT8, CT_INT16, CT_INT32, CT_INT64, CT_FLOAT16,
@@ -211,6 +211,13 @@ class device:
 
 
 CPU = device("cpu")
+
+#: What a factory's dtype= takes (for type checkers): a ctorch dtype, a name ("float16") or a
+#: Python / numpy scalar type (float, numpy.float32). numpy and torch dtype objects work too at
+#: run time (get_dtype), but are not in the annotation: numpy and torch are optional.
+DTypeLike = Union[dtype, str, Type[object]]
+#: What device= takes: a ctorch device, a string ("cuda:0") or a CUDA index.
+DeviceLike = Union[device, str, int]
 
 
 def get_device(x: Any) -> Any:

@@ -14,7 +14,7 @@ import sys
 import threading
 import types
 from ctypes import byref, c_void_p
-from typing import Any, Dict, List, Optional, Set
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set
 
 from . import _lib
 from ._call import OpCaller, find_op, invalidate_op_cache, schemas as _schemas
@@ -184,4 +184,8 @@ def _op_by_name(qualname: str, overload: Optional[str]) -> OpOverload:
     return p
 
 
-aten: OpNamespace = __getattr__("aten")
+if TYPE_CHECKING:  # every aten op with its overloads, generated from the schemas (gen_stubs.py)
+    from ._aten_ops import AtenNamespace
+    aten: AtenNamespace
+else:
+    aten = __getattr__("aten")

@@ -48,7 +48,13 @@ class GradFn:
     def __repr__(self) -> str:
         return "<%s object>" % self._name
 
-class Tensor:
+if TYPE_CHECKING:  # the aten ops as methods, generated from the op schemas (gen_stubs.py)
+    from ._tensor_ops import TensorOps as _TensorOps
+else:
+    _TensorOps = object
+
+
+class Tensor(_TensorOps):
     """A handle to a LibTorch tensor (one ``ct_tensor``; pass it to ctypes
     functions directly, through ``_as_parameter_``).
 
@@ -442,15 +448,16 @@ class Tensor:
     __hash__ = object.__hash__
 
     # ---- ops as methods ------------------------------------------------------------
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in Tensor.__slots__:
-            raise AttributeError(name)
-        try:
-            fn = getattr(ops.aten, name)
-        except AttributeError:
-            raise AttributeError("'ctorch.Tensor' object has no attribute %r and there is no "
-                                 "aten::%s op" % (name, name)) from None
-        return _BoundOp(fn, self, name in _VARARG_METHODS)
+    if not TYPE_CHECKING:  # type checkers see the methods of TensorOps (_tensor_ops.pyi)
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("__") or name in Tensor.__slots__:
+                raise AttributeError(name)
+            try:
+                fn = getattr(ops.aten, name)
+            except AttributeError:
+                raise AttributeError("'ctorch.Tensor' object has no attribute %r and there is "
+                                     "no aten::%s op" % (name, name)) from None
+            return _BoundOp(fn, self, name in _VARARG_METHODS)
 
     def __dir__(self) -> List[str]:
         return sorted(set(object.__dir__(self)) | set(dir(ops.aten)))
@@ -517,17 +524,17 @@ class Tensor:
         def half(self) -> "Tensor": ...
         def bfloat16(self) -> "Tensor": ...
         def bool(self) -> "Tensor": ...
-        def max(self, *args: Any, **kwargs: Any) -> Any: ...
-        def min(self, *args: Any, **kwargs: Any) -> Any: ...
-        def sort(self, *args: Any, **kwargs: Any) -> Any: ...
-        def topk(self, *args: Any, **kwargs: Any) -> Any: ...
-        def mode(self, *args: Any, **kwargs: Any) -> Any: ...
+        # max, min, sort, topk, mode, kthvalue, median: TensorOps (values_indices results)
 
 
 class values_indices(NamedTuple):
     """(values, indices), as torch.return_types (max, min, sort, topk, mode)."""
     values: Tensor
     indices: Tensor
+
+
+#: ops whose (values, indices) results come back as values_indices (methods and functions)
+NAMED_TUPLE_OPS = ("max", "min", "sort", "topk", "mode", "kthvalue", "median")
 
 
 def _named(r: Any) -> Any:
@@ -552,7 +559,7 @@ def _dtype_method(name: str, d: dtype) -> Callable[[Tensor], Tensor]:
     return method
 
 
-for _n in ("max", "min", "sort", "topk", "mode", "kthvalue", "median"):
+for _n in NAMED_TUPLE_OPS:
     setattr(Tensor, _n, _named_method(_n))
 for _n, _d in (("float", _types.float32), ("double", _types.float64), ("long", _types.int64),
                ("int", _types.int32), ("half", _types.float16), ("bfloat16", _types.bfloat16),
