@@ -3,7 +3,7 @@ ops as methods and indexing."""
 
 from ctypes import byref, c_int32, c_void_p
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List, NamedTuple, Optional,
-                    Tuple)
+                    Tuple, overload)
 
 from . import _lib, _call, _handle, _interop, _format, _release, ops
 from ._lib import (C, G, CT_DEVICE_CPU, CT_DEVICE_CUDA, CT_DTYPE_KEEP, CT_DEVICE_KEEP, NO_INDEX,
@@ -133,6 +133,10 @@ class Tensor(_TensorOps):
             m = self._meta()
         return m.shape
 
+    @overload
+    def size(self) -> Tuple[int, ...]: ...
+    @overload
+    def size(self, dim: int) -> int: ...
     def size(self, dim: Optional[int] = None) -> Any:
         shape = self._meta().shape
         if dim is None:
@@ -144,6 +148,10 @@ class Tensor(_TensorOps):
         """Strides in elements (numpy's .strides is in bytes)."""
         return self._meta().strides
 
+    @overload
+    def stride(self) -> Tuple[int, ...]: ...
+    @overload
+    def stride(self, dim: int) -> int: ...
     def stride(self, dim: Optional[int] = None) -> Any:
         strides = self._meta().strides
         if dim is None:
