@@ -80,6 +80,9 @@ def test_a_wheel_with_the_library_is_tagged_for_its_platform(tmp_path):
         names = z.namelist()
         wheel_meta = z.read([n for n in names if n.endswith(".dist-info/WHEEL")][0]).decode()
     assert "ctorch/libctorch.so" in names
+    # the type information ships too: the marker and the generated op stubs
+    for f in ("py.typed", "_tensor_ops.pyi", "_aten_ops.pyi", "_function_ops.pyi"):
+        assert "ctorch/" + f in names, f
     assert "Root-Is-Purelib: false" in wheel_meta and "Tag: py3-none-linux_" in wheel_meta
 
 
