@@ -63,6 +63,17 @@ parts: List[Tensor] = a.split(1, dim=0)
 n0: int = a.size(0) + a.size()[1] + a.dim()
 x: float = a.sum().item()
 
+# hand-written Tensor members keep their own types
+dt: ctorch.dtype = a.dtype
+dev: ctorch.device = a.device
+rg: bool = a.requires_grad
+strides: Tuple[int, ...] = a.stride()
+conv: Tensor = a.to(ctorch.float64).float().detach().cpu().clone()
+same: bool = a.equal(a) and a.allclose(a, rtol=1e-5)
+gr = a.grad
+if gr is not None:
+    gr.zero_()
+
 # ctorch.ops.aten: overload sets, single overloads, tuple results, numpy arguments
 o1: Tensor = ctorch.ops.aten.add(a, b, alpha=2)
 o2: Tensor = ctorch.ops.aten.add(a, 2.0)
@@ -104,6 +115,10 @@ ctorch.frobnicate(t)  # E: Module has no attribute "frobnicate"
 n: int = t.sum()  # E: Incompatible types in assignment (expression has type "Tensor"
 ctorch.full((2,), 1.0, devce="cpu")  # E: Unexpected keyword argument "devce" for "full"
 ctorch.arange(10, dtype=ctorch.float32, requires_grad="yes")  # E: "requires_grad"
+t.shape()  # E: "Tuple[int, ...]" not callable
+t.dtype = ctorch.float64  # E: Property "dtype" defined in "Tensor" is read-only
+t.numel(1)  # E: Too many arguments for "numel" of "Tensor"
+t.max(dim=1).indices.frobnicate()  # E: "Tensor" has no attribute "frobnicate"
 '''
 
 
