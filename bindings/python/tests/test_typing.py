@@ -123,10 +123,7 @@ t.max(dim=1).indices.frobnicate()  # E: "Tensor" has no attribute "frobnicate"
 
 
 def _mypy(*args, cwd):
-    try:
-        import mypy  # noqa: F401
-    except ImportError:
-        pytest.skip("mypy is not installed (Debian: python3-mypy)")
+    pytest.importorskip("mypy", reason="mypy is not installed (Debian: python3-mypy)")
     env = dict(os.environ, MYPYPATH=PKG_ROOT)
     return subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
                            "--cache-dir", os.devnull, "--show-error-codes", *args], cwd=cwd,
