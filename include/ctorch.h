@@ -1186,11 +1186,100 @@ CT_API ct_status ct_op_list(ct_value **out);
  * schema). It runs on the thread that calls the op. Returns CT_OK or an error
  * status after ct_set_error(); the caller gets CT_ERR_CALLBACK with that
  * message. The op stays registered for the life of the process (there is no
- * unregistering), so ctx must stay valid until exit. schema: e.g.
+ * unregistering), so ctx must stay valid until exit. It lives in TorchScript's
+ * registry only (one kernel for every device, no autograd); for an operator
+ * in torch's dispatcher, seen by PyTorch too, use ct_library_define. schema: e.g.
  * "myns::scale(Tensor x, float a) -> Tensor". Errors: CT_ERR_INVALID_ARGUMENT
  * (bad schema, op already registered). */
 typedef ct_status (*ct_op_fn)(void *ctx, const ct_value *const *args, size_t n, ct_value **out);
 CT_API ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx);
+
+/* Operators in torch's dispatcher (torch.library), with kernels written in
+ * the host language. A library handle is a registration scope for one
+ * namespace: the operators it defines and the kernels it adds live in the
+ * dispatcher until ct_library_free, so PyTorch's Python (torch.ops.ns.name),
+ * TorchScript, AOTInductor packages and ct_op_call* all reach them, on the
+ * device the inputs are on.
+ *
+ * Kernels are ct_op_fn callbacks (see ct_op_register: borrowed arguments in
+ * schema order, one NEW result in *out, an error status after ct_set_error
+ * reaches the caller as CT_ERR_CALLBACK, or as a RuntimeError in PyTorch,
+ * with the kernel's message). A kernel runs on the thread that calls the op,
+ * except where torch itself moves work (TorchScript's fork, CUDA autograd's
+ * device threads). destroy(ctx) (may be NULL) runs exactly once: when the
+ * kernel is removed and no autograd graph still uses it, or before a failing
+ * registration call returns.
+ *
+ * Threads: registration calls on one library handle are serialized; calls of
+ * other operators may run meanwhile. Freeing a library while one of its
+ * kernels runs on another thread is undefined: stop those calls first. */
+typedef struct ct_library ct_library;
+
+/* A registration scope for namespace ns (letters, digits, '_'; not "aten"
+ * or "prim"). Several libraries may share a namespace. *out: free with
+ * ct_library_free. Errors: CT_ERR_INVALID_ARGUMENT. Any thread. */
+CT_API ct_status ct_library_new(ct_library **out, const char *ns);
+
+/* Removes every kernel and definition the library added (NULL is a no-op).
+ * Afterwards its operators are no longer listed or found; a handle or a
+ * compiled TorchScript function that still refers to one fails with
+ * CT_ERR_NOT_FOUND ("... was removed") instead of running a freed kernel.
+ * Defining the name again (in any library) makes it callable again. */
+CT_API void ct_library_free(ct_library *lib);
+
+/* Defines an operator from a schema, "scale(Tensor x, float a) -> Tensor"
+ * (the library's namespace is added) or "myns::scale(...)" (it must match).
+ * tags: NULL or n_tags names of torch.Tag values the LibTorch version has
+ * ("pt2_compliant_tag", "nondeterministic_seeded", ...). The operator has no
+ * kernel until ct_library_impl gives it one. Errors: CT_ERR_INVALID_ARGUMENT
+ * (bad schema, other namespace, name already defined in the dispatcher or by
+ * ct_op_register, unknown tag). */
+CT_API ct_status ct_library_define(ct_library *lib, const char *schema, const char *const *tags,
+                                   size_t n_tags);
+
+/* Flags of ct_library_impl and ct_library_impl_autograd. */
+/* The kernel may only run on the thread that registered it; a call from any
+ * other thread fails with CT_ERR_NOT_SUPPORTED before the kernel is entered
+ * (for runtimes such as Julia < 1.9 that cannot be entered from a thread they
+ * did not start). */
+#define CT_KERNEL_SAME_THREAD 1
+
+/* Gives operator `name` ("scale", "scale.overload" or "myns::scale"), which
+ * must be defined, a kernel for one dispatch key: "CPU", "CUDA", "Meta"
+ * (shapes only: inputs and outputs are meta tensors, no data),
+ * "CompositeExplicitAutograd" (every device; autograd through
+ * ct_library_impl_autograd) or "CompositeImplicitAutograd" (every device;
+ * autograd through the ops the kernel calls). One kernel per operator and
+ * key. The library takes ctx: destroy(ctx) also runs when this call fails.
+ * Errors: CT_ERR_INVALID_ARGUMENT (unknown key, operator not defined, key
+ * already has a ctorch kernel), CT_ERR_NOT_FOUND. */
+CT_API ct_status ct_library_impl(ct_library *lib, const char *name, const char *dispatch_key,
+                                 ct_op_fn kernel, void *ctx, ct_ctx_destroy_fn destroy,
+                                 int32_t flags);
+
+/* Backward of an operator's autograd formula.
+ * args: the n_args arguments of the forward call (borrowed; tensors detached);
+ * result: its result (borrowed; one tensor, or a tuple of tensors);
+ * grad_outputs: n_outputs borrowed gradients, one per result tensor;
+ * grad_inputs: n_args slots, NULL on entry: store a NEW gradient (same shape
+ * as the argument) for each Tensor argument that needs one, NULL for none;
+ * values stored for other arguments are freed and ignored. Returns CT_OK or
+ * an error status after ct_set_error(). Grad mode is on only when backward was
+ * asked to create a graph. */
+typedef ct_status (*ct_op_backward_fn)(void *ctx, const ct_value *const *args, size_t n_args,
+                                       const ct_value *result,
+                                       const ct_tensor *const *grad_outputs, size_t n_outputs,
+                                       ct_tensor **grad_inputs);
+
+/* Gives operator `name` an autograd formula (dispatch key "Autograd"): the
+ * forward runs the operator's device kernel below autograd, and when an input
+ * requires grad (and grad mode is on) the results get a graph node named
+ * "<ns>::<name>" whose backward calls `backward`. The operator's returns must
+ * all be Tensor. The node keeps ctx alive while it exists. Ownership, flags
+ * and errors as ct_library_impl. */
+CT_API ct_status ct_library_impl_autograd(ct_library *lib, const char *name,
+                                          ct_op_backward_fn backward, void *ctx,
+                                          ct_ctx_destroy_fn destroy, int32_t flags);
 
 /* ===================================================================== */
 /* Random generators                                                      */

@@ -5,7 +5,7 @@
 // carry a per-call name, and it owns the foreign ctx, calling destroy(ctx)
 // exactly once from its destructor. When no graph is recorded, or forward
 // fails, destroy runs before ct_autograd_function_apply returns.
-#include "internal.h"
+#include "autograd_node.h"
 
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
@@ -87,25 +87,24 @@ struct OutputMeta {
 
 struct ForeignNode : torch::autograd::Node {
   std::string name_;
-  ct_autograd_backward_fn backward_;
-  CtxOwner owner_;
+  ct::BackwardCall call_;
+  std::shared_ptr<void> keep_;                     // the callbacks' ctx
   std::vector<std::vector<int64_t>> input_sizes_;  // forward inputs
   std::vector<OutputMeta> outputs_;                // forward outputs = node inputs
 
-  ForeignNode(std::string name, ct_autograd_backward_fn bw, CtxOwner &&owner,
+  ForeignNode(std::string name, ct::BackwardCall call, std::shared_ptr<void> keep,
               torch::autograd::edge_list &&edges)
       : torch::autograd::Node(std::move(edges)),
         name_(std::move(name)),
-        backward_(bw),
-        owner_(std::move(owner)) {}
+        call_(std::move(call)),
+        keep_(std::move(keep)) {}
 
   std::string name() const override { return name_; }
 
   variable_list apply(variable_list &&grads) override {
     const size_t n_out = outputs_.size();
     const size_t n_in = input_sizes_.size();
-    if (backward_ == nullptr)
-      ct::raise(CT_ERR_CALLBACK, "%s: no backward function was given", name_.c_str());
+    if (!call_) ct::raise(CT_ERR_CALLBACK, "%s: no backward function was given", name_.c_str());
     // Borrowed handles for the gradients of the outputs; missing ones are
     // materialized as zeros (NULL for non-differentiable outputs).
     std::vector<ct_tensor> gh(n_out);
@@ -120,8 +119,7 @@ struct ForeignNode : torch::autograd::Node {
       }
     }
     HandleArray res(n_in);
-    ct_status rc = backward_(owner_.ctx, n_out ? gp.data() : nullptr, n_out,
-                             n_in ? res.h.data() : nullptr, n_in);
+    ct_status rc = call_(n_out ? gp.data() : nullptr, n_out, n_in ? res.h.data() : nullptr, n_in);
     if (rc != CT_OK) {
       const char *msg = ct_last_error();
       ct::raise(CT_ERR_CALLBACK, "%s: backward callback failed (status %d): %s", name_.c_str(),
@@ -144,6 +142,33 @@ struct ForeignNode : torch::autograd::Node {
 };
 
 }  // namespace
+
+namespace ct {
+
+void record_foreign_node(std::string name, BackwardCall call, std::shared_ptr<void> keep,
+                         const variable_list &inputs, variable_list &outs) {
+  auto node = make_node<ForeignNode>(std::move(name), std::move(call), std::move(keep),
+                                     torch::autograd::collect_next_edges(inputs));
+  node->input_sizes_.reserve(inputs.size());
+  for (const auto &x : inputs)
+    node->input_sizes_.emplace_back(x.defined() ? x.sizes().vec() : std::vector<int64_t>{});
+  for (auto &out : outs) {
+    // A fresh TensorImpl sharing the storage, with no history (also when
+    // forward returned an input or a view of one).
+    at::Tensor o = out.detach();
+    const auto st = o.scalar_type();
+    const bool diff = at::isFloatingType(st) || at::isComplexType(st);
+    node->outputs_.push_back(OutputMeta{diff, o.sizes().vec(), o.options()});
+    if (diff) {
+      torch::autograd::create_gradient_edge(o, node);
+    } else {
+      node->add_input_metadata(torch::autograd::Node::undefined_input());
+    }
+    out = std::move(o);
+  }
+}
+
+}  // namespace ct
 
 extern "C" {
 
@@ -380,26 +405,18 @@ ct_status ct_autograd_function_apply(ct_tensor **outputs, size_t n_outputs,
       outs[i] = res.h[i]->t;
     }
 
-    // ---- graph.
+    // ---- graph: the node owns the ctx from here on.
     if (record) {
-      auto node = make_node<ForeignNode>(node_name, backward, std::move(owner),
-                                         torch::autograd::collect_next_edges(ins));
-      node->input_sizes_.reserve(n_inputs);
-      for (const auto &x : ins) node->input_sizes_.emplace_back(x.sizes().vec());
-      for (size_t i = 0; i < n_outputs; ++i) {
-        // A fresh TensorImpl sharing the storage, with no history (also when
-        // forward returned an input or a view of one).
-        at::Tensor o = outs[i].detach();
-        const auto st = o.scalar_type();
-        const bool diff = at::isFloatingType(st) || at::isComplexType(st);
-        node->outputs_.push_back(OutputMeta{diff, o.sizes().vec(), o.options()});
-        if (diff) {
-          torch::autograd::create_gradient_edge(o, node);
-        } else {
-          node->add_input_metadata(torch::autograd::Node::undefined_input());
-        }
-        outs[i] = std::move(o);
-      }
+      owner.armed = false;
+      std::shared_ptr<void> keep(ctx, [destroy](void *c) {
+        if (destroy) destroy(c);
+      });
+      ct::record_foreign_node(
+          node_name,
+          [backward, ctx](const ct_tensor *const *g, size_t n_g, ct_tensor **r, size_t n_r) {
+            return backward(ctx, g, n_g, r, n_r);
+          },
+          std::move(keep), ins, outs);
     } else {
       owner.reset();  // no graph: the ctx is done with
     }

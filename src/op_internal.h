@@ -79,6 +79,23 @@ FastKind fast_kind(const c10::Argument &a);
 void setup_typed(Overload &o);
 // Builds the cached description of one overload (op.cpp).
 Overload make_overload(std::shared_ptr<torch::jit::Operator> op);
+
+// ---- Host-language kernels (foreign_op.cpp; used by op_library.cpp).
+// Parses a schema for registration, with ctorch's limits (size, list depth,
+// no varargs, defaults of the right type); raises CT_ERR_INVALID_ARGUMENT.
+c10::FunctionSchema parse_op_schema(const char *schema);
+// Raises CT_ERR_INVALID_ARGUMENT when the JIT registry already has this
+// name and overload (call under op_registry_mutex held exclusively).
+void check_not_in_jit_registry(const c10::FunctionSchema &s);
+// Runs a ct_op_fn kernel on the schema's arguments at the top of the stack
+// and replaces them with its results, checked against the schema; raises
+// CT_ERR_CALLBACK with the kernel's message when it fails.
+void call_value_kernel(const std::string &name, ct_op_fn fn, void *ctx,
+                       const c10::FunctionSchema &schema, torch::jit::Stack &stack);
+// Pushes a kernel's result (NULL, one value, or a tuple) as the schema's
+// returns, coerced to their types.
+void push_kernel_results(const std::string &name, const c10::FunctionSchema &schema,
+                         const ct_value *res, torch::jit::Stack &stack);
 }  // namespace ct
 
 struct ct_op {

@@ -24,6 +24,7 @@ ct_cuda_event *g_cuda_event; /* NULL without a CUDA device */
 ct_cuda_graph *g_cuda_graph; /* NULL without a CUDA device */
 ct_optimizer *g_optimizer;   /* SGD over g_tensor */
 ct_grad_scaler *g_grad_scaler;
+ct_library *g_library; /* namespace "abuse" */
 ct_tensor_info g_info = {sizeof(ct_tensor_info)};
 ct_tensor *g_tensor_array[4];
 ct_value *g_value_array[4];
@@ -110,6 +111,7 @@ static void setup(void) {
     die("optimizer");
   if (ct_grad_scaler_new(&g_grad_scaler, CT_DEVICE_CPU, 65536.0, 2.0, 0.5, 2000, 1))
     die("grad scaler");
+  if (ct_library_new(&g_library, "abuse")) die("library");
   if (ct_cuda_is_available()) {
     if (ct_cuda_event_new(&g_cuda_event, 1)) die("cuda event");
     if (ct_cuda_graph_new(&g_cuda_graph)) die("cuda graph");

@@ -34,6 +34,7 @@ extern ct_package *g_package;
 extern ct_generator *g_generator;
 extern ct_optimizer *g_optimizer;
 extern ct_grad_scaler *g_grad_scaler;
+extern ct_library *g_library;
 extern ct_cuda_event *g_cuda_event;
 extern ct_cuda_graph *g_cuda_graph;
 extern ct_tensor_info g_info;

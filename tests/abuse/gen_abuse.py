@@ -34,6 +34,7 @@ HANDLE_VALID = {
     "ct_cuda_graph": "g_cuda_graph",  # NULL without a CUDA device
     "ct_optimizer": "g_optimizer",
     "ct_grad_scaler": "g_grad_scaler",
+    "ct_library": "g_library",
 }
 
 # Name-based valid values for strings.
@@ -51,6 +52,8 @@ STRING_VALID = {
     "message": '"abuse"',
     "key": '"k"',
     "model_name": '"model"',
+    "ns": '"abuse"',
+    "dispatch_key": '"CPU"',
 }
 
 INT32_VALID = {

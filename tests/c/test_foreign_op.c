@@ -145,7 +145,7 @@ static void test_call_foreign(void **state) {
   /* Result of the wrong type. */
   CT_EXPECT_ERROR(
       ct_op_call_name(&out, "myns::wrong", (const ct_value *const *)args, 1, NULL, NULL, 0),
-      CT_ERR_CALLBACK, "expected Tensor but the callback returned int");
+      CT_ERR_CALLBACK, "expected Tensor but the kernel returned int");
   assert_null(out);
 
   /* Several results. */

@@ -211,6 +211,11 @@ SIGNATURES: Dict[str, Tuple[str, List[str]]] = {
     "ct_op_call_name": ("S", ["PP", "STR", "PA", "SZ", "PSTR", "PA", "SZ"]),
     "ct_op_list": ("S", ["PP"]),
     "ct_op_register": ("S", ["STR", "OP_FN", "P"]),
+    "ct_library_new": ("S", ["PP", "STR"]),
+    "ct_library_free": ("None", ["P"]),
+    "ct_library_define": ("S", ["P", "STR", "PSTR", "SZ"]),
+    "ct_library_impl": ("S", ["P", "STR", "STR", "OP_FN", "P", "CTX_DESTROY", "I32"]),
+    "ct_library_impl_autograd": ("S", ["P", "STR", "OP_BACKWARD", "P", "CTX_DESTROY", "I32"]),
     "ct_generator_default": ("S", ["PP", "I32", "I32"]),
     "ct_generator_new": ("S", ["PP", "I32", "I32"]),
     "ct_generator_free": ("None", ["P"]),
@@ -402,6 +407,7 @@ CT_RESULT_OTHER = 0
 CT_RESULT_TENSOR = 1
 CT_RESULT_TUPLE = 2
 CT_RESULT_LIST = 3
+CT_KERNEL_SAME_THREAD = 1
 kDLCPU = 1
 kDLCUDA = 2
 kDLCUDAHost = 3
@@ -465,11 +471,12 @@ __all__ = [
     "CT_VALUE_TENSOR", "CT_VALUE_DEVICE", "CT_VALUE_LIST", "CT_VALUE_TUPLE",
     "CT_VALUE_DICT", "CT_VALUE_INT_LIST", "CT_VALUE_DOUBLE_LIST", "CT_VALUE_BOOL_LIST",
     "CT_VALUE_TENSOR_LIST", "CT_VALUE_OBJECT", "CT_VALUE_OTHER", "CT_RESULT_OTHER",
-    "CT_RESULT_TENSOR", "CT_RESULT_TUPLE", "CT_RESULT_LIST", "kDLCPU", "kDLCUDA",
-    "kDLCUDAHost", "kDLOpenCL", "kDLVulkan", "kDLMetal", "kDLVPI", "kDLROCM", "kDLROCMHost",
-    "kDLExtDev", "kDLCUDAManaged", "kDLOneAPI", "kDLWebGPU", "kDLHexagon", "kDLMAIA",
-    "kDLInt", "kDLUInt", "kDLFloat", "kDLOpaqueHandle", "kDLBfloat", "kDLComplex",
-    "kDLBool", "kDLFloat8_e3m4", "kDLFloat8_e4m3", "kDLFloat8_e4m3b11fnuz",
-    "kDLFloat8_e4m3fn", "kDLFloat8_e4m3fnuz", "kDLFloat8_e5m2", "kDLFloat8_e5m2fnuz",
-    "kDLFloat8_e8m0fnu", "kDLFloat6_e2m3fn", "kDLFloat6_e3m2fn", "kDLFloat4_e2m1fn"
+    "CT_RESULT_TENSOR", "CT_RESULT_TUPLE", "CT_RESULT_LIST", "CT_KERNEL_SAME_THREAD",
+    "kDLCPU", "kDLCUDA", "kDLCUDAHost", "kDLOpenCL", "kDLVulkan", "kDLMetal", "kDLVPI",
+    "kDLROCM", "kDLROCMHost", "kDLExtDev", "kDLCUDAManaged", "kDLOneAPI", "kDLWebGPU",
+    "kDLHexagon", "kDLMAIA", "kDLInt", "kDLUInt", "kDLFloat", "kDLOpaqueHandle",
+    "kDLBfloat", "kDLComplex", "kDLBool", "kDLFloat8_e3m4", "kDLFloat8_e4m3",
+    "kDLFloat8_e4m3b11fnuz", "kDLFloat8_e4m3fn", "kDLFloat8_e4m3fnuz", "kDLFloat8_e5m2",
+    "kDLFloat8_e5m2fnuz", "kDLFloat8_e8m0fnu", "kDLFloat6_e2m3fn", "kDLFloat6_e3m2fn",
+    "kDLFloat4_e2m1fn"
 ]

@@ -293,6 +293,9 @@ AG_FORWARD = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c
 AG_BACKWARD = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c_void_p),
                         c_size_t)
 CTX_DESTROY = CFUNCTYPE(None, c_void_p)
+# ct_op_backward_fn(ctx, args, n_args, result, grad_outputs, n_outputs, grad_inputs)
+OP_BACKWARD = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, c_void_p,
+                        POINTER(c_void_p), c_size_t, POINTER(c_void_p))
 
 
 # ---- the signature table: every function of include/ctorch.h, declared once --------

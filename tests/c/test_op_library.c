@@ -1,0 +1,391 @@
+/* Operators in torch's dispatcher with C kernels (ct_library_*): per-key
+ * kernels (CPU, Meta, composite), autograd through a C backward checked
+ * against finite differences, TorchScript calling the op, every bad input,
+ * freeing (handles fail cleanly, destroy counted), the same-thread flag, and
+ * registrations while other threads call ops. Kernels: tests/kernels. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "test_util.h"
+
+extern int64_t ctk_counts[4];
+ct_status ctk_softsign(void *, const ct_value *const *, size_t, ct_value **);
+ct_status ctk_softsign_meta(void *, const ct_value *const *, size_t, ct_value **);
+ct_status ctk_softsign_backward(void *, const ct_value *const *, size_t, const ct_value *,
+                                const ct_tensor *const *, size_t, ct_tensor **);
+void ctk_destroy(void *);
+ct_status ctk_register_softsign(ct_library *lib, const char *schema);
+
+static ct_value *tv(const ct_tensor *t) {
+  ct_value *v = NULL;
+  CT_OK_OR_FAIL(ct_value_from_tensor(&v, t));
+  return v;
+}
+static ct_tensor *vt(const ct_value *v) {
+  ct_tensor *t = NULL;
+  CT_OK_OR_FAIL(ct_value_to_tensor(&t, v));
+  return t;
+}
+/* Calls a one-tensor op by name; returns the result tensor. */
+static ct_tensor *call1(const char *name, const ct_tensor *x) {
+  ct_value *a = tv(x), *out = NULL;
+  const ct_value *args[1] = {a};
+  CT_OK_OR_FAIL(ct_op_call_name(&out, name, args, 1, NULL, NULL, 0));
+  ct_tensor *r = vt(out);
+  ct_value_free(out);
+  ct_value_free(a);
+  return r;
+}
+static ct_tensor *f64(const double *d, int64_t n, int requires_grad) {
+  ct_tensor *t = NULL;
+  CT_OK_OR_FAIL(ct_tensor_empty(&t, &n, 1, CT_FLOAT64, CT_DEVICE_CPU, 0, 0));
+  memcpy(ct_tensor_data_ptr(t), d, (size_t)n * sizeof(double));
+  if (requires_grad) CT_OK_OR_FAIL(ct_tensor_set_requires_grad(t, 1));
+  return t;
+}
+static int listed(const char *name) {
+  ct_value *l = NULL;
+  CT_OK_OR_FAIL(ct_op_list(&l));
+  size_t n = 0;
+  CT_OK_OR_FAIL(ct_value_len(&n, l));
+  int found = 0;
+  for (size_t i = 0; i < n && !found; ++i) {
+    ct_value *s = NULL;
+    const char *str = NULL;
+    CT_OK_OR_FAIL(ct_value_get(&s, l, i));
+    CT_OK_OR_FAIL(ct_value_to_string(&str, NULL, s));
+    found = strcmp(str, name) == 0;
+    ct_value_free(s);
+  }
+  ct_value_free(l);
+  return found;
+}
+
+static const double X[5] = {-2.5, -0.5, 0.0, 0.75, 3.0};
+
+static void test_kernels_and_autograd(void **state) {
+  (void)state;
+  memset(ctk_counts, 0, sizeof ctk_counts);
+  ct_library *lib = NULL;
+  CT_OK_OR_FAIL(ct_library_new(&lib, "ctlib"));
+  CT_OK_OR_FAIL(ctk_register_softsign(lib, "softsign(Tensor x) -> Tensor"));
+  assert_true(listed("ctlib::softsign"));
+
+  /* CPU kernel by name, values as the formula. */
+  ct_tensor *x = f64(X, 5, 0);
+  ct_tensor *y = call1("ctlib::softsign", x);
+  const double *py = ct_tensor_data_ptr(y);
+  for (int i = 0; i < 5; ++i) assert_float_equal(py[i], X[i] / (1 + fabs(X[i])), 1e-15);
+  assert_int_equal(ctk_counts[0], 1);
+  ct_tensor_free(y);
+
+  /* Meta inputs: shapes only, the CPU kernel does not run. */
+  int64_t sz[2] = {3, 7};
+  ct_tensor *m = NULL;
+  CT_OK_OR_FAIL(ct_tensor_empty(&m, sz, 2, CT_FLOAT32, CT_DEVICE_META, 0, 0));
+  ct_tensor *my = call1("ctlib::softsign", m);
+  assert_int_equal(ct_tensor_device_type(my), CT_DEVICE_META);
+  assert_int_equal(ct_tensor_ndim(my), 2);
+  assert_int_equal(ct_tensor_sizes(my)[1], 7);
+  assert_int_equal(ctk_counts[0], 1);
+  assert_int_equal(ctk_counts[1], 1);
+  ct_tensor_free(my);
+  ct_tensor_free(m);
+
+  /* Autograd: the C backward against central differences of the kernel. */
+  ct_tensor *xg = f64(X, 5, 1);
+  ct_tensor *yg = call1("ctlib::softsign", xg);
+  char *node = NULL;
+  CT_OK_OR_FAIL(ct_tensor_grad_fn_name(&node, yg));
+  assert_string_equal(node, "ctlib::softsign");
+  ct_free(node);
+  ct_tensor *s = call1("aten::sum", yg);
+  CT_OK_OR_FAIL(ct_tensor_backward(s, NULL, 0, 0));
+  assert_int_equal(ctk_counts[2], 1);
+  ct_tensor *g = NULL;
+  CT_OK_OR_FAIL(ct_tensor_grad(&g, xg));
+  const double *pg = ct_tensor_data_ptr(g);
+  for (int i = 0; i < 5; ++i) {
+    const double h = 1e-6;
+    double xp = X[i] + h, xm = X[i] - h;
+    double fd = (xp / (1 + fabs(xp)) - xm / (1 + fabs(xm))) / (2 * h);
+    if (X[i] != 0.0) assert_float_equal(pg[i], fd, 1e-7);
+    assert_float_equal(pg[i], 1 / ((1 + fabs(X[i])) * (1 + fabs(X[i]))), 1e-15);
+  }
+  ct_tensor_free(g);
+  ct_tensor_free(s);
+
+  /* The graph outlives the library: backward still runs, and the backward
+   * kernel's ctx is destroyed only with the graph. */
+  ct_tensor *s2 = call1("aten::sum", yg);
+  ct_library_free(lib);
+  assert_int_equal(ctk_counts[3], 2); /* CPU and Meta kernels */
+  assert_false(listed("ctlib::softsign"));
+  CT_OK_OR_FAIL(ct_tensor_backward(s2, NULL, 0, 0));
+  assert_int_equal(ctk_counts[2], 2);
+  ct_tensor_free(s2);
+  ct_tensor_free(yg);
+  assert_int_equal(ctk_counts[3], 3);
+  ct_tensor_free(xg);
+  ct_tensor_free(x);
+}
+
+static int64_t g_composite_calls;
+/* twice(Tensor x) -> Tensor as x + x through aten ops (autograd flows
+ * through them: CompositeImplicitAutograd). */
+static ct_status twice_fn(void *ctx, const ct_value *const *args, size_t n, ct_value **out) {
+  (void)ctx;
+  (void)n;
+  ++g_composite_calls;
+  const ct_value *a[2] = {args[0], args[0]};
+  return ct_op_call_name(out, "aten::add.Tensor", a, 2, NULL, NULL, 0);
+}
+static ct_status fail_fn(void *ctx, const ct_value *const *args, size_t n, ct_value **out) {
+  (void)ctx;
+  (void)args;
+  (void)n;
+  (void)out;
+  return ct_set_error(CT_ERR_CALLBACK, "kernel says no");
+}
+
+static void test_composite_and_script(void **state) {
+  (void)state;
+  ct_library *lib = NULL;
+  CT_OK_OR_FAIL(ct_library_new(&lib, "ctlib2"));
+  CT_OK_OR_FAIL(ct_library_define(lib, "twice(Tensor x) -> Tensor", NULL, 0));
+  CT_OK_OR_FAIL(
+      ct_library_impl(lib, "twice", "CompositeImplicitAutograd", twice_fn, NULL, NULL, 0));
+  CT_OK_OR_FAIL(ct_library_define(lib, "ctlib2::fails(Tensor x) -> Tensor", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_impl(lib, "fails", "CompositeExplicitAutograd", fail_fn, NULL, NULL, 0));
+
+  ct_tensor *x = f64(X, 5, 1);
+  ct_tensor *y = call1("ctlib2::twice", x);
+  ct_tensor *s = call1("aten::sum", y);
+  CT_OK_OR_FAIL(ct_tensor_backward(s, NULL, 0, 0));
+  ct_tensor *g = NULL;
+  CT_OK_OR_FAIL(ct_tensor_grad(&g, x));
+  for (int i = 0; i < 5; ++i) assert_float_equal(((double *)ct_tensor_data_ptr(g))[i], 2.0, 0);
+  ct_tensor_free(g);
+  ct_tensor_free(s);
+  ct_tensor_free(y);
+
+  /* A failing kernel: CT_ERR_CALLBACK with its message. */
+  ct_value *a = tv(x), *out = NULL;
+  const ct_value *args[1] = {a};
+  CT_EXPECT_ERROR(ct_op_call_name(&out, "ctlib2::fails", args, 1, NULL, NULL, 0), CT_ERR_CALLBACK,
+                  "kernel says no");
+
+  /* TorchScript compiled from source calls the op; a handle found before
+   * the library is freed fails cleanly after it. */
+  ct_script *sc = NULL;
+  CT_OK_OR_FAIL(ct_script_compile(
+      &sc, "def f(x: Tensor) -> Tensor:\n    return torch.ops.ctlib2.twice(x) + 1\n"));
+  CT_OK_OR_FAIL(ct_script_call(&out, sc, "f", args, 1, NULL, NULL, 0));
+  ct_tensor *r = vt(out);
+  assert_float_equal(((double *)ct_tensor_data_ptr(r))[4], 7.0, 0);
+  ct_tensor_free(r);
+  ct_value_free(out);
+  ct_op *op = NULL;
+  CT_OK_OR_FAIL(ct_op_find(&op, "ctlib2::twice", NULL));
+  int64_t before = g_composite_calls;
+  ct_library_free(lib);
+  CT_EXPECT_ERROR(ct_op_call(&out, op, args, 1, NULL, NULL, 0), CT_ERR_NOT_FOUND,
+                  "ctlib2::twice was removed");
+  /* (a compiled function's graph meets LibTorch's own error) */
+  CT_EXPECT_ERROR(ct_script_call(&out, sc, "f", args, 1, NULL, NULL, 0), CT_ERR_TORCH,
+                  "ctlib2::twice");
+  CT_EXPECT_ERROR(ct_op_call_name(&out, "ctlib2::twice", args, 1, NULL, NULL, 0), CT_ERR_NOT_FOUND,
+                  "ctlib2::twice");
+  assert_int_equal(g_composite_calls, before);
+
+  /* Defined again (another library): the old handle works again. */
+  CT_OK_OR_FAIL(ct_library_new(&lib, "ctlib2"));
+  CT_OK_OR_FAIL(ct_library_define(lib, "twice(Tensor x) -> Tensor", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_impl(lib, "twice", "CPU", twice_fn, NULL, NULL, 0));
+  CT_OK_OR_FAIL(ct_op_call(&out, op, args, 1, NULL, NULL, 0));
+  ct_value_free(out);
+  assert_int_equal(g_composite_calls, before + 1);
+  ct_library_free(lib);
+  ct_op_free(op);
+  ct_script_free(sc);
+  ct_value_free(a);
+  ct_tensor_free(x);
+}
+
+static int64_t g_destroyed;
+static void count_destroy(void *ctx) {
+  (void)ctx;
+  ++g_destroyed;
+}
+
+static void test_errors(void **state) {
+  (void)state;
+  ct_library *lib = NULL;
+  CT_EXPECT_ERROR(ct_library_new(NULL, "x"), CT_ERR_INVALID_ARGUMENT, "out");
+  CT_EXPECT_ERROR(ct_library_new(&lib, NULL), CT_ERR_INVALID_ARGUMENT, "ns");
+  CT_EXPECT_ERROR(ct_library_new(&lib, "aten"), CT_ERR_INVALID_ARGUMENT, "belongs to torch");
+  CT_EXPECT_ERROR(ct_library_new(&lib, "my-ns"), CT_ERR_INVALID_ARGUMENT, "letters, digits");
+  CT_EXPECT_ERROR(ct_library_new(&lib, ""), CT_ERR_INVALID_ARGUMENT, "letters, digits");
+  ct_library_free(NULL);
+
+  CT_OK_OR_FAIL(ct_library_new(&lib, "ctlib3"));
+  CT_EXPECT_ERROR(ct_library_define(NULL, "f(Tensor x) -> Tensor", NULL, 0),
+                  CT_ERR_INVALID_ARGUMENT, "lib");
+  CT_EXPECT_ERROR(ct_library_define(lib, NULL, NULL, 0), CT_ERR_INVALID_ARGUMENT, "schema");
+  CT_EXPECT_ERROR(ct_library_define(lib, "f(Tensor x -> Tensor", NULL, 0), CT_ERR_INVALID_ARGUMENT,
+                  "bad schema");
+  CT_EXPECT_ERROR(ct_library_define(lib, "other::f(Tensor x) -> Tensor", NULL, 0),
+                  CT_ERR_INVALID_ARGUMENT, "not in this library's namespace 'ctlib3'");
+  CT_EXPECT_ERROR(ct_library_define(lib, "f(Tensor x, ...) -> Tensor", NULL, 0),
+                  CT_ERR_INVALID_ARGUMENT, "variadic");
+  const char *bad_tag[1] = {"no_such_tag"};
+  CT_EXPECT_ERROR(ct_library_define(lib, "f(Tensor x) -> Tensor", bad_tag, 1),
+                  CT_ERR_INVALID_ARGUMENT, "unknown tag 'no_such_tag'");
+  CT_EXPECT_ERROR(ct_library_define(lib, "f(Tensor x) -> Tensor", NULL, 1), CT_ERR_INVALID_ARGUMENT,
+                  "tags");
+  const char *tag[1] = {"nondeterministic_seeded"};
+  CT_OK_OR_FAIL(ct_library_define(lib, "f(Tensor x) -> Tensor", tag, 1));
+  CT_EXPECT_ERROR(ct_library_define(lib, "f(Tensor y) -> Tensor", NULL, 0), CT_ERR_INVALID_ARGUMENT,
+                  "'ctlib3::f' is already defined");
+  /* A name ct_op_register holds. */
+  CT_OK_OR_FAIL(ct_op_register("ctlib3::jitonly(Tensor x) -> Tensor", ctk_softsign, NULL));
+  CT_EXPECT_ERROR(ct_library_define(lib, "jitonly(Tensor x) -> Tensor", NULL, 0),
+                  CT_ERR_INVALID_ARGUMENT, "already registered");
+
+  /* Kernels: every failure destroys the ctx at once. */
+  g_destroyed = 0;
+  CT_EXPECT_ERROR(ct_library_impl(lib, "f", "XLA", ctk_softsign, NULL, count_destroy, 0),
+                  CT_ERR_INVALID_ARGUMENT, "dispatch key 'XLA'");
+  CT_EXPECT_ERROR(ct_library_impl(lib, "f", "Autograd", ctk_softsign, NULL, count_destroy, 0),
+                  CT_ERR_INVALID_ARGUMENT, "ct_library_impl_autograd");
+  CT_EXPECT_ERROR(ct_library_impl(lib, "nope", "CPU", ctk_softsign, NULL, count_destroy, 0),
+                  CT_ERR_NOT_FOUND, "'ctlib3::nope' is not defined");
+  CT_EXPECT_ERROR(ct_library_impl(lib, "aten::add", "CPU", ctk_softsign, NULL, count_destroy, 0),
+                  CT_ERR_INVALID_ARGUMENT, "namespace");
+  CT_EXPECT_ERROR(ct_library_impl(lib, "f", "CPU", NULL, NULL, count_destroy, 0),
+                  CT_ERR_INVALID_ARGUMENT, "kernel");
+  CT_EXPECT_ERROR(ct_library_impl(lib, "f", "CPU", ctk_softsign, NULL, count_destroy, 8),
+                  CT_ERR_INVALID_ARGUMENT, "unknown flags");
+  CT_EXPECT_ERROR(ct_library_impl(NULL, "f", "CPU", ctk_softsign, NULL, count_destroy, 0),
+                  CT_ERR_INVALID_ARGUMENT, "lib");
+  assert_int_equal(g_destroyed, 7);
+  CT_OK_OR_FAIL(ct_library_impl(lib, "f", "CPU", ctk_softsign, NULL, count_destroy, 0));
+  CT_EXPECT_ERROR(ct_library_impl(lib, "ctlib3::f", "CPU", ctk_softsign, NULL, count_destroy, 0),
+                  CT_ERR_INVALID_ARGUMENT, "already has a ctorch kernel for CPU");
+  CT_OK_OR_FAIL(ct_library_define(lib, "pair(Tensor x) -> (Tensor, int)", NULL, 0));
+  CT_EXPECT_ERROR(
+      ct_library_impl_autograd(lib, "pair", ctk_softsign_backward, NULL, count_destroy, 0),
+      CT_ERR_INVALID_ARGUMENT, "needs every return of 'ctlib3::pair' to be a Tensor");
+  CT_EXPECT_ERROR(ct_library_impl_autograd(lib, "f", NULL, NULL, count_destroy, 0),
+                  CT_ERR_INVALID_ARGUMENT, "backward");
+  assert_int_equal(g_destroyed, 10);
+  ct_library_free(lib);
+  assert_int_equal(g_destroyed, 11);
+}
+
+/* The same-thread flag: a call from another thread fails before the kernel
+ * is entered. */
+static int64_t g_same_calls;
+static ct_status same_fn(void *ctx, const ct_value *const *args, size_t n, ct_value **out) {
+  (void)ctx;
+  (void)n;
+  ++g_same_calls;
+  return ct_op_call_name(out, "aten::neg", args, 1, NULL, NULL, 0);
+}
+static void *call_other_thread(void *arg) {
+  ct_value *a = arg, *out = NULL;
+  const ct_value *args[1] = {a};
+  ct_status st = ct_op_call_name(&out, "ctlib4::same", args, 1, NULL, NULL, 0);
+  static char msg[512];
+  snprintf(msg, sizeof msg, "%d %s", (int)st, ct_last_error());
+  ct_value_free(out);
+  return msg;
+}
+static void test_same_thread(void **state) {
+  (void)state;
+  ct_library *lib = NULL;
+  CT_OK_OR_FAIL(ct_library_new(&lib, "ctlib4"));
+  CT_OK_OR_FAIL(ct_library_define(lib, "same(Tensor x) -> Tensor", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_impl(lib, "same", "CPU", same_fn, NULL, NULL, CT_KERNEL_SAME_THREAD));
+  ct_tensor *x = f64(X, 5, 0);
+  ct_tensor *y = call1("ctlib4::same", x);
+  assert_float_equal(((double *)ct_tensor_data_ptr(y))[0], 2.5, 0);
+  ct_tensor_free(y);
+  ct_value *a = tv(x);
+  pthread_t th;
+  void *res = NULL;
+  assert_int_equal(pthread_create(&th, NULL, call_other_thread, a), 0);
+  pthread_join(th, &res);
+  assert_non_null(strstr((char *)res, "runs only on the thread that registered it"));
+  assert_int_equal(atoi((char *)res), CT_ERR_NOT_SUPPORTED);
+  assert_int_equal(g_same_calls, 1);
+  ct_value_free(a);
+  ct_tensor_free(x);
+  ct_library_free(lib);
+}
+
+/* Registrations and frees while other threads call ops (run under TSan). */
+static atomic_int g_stop;
+static atomic_long g_calls, g_failures;
+static void *caller(void *arg) {
+  ct_value *a = NULL, *y = NULL, *z = NULL;
+  if (ct_value_from_tensor(&a, arg) != CT_OK) return NULL;
+  while (!atomic_load(&g_stop)) {
+    const ct_value *args[1] = {a};
+    if (ct_op_call_name(&y, "ctlib5::keep", args, 1, NULL, NULL, 0) != CT_OK) {
+      atomic_fetch_add(&g_failures, 1);
+      continue;
+    }
+    args[0] = y;
+    if (ct_op_call_name(&z, "ctlib5::softsign", args, 1, NULL, NULL, 0) != CT_OK)
+      atomic_fetch_add(&g_failures, 1);
+    ct_value_free(z);
+    ct_value_free(y);
+    z = y = NULL;
+    atomic_fetch_add(&g_calls, 1);
+  }
+  ct_value_free(a);
+  return NULL;
+}
+static void test_concurrent_registration(void **state) {
+  (void)state;
+  ct_library *keep = NULL;
+  CT_OK_OR_FAIL(ct_library_new(&keep, "ctlib5"));
+  CT_OK_OR_FAIL(ctk_register_softsign(keep, "softsign(Tensor x) -> Tensor"));
+  CT_OK_OR_FAIL(ct_library_define(keep, "keep(Tensor x) -> Tensor", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_impl(keep, "keep", "CPU", ctk_softsign, NULL, NULL, 0));
+  ct_tensor *x = f64(X, 5, 0);
+  atomic_store(&g_stop, 0);
+  pthread_t th[2];
+  for (int i = 0; i < 2; ++i) assert_int_equal(pthread_create(&th[i], NULL, caller, x), 0);
+  for (int round = 0; round < 30 || atomic_load(&g_calls) < 200; ++round) {
+    ct_library *lib = NULL;
+    char name[16], schema[64];
+    snprintf(name, sizeof name, "op%d", round % 3);
+    snprintf(schema, sizeof schema, "%s(Tensor x) -> Tensor", name);
+    CT_OK_OR_FAIL(ct_library_new(&lib, "ctlib6"));
+    CT_OK_OR_FAIL(ct_library_define(lib, schema, NULL, 0));
+    CT_OK_OR_FAIL(ct_library_impl(lib, name, "CPU", twice_fn, NULL, NULL, 0));
+    char qname[32];
+    snprintf(qname, sizeof qname, "ctlib6::%s", name);
+    ct_tensor_free(call1(qname, x));
+    ct_library_free(lib);
+  }
+  atomic_store(&g_stop, 1);
+  for (int i = 0; i < 2; ++i) pthread_join(th[i], NULL);
+  assert_int_equal(atomic_load(&g_failures), 0);
+  ct_tensor_free(x);
+  ct_library_free(keep);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_kernels_and_autograd),
+      cmocka_unit_test(test_composite_and_script),
+      cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_same_thread),
+      cmocka_unit_test(test_concurrent_registration),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
