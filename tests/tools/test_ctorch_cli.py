@@ -463,6 +463,8 @@ class Issue26(unittest.TestCase):
         self.assertIn("unknown command 'frob'", ctorch("help", "frob", check=2).stderr)
         self.assertIn("--timeout needs a value", ctorch("run", model("gate"), "--timeout",
                                                          check=2).stderr)
+        self.assertIn("--eval takes no value", ctorch("run", model("gate"), "--eval=1",
+                                                       check=2).stderr)
 
     def test_scalar_arguments_and_lossless_printing(self):
         r = ctorch("run", self.scalar, "2:float32:ones", "1.5:float64", "+4611686018427387905:int64",

@@ -47,5 +47,7 @@ int option_error(const char *cmd, int c, char **argv) {
   /* a short option (perhaps inside a cluster, -xq): optopt names it */
   if (strncmp(a, "--", 2) && optopt > 0 && optopt < 128) a = shortopt;
   if (c == ':') return usage_error(cmd, "%s needs a value", a);
+  if (!strncmp(a, "--", 2) && strchr(a, '=') && optopt) /* --eval=1 */
+    return usage_error(cmd, "%.*s takes no value", (int)(strchr(a, '=') - a), a);
   return usage_error(cmd, "unknown option '%s'", a);
 }
