@@ -456,9 +456,11 @@ class Issue26(unittest.TestCase):
         self.assertIn("output[2]: int = -2\n", r.stdout)
         r = ctorch("run", self.scalar, "2:float32", "1.5:float64", "-2:int64", check=2)
         self.assertIn("unknown option '-2'", r.stderr)
-        for sub in ("info", "inspect", "run", "bench", "verify"):
-            r = ctorch("help", sub, check=0)
-            self.assertEqual(r.stdout, ctorch(sub, "--help", check=0).stdout)
+        subs = ("info", "inspect", "run", "bench", "verify")
+        rs = ctorch_all([("help", sub) for sub in subs] + [(sub, "--help") for sub in subs],
+                        check=0)
+        for sub, r, direct in zip(subs, rs, rs[len(subs):]):
+            self.assertEqual(r.stdout, direct.stdout)
             self.assertTrue(r.stdout.startswith(f"Usage: ctorch {sub}"), r.stdout)
         self.assertIn("unknown command 'frob'", ctorch("help", "frob", check=2).stderr)
         self.assertIn("--timeout needs a value", ctorch("run", model("gate"), "--timeout",
