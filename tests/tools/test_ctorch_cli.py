@@ -9,48 +9,25 @@ AOTInductor packages (.pt2) come from CTORCH_TEST_PACKAGES (tests/models/make_pa
 with a LibTorch >= 2.6 `inspect`, `run` and `bench` are checked on them; with an older one
 the not-supported path is checked instead.
 """
-import concurrent.futures
+import argparse
 import json
 import os
+import pty
+import re
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 
 import numpy as np
 import torch
 
-EXE, MODELS = sys.argv[1], sys.argv[2]
-PACKAGES = os.environ.get("CTORCH_TEST_PACKAGES", "")
-
-
-def ctorch(*args, check=None):
-    r = subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, timeout=300)
-    if check is not None:
-        assert r.returncode == check, f"ctorch {args}: exit {r.returncode}\n{r.stdout}\n{r.stderr}"
-    return r
-
-
-def ctorch_all(arg_lists, check=None):
-    """ctorch once per argument list, two at a time (each start loads LibTorch,
-    about a second here); the results in order."""
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        return list(pool.map(lambda args: ctorch(*args, check=check), arg_lists))
-
-
-def npy_header(shape):
-    """A version 1.0 .npy header for float32 data of `shape` (a string, written as is)."""
-    h = ("{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % shape).encode()
-    h += b" " * (63 - (10 + len(h)) % 64) + b"\n"
-    return b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h
-
-
-def model(name):
-    return os.path.join(MODELS, name + ".pt")
-
-
-def io(name):
-    return torch.load(os.path.join(MODELS, name + "_io.pt"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_util import (EXE, MODELS, HAVE_AOTI, ctorch, ctorch_all, npy_header, model,  # noqa: E402
+                      io)
+from ctorch_cli_checks import Verify, VerifyByContents, Package  # noqa: E402,F401
 
 
 class Help(unittest.TestCase):
@@ -74,7 +51,8 @@ class Help(unittest.TestCase):
             self.assertEqual(r.stderr, "")
 
     def test_usage_errors_exit_2(self):
-        cases = [(("info", "--bogus"), "unknown argument '--bogus'"),
+        cases = [(("info", "--bogus"), "unknown option '--bogus'"),
+                 (("info", "extra"), "unknown argument 'extra'"),
                  (("inspect",), "no model file given"),
                  (("inspect", "a.pt", "b.pt"), "one model file only"),
                  (("run",), "no model file given"),
@@ -173,8 +151,6 @@ class Inspect(unittest.TestCase):
             f.flush()
             r = ctorch("inspect", f.name, check=1)
             self.assertIn("(status 5)", r.stderr)  # CT_ERR_IO
-        r = ctorch("inspect", os.path.join(MODELS, "tensor.pt"), check=1)
-        self.assertIn("ct_module_load", r.stderr)
 
 
 class Run(unittest.TestCase):
@@ -206,7 +182,8 @@ class Run(unittest.TestCase):
         r = ctorch("run", model("multi"), "-m", "encode", x, check=0)
         z = d["encode_out"]
         self.assertIn(f"output: float32{list(z.shape)} cpu = [", r.stdout)
-        self.assertIn(f"{z.flatten()[0].item():.6g}", r.stdout)
+        # the shortest text that reads back as the same float32
+        self.assertIn(f"= [{str(np.float32(z.flatten()[0].item()))}, ", r.stdout)
 
     def test_tuple_outputs_and_dtypes(self):
         d = io("dtypes")
@@ -368,7 +345,7 @@ class Bench(unittest.TestCase):
     def test_text_and_method(self):
         r = ctorch("bench", model("multi"), "2x6:float32", "--method", "encode", "--iters", "5", check=0)
         self.assertIn("encode: 5 calls after 10 warm-up", r.stdout)
-        self.assertRegex(r.stdout, r"latency ms\s+p50 [0-9.]+\s+p90 [0-9.]+\s+p99 [0-9.]+")
+        self.assertRegex(r.stdout, r"latency\s+p50 [0-9.]+ (ns|µs|ms|s)\s+p90 [0-9.]+ (ns|µs|ms|s)")
         self.assertIn("calls/s", r.stdout)
 
     def test_errors(self):
@@ -377,210 +354,221 @@ class Bench(unittest.TestCase):
         r = ctorch("bench", "/nonexistent.pt", "--iters", "3", check=1)
         self.assertIn("ct_module_load", r.stderr)
 
-
-def libtorch_version():
-    d = json.loads(ctorch("info", "--json", check=0).stdout)
-    return tuple(int(x) for x in d["libtorch"].split(".")[:2])
-
-
-HAVE_AOTI = libtorch_version() >= (2, 6)
-
-
-class Verify(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-
-    def file(self, name, data):
-        p = os.path.join(self.tmp.name, name)
-        with open(p, "wb") as f:
-            f.write(data)
-        return p
-
-    def test_module_ok(self):
-        r = ctorch("verify", model("convbn"), check=0)
-        self.assertEqual(r.stdout, f"{model('convbn')}: ok: TorchScript archive "
-                                   "(loaded and inspected in a separate process)\n")
-        self.assertEqual(r.stderr, "")
-        r = ctorch("verify", "--module", model("gate"), check=0)
-        self.assertIn("ok: TorchScript archive", r.stdout)
-
-    def test_pickle_ok(self):
-        tensor_pt = os.path.join(MODELS, "tensor.pt")
-        # tried as TorchScript first, then as torch.save
-        r = ctorch("verify", tensor_pt, check=0)
-        self.assertEqual(r.stdout, f"{tensor_pt}: ok: torch.save file (loaded in a separate process)\n")
-        r = ctorch("verify", "--pickle", tensor_pt, "--timeout", "60", check=0)
-        self.assertIn("ok: torch.save file", r.stdout)
-
-    def test_several_files(self):
-        bad = self.file("bad.pt", b"garbage")
-        r = ctorch("verify", model("gate"), bad, os.path.join(MODELS, "tensor.pt"), check=1)
-        self.assertEqual(r.stdout.count(": ok: "), 2, r.stdout)
-        self.assertIn(bad, r.stderr)
-
-    def test_errors(self):
-        # missing: the library's CT_ERR_NOT_FOUND, reported once
-        r = ctorch("verify", "/nonexistent/model.pt", check=1)
-        self.assertIn("ct_module_verify", r.stderr)
-        self.assertIn("(status 4)", r.stderr)
-        self.assertNotIn("ct_pickle_verify", r.stderr)
-        # neither kind by its contents: no reader is tried
-        bad = self.file("bad.pt", b"not a zip archive, not a pickle")
-        r = ctorch("verify", bad, check=1)
-        self.assertIn("not a TorchScript archive, a torch.save file or an AOTInductor package",
-                      r.stderr)
-        self.assertNotIn("ct_module_verify", r.stderr)
-        self.assertNotIn("ct_pickle_verify", r.stderr)
-        self.assertEqual(r.stdout, "")
-        # forced kinds: one message each
-        r = ctorch("verify", "--module", os.path.join(MODELS, "tensor.pt"), check=1)
-        self.assertIn("ct_module_verify", r.stderr)
-        self.assertNotIn("ct_pickle_verify", r.stderr)
-        r = ctorch("verify", "--pickle", bad, check=1)
-        self.assertIn("ct_pickle_verify", r.stderr)
-        self.assertNotIn("ct_module_verify", r.stderr)
-        # a truncated archive
-        with open(model("gate"), "rb") as f:
-            data = f.read()
-        cut = self.file("cut.pt", data[: len(data) // 2])
-        r = ctorch("verify", "--module", cut, check=1)
-        self.assertIn("ct_module_verify", r.stderr)
-        # packages are refused unless a kind is forced
-        pt2 = self.file("m.pt2", b"PK\x03\x04")
-        r = ctorch("verify", pt2, check=1)
-        self.assertIn("AOTInductor packages (.pt2) hold compiled native code", r.stderr)
+SCALAR_MODEL = """
+import torch
+class S(torch.nn.Module):
+    def forward(self, x: torch.Tensor, s: float, k: int, b: bool):
+        return (x * s, s * 2.0, k, not b, torch.tensor([k, -5]), torch.tensor([b, False]),
+                torch.complex(torch.tensor([1.0, 3.0]), torch.tensor([2.0, -4.0])))
+torch.jit.script(S()).save(__import__("sys").argv[1])
+"""
 
 
-class VerifyByContents(unittest.TestCase):
-    """Issue 20: a TorchScript archive whose check fails is never reported ok by
-    reading it as a torch.save file (its data.pkl loads as a pickle)."""
+class Issue26(unittest.TestCase):
+    """Issue 26, items 7 to 9: torch.save files, getopt_long options, cJSON output, lossless
+    printing, scalar arguments, scaled units, and the progress bar on a timer."""
 
-    def test_failing_archive_is_not_ok_as_pickle(self):
-        import zipfile
-        with tempfile.TemporaryDirectory() as d:
-            src, dst = model("gate"), os.path.join(d, "broken.pt")
-            with zipfile.ZipFile(src) as zi, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zo:
-                for it in zi.infolist():
-                    data = zi.read(it.filename)
-                    if "/code/" in it.filename and it.filename.endswith(".py"):
-                        data = b"def forward(self, x):\n    return x +\n"
-                    zo.writestr(it, data)
-            r = ctorch("verify", dst, check=1)
-            self.assertEqual(r.stdout, "")
-            self.assertIn("ct_module_verify", r.stderr)
-            self.assertNotIn("ct_pickle_verify", r.stderr)
-            # a torch.save file in zip form is read as one
-            t = os.path.join(d, "t.pt")
-            torch.save({"w": torch.ones(2)}, t)
-            r = ctorch("verify", t, check=0)
-            self.assertIn("ok: torch.save file", r.stdout)
-            # a package by contents, whatever its name
-            pk = os.path.join(d, "pkg.bin")
-            with zipfile.ZipFile(pk, "w") as z:
-                z.writestr("archive/data/aotinductor/model/m.cpp", b"")
-            r = ctorch("verify", pk, check=1)
-            self.assertIn("AOTInductor packages (.pt2) hold compiled native code", r.stderr)
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        d = cls.tmp.name
+        torch.manual_seed(0)
+        cls.net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+        cls.sd = os.path.join(d, "sd.pt")
+        torch.save(cls.net.state_dict(), cls.sd)
+        cls.ckpt = os.path.join(d, "ckpt.pt")
+        opt = torch.optim.SGD(cls.net.parameters(), lr=0.1, momentum=0.9)
+        torch.save({"model": cls.net.state_dict(), "epoch": 7, "big": 2**62 + 1, "best": True,
+                    "args": argparse.Namespace(lr=0.25, name="x"), "opt": opt.state_dict()},
+                   cls.ckpt)
+        cls.legacy = os.path.join(d, "legacy.pt")
+        torch.save({"w": torch.zeros(2, 5, dtype=torch.float64)}, cls.legacy,
+                   _use_new_zipfile_serialization=False)
+        script = os.path.join(d, "mk.py")
+        with open(script, "w") as f:
+            f.write(SCALAR_MODEL)
+        cls.scalar = os.path.join(d, "scalar.pt")
+        subprocess.run([sys.executable, script, cls.scalar], check=True, capture_output=True)
 
-    def test_corrupt_debug_info_is_ok(self):
-        # Only the debug pickles (source ranges for error messages) are bad:
-        # the model loads and runs, so verify says ok, where it refused before.
-        import zipfile
-        with tempfile.TemporaryDirectory() as d:
-            src, dst = model("gate"), os.path.join(d, "nodebug.pt")
-            hit = 0
-            with zipfile.ZipFile(src) as zi, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zo:
-                for it in zi.infolist():
-                    data = zi.read(it.filename)
-                    if it.filename.endswith(".debug_pkl"):
-                        data, hit = b"\x80\x02garbage", hit + 1
-                    zo.writestr(it, data)
-            self.assertGreater(hit, 0)
-            r = ctorch("verify", dst, check=0)
-            self.assertIn("ok", r.stdout)
-            ctorch("run", dst, "3x4:float32", check=0)
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
 
+    # item 7: torch.save files
+    def test_inspect_state_dict(self):
+        d = json.loads(ctorch("inspect", self.sd, "--json", check=0).stdout)
+        self.assertEqual((d["kind"], d["type"]), ("torch.save", "Dict[str, Tensor]"))
+        sd = self.net.state_dict()
+        items = d["tree"]["items"]
+        self.assertEqual(list(items), list(sd))
+        for k, t in sd.items():
+            self.assertEqual((items[k]["dtype"], items[k]["shape"]),
+                             (str(t.dtype).replace("torch.", ""), list(t.shape)), k)
+        self.assertEqual(d["tensors_total"], {"count": len(sd),
+                                              "numel": sum(t.numel() for t in sd.values()),
+                                              "bytes": sum(t.numel() * t.element_size()
+                                                           for t in sd.values())})
+        out = ctorch("inspect", self.sd, check=0).stdout
+        self.assertIn("torch.save file, Dict[str, Tensor]", out)
+        self.assertRegex(out, r"\n  0\.weight\s+float32\[4, 3\]\n")
+        self.assertIn("total: 7 tensors, 33 elements, 136 bytes", out)
+        self.assertNotIn("ct_pickle_load", out)
 
-def package(name):
-    return os.path.join(PACKAGES, name + ".pt2")
+    def test_inspect_checkpoint_tree(self):
+        d = json.loads(ctorch("inspect", self.ckpt, "--json", check=0).stdout)
+        items = d["tree"]["items"]
+        self.assertEqual(items["epoch"], {"type": "int", "value": 7})
+        self.assertEqual(items["big"]["value"], 2**62 + 1)  # exact, not through a double
+        self.assertIs(items["best"]["value"], True)
+        self.assertEqual(items["args"]["class"], "argparse.Namespace")
+        self.assertEqual(items["args"]["state"]["items"]["lr"]["value"], 0.25)
+        self.assertEqual(items["model"]["items"]["0.weight"]["shape"], [4, 3])
+        group = items["opt"]["items"]["param_groups"]["items"][0]["items"]
+        self.assertEqual(group["momentum"]["value"], 0.9)
+        self.assertEqual(d["tensors_total"]["count"], 7)
+        out = ctorch("inspect", self.ckpt, check=0).stdout
+        self.assertRegex(out, r"\n  model\s+Dict\[str, Tensor\] \(7 items\)\n    0\.weight\s+float32")
+        self.assertRegex(out, r"\n  args\s+argparse\.Namespace object\n    lr\s+float = 0\.25\n")
+        self.assertRegex(out, r"\n  big\s+int = 4611686018427387905\n")
+        # legacy (pre-1.6) files and the reference tensor file too
+        out = ctorch("inspect", self.legacy, check=0).stdout
+        self.assertRegex(out, r"w\s+float64\[2, 5\]")
+        d = json.loads(ctorch("inspect", os.path.join(MODELS, "tensor.pt"), "--json", check=0).stdout)
+        self.assertEqual((d["tree"]["type"], d["tensors_total"]["count"]), ("Tensor", 1))
 
-
-class Package(unittest.TestCase):
-    """inspect / run / bench on AOTInductor packages."""
-
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-
-    @unittest.skipIf(HAVE_AOTI, "LibTorch >= 2.6 runs packages")
-    def test_not_supported(self):
-        # any .pt2 name goes to ct_package_load, which says what is needed
-        pt2 = os.path.join(self.tmp.name, "model.pt2")
-        with open(pt2, "wb") as f:
-            f.write(b"PK\x05\x06" + b"\0" * 18)
-        for args in (("inspect", pt2), ("inspect", pt2, "--json"),
-                     ("run", pt2, "3x8:float32"), ("bench", pt2, "3x8:float32", "--iters", "2")):
+    def test_run_and_bench_refuse_checkpoints(self):
+        for args in (("run", self.sd), ("bench", self.ckpt, "--iters", "2")):
             r = ctorch(*args, check=1)
-            self.assertIn("ct_package_load", r.stderr, args)
-            self.assertIn("AOTInductor packages need LibTorch >= 2.6", r.stderr, args)
-            self.assertIn("(status 7)", r.stderr, args)  # CT_ERR_NOT_SUPPORTED
-            self.assertEqual(r.stdout, "", args)
+            self.assertIn("a torch.save file", r.stderr)
+            self.assertIn(f"'ctorch inspect {args[1]}'", r.stderr)
+            self.assertNotIn("ct_module_load", r.stderr)
 
-    def need_packages(self):
-        if not HAVE_AOTI:
-            self.skipTest("LibTorch < 2.6: no AOTInductor packages")
-        if not os.path.exists(package("mlp")):
-            self.skipTest("no packages in CTORCH_TEST_PACKAGES")
+    # item 8: getopt_long, cJSON, lossless printing, scalar arguments, units
+    def test_getopt_forms(self):
+        for form in (["--iters=4", "--warmup=1"], ["--iters", "4", "--warmup", "1"],
+                     ["--it=4", "--warm", "1"]):  # unique abbreviations, as getopt_long has
+            d = json.loads(ctorch("bench", model("gate"), "3x4:float32", *form, "--json",
+                                  check=0).stdout)
+            self.assertEqual((d["iters"], d["warmup"]), (4, 1), form)
+        # -- ends the options: an input that starts with '-'
+        r = ctorch("run", self.scalar, "2:float32:ones", "1.5:float64", "--", "-2:int64",
+                   "True:bool", check=0)
+        self.assertIn("output[2]: int = -2\n", r.stdout)
+        r = ctorch("run", self.scalar, "2:float32", "1.5:float64", "-2:int64", check=2)
+        self.assertIn("unknown option '-2'", r.stderr)
+        subs = ("info", "inspect", "run", "bench", "verify")
+        rs = ctorch_all([("help", sub) for sub in subs] + [(sub, "--help") for sub in subs],
+                        check=0)
+        for sub, r, direct in zip(subs, rs, rs[len(subs):]):
+            self.assertEqual(r.stdout, direct.stdout)
+            self.assertTrue(r.stdout.startswith(f"Usage: ctorch {sub}"), r.stdout)
+        self.assertIn("unknown command 'frob'", ctorch("help", "frob", check=2).stderr)
+        self.assertIn("--timeout needs a value", ctorch("run", model("gate"), "--timeout",
+                                                         check=2).stderr)
+        self.assertIn("--eval takes no value", ctorch("run", model("gate"), "--eval=1",
+                                                       check=2).stderr)
 
-    def test_inspect(self):
-        self.need_packages()
-        io_ = torch.load(os.path.join(PACKAGES, "mlp_io.pt"))
-        d = json.loads(ctorch("inspect", package("mlp"), "--json", check=0).stdout)
-        self.assertEqual((d["kind"], d["model_name"], d["device"]), ("aoti_package", "model", "cpu"))
-        self.assertEqual(d["constants"], sorted(io_["new_names"]))
-        self.assertEqual(len(d["call_spec"]), 2)
-        self.assertIsInstance(d["metadata"], dict)
-        out = ctorch("inspect", package("mlp"), check=0).stdout
-        self.assertIn("AOTInductor package, model 'model', runs on cpu", out)
-        self.assertIn(f"constants ({len(io_['new_names'])}):", out)
-        r = ctorch("inspect", package("mlp"), "--model-name", "nope", check=1)
-        self.assertIn("ct_package_load", r.stderr)
-        r = ctorch("inspect", package("not_a_zip"), check=1)
-        self.assertIn("(status 5)", r.stderr)  # CT_ERR_IO
+    def test_scalar_arguments_and_lossless_printing(self):
+        r = ctorch("run", self.scalar, "2:float32:ones", "1.5:float64", "+4611686018427387905:int64",
+                   "True:bool", check=0)
+        self.assertEqual(r.stdout.splitlines(), [
+            "output[0]: float32[2] cpu = [1.5, 1.5]",
+            "output[1]: float = 3.0",
+            "output[2]: int = 4611686018427387905",
+            "output[3]: bool = False",
+            "output[4]: int64[2] cpu = [4611686018427387905, -5]",
+            "output[5]: bool[2] cpu = [True, False]",
+            "output[6]: complex64[2] cpu = [(1.0+2.0j), (3.0-4.0j)]"])
+        r = ctorch("run", self.scalar, "2:float32", "1.5:int64", "+1:int64", "1:bool", check=1)
+        self.assertIn("a float scalar needs a float dtype", r.stderr)
 
-    def test_run(self):
-        self.need_packages()
-        io_ = torch.load(os.path.join(PACKAGES, "mlp_io.pt"))
+    def test_run_json(self):
+        r = ctorch("run", "--json", self.scalar, "2:float32:ones", "0.1:float64",
+                   "+4611686018427387905:int64", "False:bool", check=0)
+        d = json.loads(r.stdout)
+        self.assertEqual((d["file"], d["method"]), (self.scalar, "forward"))
+        o = {x["name"]: x for x in d["outputs"]}
+        # float32 in the shortest text that reads back as the same float32
+        self.assertEqual(o["output[0]"]["values"], [0.1, 0.1])
+        self.assertEqual(o["output[1]"], {"name": "output[1]", "type": "float", "value": 0.2})
+        self.assertEqual(o["output[2]"]["value"], 4611686018427387905)
+        self.assertIs(o["output[3]"]["value"], True)
+        self.assertEqual(o["output[4]"]["values"], [4611686018427387905, -5])
+        self.assertEqual(o["output[5]"]["values"], [False, False])
+        self.assertEqual(o["output[6]"]["values"], [[1.0, 2.0], [3.0, -4.0]])
+        # a reference model: every element, equal to PyTorch's float32 result
+        io_ = io("gate")
         x = os.path.join(self.tmp.name, "x.npy")
         np.save(x, io_["inputs"][0].numpy())
-        out = os.path.join(self.tmp.name, "y.npy")
-        r = ctorch("run", package("mlp"), x, "-o", out, check=0)
-        self.assertIn("output: written to", r.stdout)
-        np.testing.assert_allclose(np.load(out), io_["outputs"][0].numpy(), rtol=1e-4, atol=1e-5)
-        r = ctorch("run", package("mlp"), x, check=0)
-        self.assertIn(f"output: float32{list(io_['outputs'][0].shape)} cpu = [", r.stdout)
-        # three outputs, labelled in order
-        m = torch.load(os.path.join(PACKAGES, "multi_io.pt"))
-        ins = []
-        for i, t in enumerate(m["inputs"]):
-            p = os.path.join(self.tmp.name, f"in{i}.npy")
-            np.save(p, t.numpy())
-            ins.append(p)
-        r = ctorch("run", package("multi"), *ins, check=0)
-        for i in range(len(m["outputs"])):
-            self.assertIn(f"output[{i}]: ", r.stdout)
-        # wrong number of inputs: the library's message
-        r = ctorch("run", package("mlp"), check=1)
-        self.assertIn("ct_package_run", r.stderr)
-        self.assertIn("(status 1)", r.stderr)
+        d = json.loads(ctorch("run", model("gate"), x, "--json", check=0).stdout)
+        (out,) = d["outputs"]
+        self.assertEqual(out["shape"], list(io_["output"].shape))
+        np.testing.assert_array_equal(np.array(out["values"], np.float32),
+                                      io_["output"].numpy().ravel())
 
-    def test_bench(self):
-        self.need_packages()
-        r = ctorch("bench", package("mlp"), "3x8:float32", "--iters", "5", "--warmup", "1", "--json",
-                   check=0)
+    def test_verify_json(self):
+        bad = os.path.join(self.tmp.name, "bad.pt")
+        with open(bad, "wb") as f:
+            f.write(b"neither")
+        r = ctorch("verify", "--json", model("gate"), self.sd, bad, check=1)
         d = json.loads(r.stdout)
-        self.assertEqual(d["iters"], 5)
-        self.assertLessEqual(d["p50"], d["max"])
+        self.assertIs(d["ok"], False)
+        self.assertEqual([(f["file"], f["ok"], f["kind"]) for f in d["files"]],
+                         [(model("gate"), True, "torchscript"), (self.sd, True, "torch.save"),
+                          (bad, False, None)])
+        self.assertIn("not a TorchScript archive", d["files"][2]["error"])
+        d = json.loads(ctorch("verify", "--json", "/nonexistent.pt", check=1).stdout)
+        self.assertEqual(d["files"][0]["status"], 4)
+
+    def test_bench_units(self):
+        r = ctorch("bench", model("gate"), "3x4:float32", "--iters", "20", check=0)
+        m = re.search(r"latency\s+p50 ([0-9.]+) (ns|µs|ms|s)\s", r.stdout)
+        self.assertTrue(m, r.stdout)
+        self.assertTrue(1 <= float(m.group(1)) < 1000, r.stdout)  # the unit fits the number
+
+    # item 9: the progress bar on a timer
+    def bench_with_stderr_on_a_terminal(self, args):
+        master, slave = pty.openpty()
+        t0 = time.monotonic()
+        p = subprocess.Popen([EXE, *args], stdout=subprocess.PIPE, stderr=slave)
+        os.close(slave)
+        chunks = []
+
+        def drain():
+            while True:
+                try:
+                    b = os.read(master, 65536)
+                except OSError:
+                    return
+                if not b:
+                    return
+                chunks.append(b)
+
+        reader = threading.Thread(target=drain)
+        reader.start()
+        with p.stdout:
+            out = p.stdout.read()
+        self.assertEqual(p.wait(timeout=300), 0)
+        wall = time.monotonic() - t0
+        reader.join()
+        os.close(master)
+        return json.loads(out), b"".join(chunks), wall
+
+    def test_progress_bar_on_a_timer(self):
+        args = ["bench", model("gate"), "3x4:float32", "--iters", "20000", "--warmup", "100",
+                "--threads", "1", "--json"]
+        tty, err, wall = self.bench_with_stderr_on_a_terminal(args)
+        piped = ctorch(*args, check=0)
+        self.assertEqual(piped.stderr, "")  # no bar when not a terminal
+        d = json.loads(piped.stdout)
+        redraws = err.count(b"\r")
+        self.assertIn(b"bench   [", err)
+        self.assertGreaterEqual(redraws, 1)
+        # at most one redraw per 0.1 s (and the final clear), not one per call
+        self.assertLessEqual(redraws, wall / 0.1 + 3, (redraws, wall))
+        # the figures do not depend on the terminal (generous: a shared 2-core machine)
+        self.assertLess(tty["p50"], 3 * d["p50"] + 0.01, (tty, d))
+        self.assertLess(d["p50"], 3 * tty["p50"] + 0.01, (tty, d))
 
 
 if __name__ == "__main__":

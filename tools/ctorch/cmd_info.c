@@ -1,21 +1,20 @@
 /* `ctorch info`: versions, library, CUDA and threads. */
 #include "cli.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <math.h>
-#include <stdarg.h>
-#include <stdlib.h>
-#include <string.h>
 #include <dlfcn.h>
+#include <getopt.h>
+#include <string.h>
 
 int cmd_info(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   Dl_info dl;
   const char *where = "?";
-  int json = 0, i;
+  int json = 0, c;
   int32_t ndev = ct_cuda_device_count();
-  for (i = 0; i < argc; i++) {
-    if (is_help(argv[i])) {
+  optind = 0;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    if (c == 'h') {
       printf(
           "Usage: %s info [--json]\n\n"
           "Prints the ctorch and LibTorch versions, the ABI version (library and header),\n"
@@ -24,28 +23,28 @@ int cmd_info(int argc, char **argv) {
           prog);
       return 0;
     }
-    if (!strcmp(argv[i], "--json"))
+    if (c == 'j')
       json = 1;
     else
-      return usage_error("info", "unknown argument '%s'", argv[i]);
+      return option_error("info", c, argv);
   }
+  if (optind < argc) return usage_error("info", "unknown argument '%s'", argv[optind]);
   memset(&dl, 0, sizeof dl);
   if (dladdr((void *)(uintptr_t)&ct_version, &dl) && dl.dli_fname) where = dl.dli_fname;
   if (ndev < 0) ndev = 0;
   if (json) {
-    printf("{\"ctorch\": ");
-    json_str(stdout, ct_version());
-    printf(", \"abi\": %d, \"header_abi\": %d, \"libtorch\": ", (int)ct_abi_version(),
-           CTORCH_ABI_VERSION);
-    json_str(stdout, ct_torch_version());
-    printf(", \"library\": ");
-    json_str(stdout, where);
-    printf(", \"cuda_compiled\": %s, \"cuda_available\": %s, \"cuda_devices\": %d",
-           ct_cuda_is_compiled() ? "true" : "false", ct_cuda_is_available() ? "true" : "false",
-           (int)ndev);
-    printf(", \"threads\": %d, \"interop_threads\": %d}\n", (int)ct_get_num_threads(),
-           (int)ct_get_num_interop_threads());
-    return 0;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "ctorch", ct_version());
+    cJSON_AddNumberToObject(o, "abi", ct_abi_version());
+    cJSON_AddNumberToObject(o, "header_abi", CTORCH_ABI_VERSION);
+    cJSON_AddStringToObject(o, "libtorch", ct_torch_version());
+    cJSON_AddStringToObject(o, "library", where);
+    cJSON_AddBoolToObject(o, "cuda_compiled", ct_cuda_is_compiled());
+    cJSON_AddBoolToObject(o, "cuda_available", ct_cuda_is_available());
+    cJSON_AddNumberToObject(o, "cuda_devices", ndev);
+    cJSON_AddNumberToObject(o, "threads", ct_get_num_threads());
+    cJSON_AddNumberToObject(o, "interop_threads", ct_get_num_interop_threads());
+    return json_print(o);
   }
   printf("ctorch      %s (ABI %d; this program was built with %s, ABI %d)\n", ct_version(),
          (int)ct_abi_version(), CTORCH_VERSION_STRING, CTORCH_ABI_VERSION);

@@ -1,7 +1,9 @@
 /* `ctorch inspect`: what a model file holds (methods, parameters, buffers, sizes), walked
- * once here and printed as text or JSON by a printer (inspect.h). */
+ * once here and printed as text or JSON by a printer (inspect.h); torch.save files go to
+ * inspect_pickle.c. */
 #include "inspect.h"
 
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,40 +192,48 @@ done:
 }
 
 int cmd_inspect(int argc, char **argv) {
-  const char *path = NULL, *model_name = NULL;
+  static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+                                           {"model-name", required_argument, NULL, 'n'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {NULL, 0, NULL, 0}};
+  const char *path, *model_name = NULL;
   const struct inspect_printer *pr = &inspect_text;
-  int i;
-  for (i = 0; i < argc; i++) {
-    if (is_help(argv[i])) {
-      printf(
-          "Usage: %s inspect MODEL [--json] [--model-name NAME]\n\n"
-          "Loads a TorchScript archive (torch.jit.save) on the CPU and lists its methods\n"
-          "with their schemas, its parameters and buffers (name, dtype, shape, with totals),\n"
-          "its submodules and the extra files stored in the archive. --json prints the same\n"
-          "as one JSON object.\n\n"
-          "A MODEL whose name ends in .pt2 is an AOTInductor package\n"
-          "(torch._inductor.aoti_compile_and_package): its device, metadata, constant names\n"
-          "and call spec are listed; --model-name picks the model inside it (default:\n"
-          "model). Packages need LibTorch >= 2.6; an older LibTorch reports that it is not\n"
-          "supported (exit status 1).\n",
-          prog);
-      return 0;
+  int c, kind;
+  optind = 0;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    switch (c) {
+      case 'h':
+        printf(
+            "Usage: %s inspect FILE [--json] [--model-name NAME]\n\n"
+            "Shows what a model file holds; its kind is read from its contents:\n\n"
+            "  TorchScript archive (torch.jit.save): loaded on the CPU; its methods with\n"
+            "    their schemas, its parameters and buffers (name, dtype, shape, with totals),\n"
+            "    its submodules and the extra files stored in the archive.\n"
+            "  torch.save file (a state_dict, a checkpoint; read without running Python\n"
+            "    code): the tree of keys, each tensor's dtype and shape, scalars with their\n"
+            "    values, Python objects by class, and the totals over all tensors.\n"
+            "  AOTInductor package (a name ending in .pt2,\n"
+            "    torch._inductor.aoti_compile_and_package): its device, metadata, constant\n"
+            "    names and call spec; --model-name picks the model inside it (default:\n"
+            "    model). Packages need LibTorch >= 2.6; an older LibTorch reports that it\n"
+            "    is not supported (exit status 1).\n\n"
+            "  --json                    print the same as one JSON object (\"kind\":\n"
+            "                            \"torchscript\", \"torch.save\" or \"aoti_package\")\n"
+            "  --model-name NAME         the model inside a .pt2 package\n",
+            prog);
+        return 0;
+      case 'j': pr = &inspect_json; break;
+      case 'n': model_name = optarg; break;
+      default: return option_error("inspect", c, argv);
     }
-    if (!strcmp(argv[i], "--json"))
-      pr = &inspect_json;
-    else if (!strcmp(argv[i], "--model-name")) {
-      if (i + 1 >= argc) return usage_error("inspect", "--model-name needs a value");
-      model_name = argv[++i];
-    } else if (argv[i][0] == '-' && argv[i][1])
-      return usage_error("inspect", "unknown option '%s'", argv[i]);
-    else if (!path)
-      path = argv[i];
-    else
-      return usage_error("inspect", "one model file only");
   }
-  if (!path) return usage_error("inspect", "no model file given");
-  if (is_package(path)) return inspect_package(pr, path, model_name);
+  if (optind >= argc) return usage_error("inspect", "no model file given");
+  if (optind + 1 < argc) return usage_error("inspect", "one model file only");
+  path = argv[optind];
+  kind = file_kind(path);
+  if (is_package(path) || kind == KIND_PACKAGE) return inspect_package(pr, path, model_name);
   if (model_name)
     return usage_error("inspect", "--model-name applies to AOTInductor packages (.pt2) only");
-  return inspect_module(pr, path);
+  if (kind == KIND_PICKLE) return inspect_pickle(path, pr == &inspect_json);
+  return inspect_module(pr, path); /* unreadable or unknown: the library says why */
 }

@@ -1,17 +1,6 @@
 /* `ctorch inspect`'s text printer: headings with counts, one indented line per item. */
 #include "inspect.h"
 
-static void human_bytes(char *buf, size_t n, size_t bytes) {
-  if (bytes >= 1u << 30)
-    snprintf(buf, n, "%.1f GiB", bytes / 1073741824.0);
-  else if (bytes >= 1u << 20)
-    snprintf(buf, n, "%.1f MiB", bytes / 1048576.0);
-  else if (bytes >= 1u << 10)
-    snprintf(buf, n, "%.1f KiB", bytes / 1024.0);
-  else
-    snprintf(buf, n, "%zu bytes", bytes);
-}
-
 static void module(const char *path, const char *type, int training) {
   printf("%s: TorchScript module %s (%s mode)\n", path, type, training ? "training" : "eval");
 }
@@ -33,7 +22,7 @@ static void begin_section(const inspect_section *s, size_t n) {
 static void end_section(const inspect_section *s, const inspect_totals *tot) {
   char hb[64];
   if (!tot) return;
-  human_bytes(hb, sizeof hb, tot->bytes);
+  bytes_str(hb, sizeof hb, tot->bytes);
   printf("  total: %lld %s, %lld elements, %s\n", (long long)tot->count, s->key,
          (long long)tot->numel, hb);
 }

@@ -1,8 +1,9 @@
-/* Messages of the `ctorch` command: errors and usage errors to stderr. */
+/* Messages of the `ctorch` command: errors and usage errors (getopt_long's too) to stderr. */
 #include "cli.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -39,3 +40,14 @@ int usage_error(const char *cmd, const char *fmt, ...) {
 }
 
 int is_help(const char *a) { return !strcmp(a, "-h") || !strcmp(a, "--help"); }
+
+int option_error(const char *cmd, int c, char **argv) {
+  const char *a = argv[optind - 1];
+  char shortopt[3] = {'-', (char)optopt, 0};
+  /* a short option (perhaps inside a cluster, -xq): optopt names it */
+  if (strncmp(a, "--", 2) && optopt > 0 && optopt < 128) a = shortopt;
+  if (c == ':') return usage_error(cmd, "%s needs a value", a);
+  if (!strncmp(a, "--", 2) && strchr(a, '=') && optopt) /* --eval=1 */
+    return usage_error(cmd, "%.*s takes no value", (int)(strchr(a, '=') - a), a);
+  return usage_error(cmd, "unknown option '%s'", a);
+}

@@ -1,5 +1,6 @@
-/* What run and bench share: model files (TorchScript or .pt2), their options, inputs
- * (FILE.npy or SHAPE:DTYPE[:FILL]), outputs flattened with Python-style labels, --timeout. */
+/* What run and bench share: model files (TorchScript or .pt2; torch.save files refused),
+ * their options (getopt_long), inputs (FILE.npy, SHAPE:DTYPE[:FILL] or a scalar VALUE:DTYPE),
+ * outputs flattened with Python-style labels, --timeout. */
 #include "cli.h"
 
 #include <ctype.h>
@@ -8,10 +9,63 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <getopt.h>
 #include <signal.h>
 #include <unistd.h>
 
-int make_input(ct_tensor **out, const char *spec, int32_t dev, int32_t idx) {
+static int not_shape_or_value(const char *spec, const char *s) {
+  return fail(
+      "input '%s': bad shape '%s' (sizes joined by x, e.g. 2x3; empty for a 0-d tensor) "
+      "or scalar value (a number, or True/False for bool)",
+      spec, s);
+}
+
+/* A scalar argument VALUE:DTYPE (1.5:float64, -2:int64, +3:int64, True:bool) as a value. */
+static int make_scalar(ct_value **out, const char *spec, const char *value, const char *dt) {
+  int32_t dtype = dtype_from_name(dt);
+  char *end;
+  ct_status st;
+  if (!dtype) return fail("input '%s': unknown dtype '%s'", spec, dt);
+  errno = 0;
+  if (dtype == CT_BOOL) {
+    int b = !strcmp(value, "True") || !strcmp(value, "true") || !strcmp(value, "1");
+    if (!b && strcmp(value, "False") && strcmp(value, "false") && strcmp(value, "0"))
+      return fail("input '%s': bad bool '%s' (True, False, true, false, 1, 0)", spec, value);
+    st = ct_value_from_bool(out, b);
+  } else if (dtype_is_float(dtype) && dtype != CT_COMPLEX64 && dtype != CT_COMPLEX128) {
+    double d = strtod(value, &end);
+    if (end == value || *end) return not_shape_or_value(spec, value);
+    st = ct_value_from_double(out, d);
+  } else if (!dtype_is_float(dtype)) {
+    long long v = strtoll(value, &end, 10);
+    if (errno) return fail("input '%s': integer '%s' out of range", spec, value);
+    if (end == value || *end) {
+      if (strtod(value, &end) != 0 && !*end) /* 1.5:int64 */
+        return fail("input '%s': bad integer '%s' (a float scalar needs a float dtype)", spec,
+                    value);
+      return not_shape_or_value(spec, value);
+    }
+    st = ct_value_from_int(out, v);
+  } else {
+    return fail("input '%s': complex scalars are not supported; give a tensor", spec);
+  }
+  return st == CT_OK ? 0 : fail_ct(st, spec);
+}
+
+/* Whether s is a SHAPE: sizes (digits) joined by x or commas, or empty. */
+static int is_shape(const char *s) {
+  for (;;) {
+    if (!*s) return 1;
+    if (!isdigit((unsigned char)*s)) return 0;
+    while (isdigit((unsigned char)*s)) s++;
+    if (*s == 'x' || *s == ',')
+      s++;
+    else if (*s)
+      return 0;
+  }
+}
+
+int make_input(ct_tensor **out, ct_value **scalar, const char *spec, int32_t dev, int32_t idx) {
   char buf[256], *shape, *dt, *fill, *p;
   int64_t sizes[32];
   size_t ndim = 0;
@@ -19,14 +73,24 @@ int make_input(ct_tensor **out, const char *spec, int32_t dev, int32_t idx) {
   ct_status st;
   if (ends_with(spec, ".npy")) return npy_read(out, spec, dev, idx);
   if (strlen(spec) >= sizeof buf || !strchr(spec, ':'))
-    return fail("input '%s': expected FILE.npy or SHAPE:DTYPE[:FILL] (e.g. 1x3x224x224:float32)",
-                spec);
+    return fail(
+        "input '%s': expected FILE.npy or SHAPE:DTYPE[:FILL] (e.g. 1x3x224x224:float32), "
+        "or a scalar VALUE:DTYPE (e.g. 1.5:float64)",
+        spec);
   strcpy(buf, spec);
   shape = buf;
   dt = strchr(buf, ':');
   *dt++ = 0;
   fill = strchr(dt, ':');
   if (fill) *fill++ = 0;
+  if (!is_shape(shape)) {
+    if (fill)
+      return fail(
+          "input '%s': a scalar VALUE:DTYPE takes no FILL ('%s' is not a shape: sizes "
+          "joined by x)",
+          spec, shape);
+    return make_scalar(scalar, spec, shape, dt);
+  }
   for (p = shape; *p;) {
     char *end;
     long long v = strtoll(p, &end, 10);
@@ -65,7 +129,6 @@ int make_input(ct_tensor **out, const char *spec, int32_t dev, int32_t idx) {
 }
 
 /* ---- outputs: tensors and containers, flattened with Python-style labels ---- */
-
 
 int flatten(output *outs, size_t *n, ct_value *v, const char *label) {
   int32_t tag = ct_value_tag(v);
@@ -108,59 +171,7 @@ int flatten(output *outs, size_t *n, ct_value *v, const char *label) {
   return 0;
 }
 
-double element(const ct_tensor *t, int64_t i) {
-  const void *p = ct_tensor_data_ptr(t);
-  switch (ct_tensor_dtype(t)) {
-    case CT_BOOL: return ((const uint8_t *)p)[i];
-    case CT_UINT8: return ((const uint8_t *)p)[i];
-    case CT_INT8: return ((const int8_t *)p)[i];
-    case CT_INT16: return ((const int16_t *)p)[i];
-    case CT_INT32: return ((const int32_t *)p)[i];
-    case CT_INT64: return (double)((const int64_t *)p)[i];
-    case CT_FLOAT32: return ((const float *)p)[i];
-    case CT_FLOAT64: return ((const double *)p)[i];
-    default: return NAN;
-  }
-}
-
-/* Short form: dtype[shape] device, then up to 3 leading and 3 trailing elements. */
-int print_tensor(const char *label, const ct_tensor *t) {
-  ct_tensor *c = NULL, *cc = NULL;
-  char shape[512];
-  int64_t i, n = ct_tensor_numel(t);
-  int32_t dt = ct_tensor_dtype(t);
-  int32_t conv = (dt == CT_FLOAT16 || dt == CT_BFLOAT16) ? CT_FLOAT32 : CT_DTYPE_KEEP;
-  ct_status st;
-  shape_str(shape, sizeof shape, t);
-  printf("%s: %s%s %s%s", label, dtype_name(dt), shape,
-         ct_device_type_name(ct_tensor_device_type(t)),
-         ct_tensor_requires_grad(t) ? " requires_grad" : "");
-  if (dt == CT_COMPLEX64 || dt == CT_COMPLEX128) {
-    printf("\n");
-    return 0;
-  }
-  if ((st = ct_tensor_to(&c, t, CT_DEVICE_CPU, -1, conv, 0, 0)) != CT_OK ||
-      (st = ct_tensor_contiguous(&cc, c)) != CT_OK) {
-    printf("\n");
-    ct_tensor_free(c);
-    return fail_ct(st, label);
-  }
-  printf(" = [");
-  for (i = 0; i < n; i++) {
-    if (n > 6 && i == 3) {
-      printf(", ...");
-      i = n - 3;
-    }
-    printf("%s%.6g", i ? ", " : "", element(cc, i));
-  }
-  printf("]\n");
-  ct_tensor_free(cc);
-  ct_tensor_free(c);
-  return 0;
-}
-
 /* ---- common model options ---- */
-
 
 /* --timeout S: LibTorch cannot interrupt a method that never returns (a
  * `while True` in an untrusted model), so the whole process stops: the
@@ -178,7 +189,6 @@ void start_deadline(long seconds) {
   alarm((unsigned)seconds);
 }
 
-
 int is_package(const char *path) { return ends_with(path, ".pt2"); }
 
 void model_free(model *t) {
@@ -190,9 +200,15 @@ void model_free(model *t) {
 
 int load_model(model *t, opts *o) {
   ct_status st;
+  int kind = file_kind(o->model);
   t->m = NULL;
   t->p = NULL;
-  if (is_package(o->model)) {
+  if (kind == KIND_PICKLE)
+    return fail(
+        "%s: a torch.save file (tensors and other values, no code): nothing to run; "
+        "'%s inspect %s' shows what it holds",
+        o->model, prog, o->model);
+  if (is_package(o->model) || kind == KIND_PACKAGE) {
     if ((st = ct_package_load(&t->p, o->model, o->model_name)) != CT_OK)
       return fail_ct(st, o->model);
     /* inputs go where the package runs unless --device says otherwise */
@@ -211,7 +227,6 @@ int load_model(model *t, opts *o) {
   return 0;
 }
 
-
 void inputs_free(inputs *in) {
   size_t i;
   for (i = 0; i < in->n; i++) {
@@ -227,13 +242,17 @@ int make_inputs(inputs *in, const opts *o, int as_values) {
   if (o->seed >= 0) ct_manual_seed((uint64_t)o->seed);
   for (i = 0; i < o->n_inputs; i++) {
     ct_status st;
-    if (make_input(&in->t[i], o->inputs[i], o->dev == CT_DEVICE_KEEP ? CT_DEVICE_CPU : o->dev,
-                   o->idx)) {
+    in->n = i + 1;
+    if (make_input(&in->t[i], &in->v[i], o->inputs[i],
+                   o->dev == CT_DEVICE_KEEP ? CT_DEVICE_CPU : o->dev, o->idx)) {
       inputs_free(in);
       return EXIT_ERROR;
     }
-    in->n = i + 1;
-    if (as_values && (st = ct_value_from_tensor(&in->v[i], in->t[i])) != CT_OK) {
+    if (!in->t[i] && !as_values) {
+      inputs_free(in);
+      return fail("input '%s': a scalar; AOTInductor packages take tensors only", o->inputs[i]);
+    }
+    if (as_values && in->t[i] && (st = ct_value_from_tensor(&in->v[i], in->t[i])) != CT_OK) {
       inputs_free(in);
       return fail_ct(st, o->inputs[i]);
     }
@@ -241,69 +260,76 @@ int make_inputs(inputs *in, const opts *o, int as_values) {
   return 0;
 }
 
-/* Parses the options shared by run and bench. Returns 0, or an exit code. */
+/* Parses the options of run and bench (getopt_long; argv[0] is the command). Returns 0,
+ * -1 for --help, or an exit code. */
 int parse_model_opts(opts *o, const char *cmd, int argc, char **argv, int bench) {
-  int i;
+  static const struct option all[] = {
+      {"method", required_argument, NULL, 'm'}, {"model-name", required_argument, NULL, 'N'},
+      {"device", required_argument, NULL, 'd'}, {"seed", required_argument, NULL, 's'},
+      {"eval", no_argument, NULL, 'e'},         {"timeout", required_argument, NULL, 't'},
+      {"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
+      {"output", required_argument, NULL, 'o'}, /* run only */
+      {"iters", required_argument, NULL, 'i'},  /* bench only, from here on */
+      {"warmup", required_argument, NULL, 'w'}, {"threads", required_argument, NULL, 'T'}};
+  struct option longopts[sizeof all / sizeof all[0] + 1];
+  size_t k, n = 0;
+  int c, li = -1;
+  long v;
+  for (k = 0; k < sizeof all / sizeof all[0]; k++)
+    if (bench ? all[k].val != 'o' : !strchr("iwT", all[k].val)) longopts[n++] = all[k];
+  memset(&longopts[n], 0, sizeof longopts[n]);
   memset(o, 0, sizeof *o);
   o->dev = CT_DEVICE_CPU;
   o->idx = -1;
   o->iters = 100;
   o->warmup = 10;
   o->seed = 0;
-  for (i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    long v;
-#define NEED_VALUE() \
-  if (i + 1 >= argc) return usage_error(cmd, "%s needs a value", a)
-    if (!strcmp(a, "--method") || !strcmp(a, "-m")) {
-      NEED_VALUE();
-      o->method = argv[++i];
-    } else if (!strcmp(a, "--model-name")) {
-      NEED_VALUE();
-      o->model_name = argv[++i];
-    } else if (!strcmp(a, "--device")) {
-      NEED_VALUE();
-      if (!parse_device(argv[++i], &o->dev, &o->idx))
-        return usage_error(cmd, "bad device '%s' (cpu, cuda, cuda:N)", argv[i]);
-      o->device_given = 1;
-    } else if (!strcmp(a, "--seed")) {
-      NEED_VALUE();
-      if (!parse_long(argv[++i], 0, 0x7fffffffL, &v))
-        return usage_error(cmd, "bad seed '%s'", argv[i]);
-      o->seed = v;
-    } else if (!strcmp(a, "--eval")) {
-      o->eval = 1;
-    } else if (!strcmp(a, "--timeout")) {
-      NEED_VALUE();
-      if (!parse_long(argv[++i], 1, 1000000L, &v))
-        return usage_error(cmd, "bad timeout '%s' (whole seconds, 1 or more)", argv[i]);
-      o->timeout = v;
-    } else if (!strcmp(a, "--json") && bench) {
-      o->json = 1;
-    } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && !bench) {
-      NEED_VALUE();
-      if (o->n_outs == MAX_OUTPUTS) return usage_error(cmd, "too many -o");
-      o->outs[o->n_outs++] = argv[++i];
-    } else if (bench &&
-               (!strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--threads"))) {
-      NEED_VALUE();
-      if (!parse_long(argv[++i], !strcmp(a, "--iters") || !strcmp(a, "--threads"), 100000000L, &v))
-        return usage_error(cmd, "bad value '%s' for %s", argv[i], a);
-      if (!strcmp(a, "--iters"))
-        o->iters = v;
-      else if (!strcmp(a, "--warmup"))
-        o->warmup = v;
-      else
-        o->threads = v;
-    } else if (a[0] == '-' && a[1]) {
-      return usage_error(cmd, "unknown option '%s'", a);
-    } else if (!o->model) {
-      o->model = a;
+  optind = 0;
+  while ((c = getopt_long(argc, argv, bench ? ":hm:" : ":hm:o:", longopts, &li)) != -1) {
+    const char *name = li >= 0 ? longopts[li].name : "";
+    li = -1;
+    switch (c) {
+      case 'h': return -1;
+      case 'm': o->method = optarg; break;
+      case 'N': o->model_name = optarg; break;
+      case 'd':
+        if (!parse_device(optarg, &o->dev, &o->idx))
+          return usage_error(cmd, "bad device '%s' (cpu, cuda, cuda:N)", optarg);
+        o->device_given = 1;
+        break;
+      case 's':
+        if (!parse_long(optarg, 0, 0x7fffffffL, &v))
+          return usage_error(cmd, "bad seed '%s'", optarg);
+        o->seed = v;
+        break;
+      case 'e': o->eval = 1; break;
+      case 't':
+        if (!parse_long(optarg, 1, 1000000L, &v))
+          return usage_error(cmd, "bad timeout '%s' (whole seconds, 1 or more)", optarg);
+        o->timeout = v;
+        break;
+      case 'j': o->json = 1; break;
+      case 'o':
+        if (o->n_outs == MAX_OUTPUTS) return usage_error(cmd, "too many -o");
+        o->outs[o->n_outs++] = optarg;
+        break;
+      case 'i':
+      case 'w':
+      case 'T':
+        if (!parse_long(optarg, c != 'w', 100000000L, &v))
+          return usage_error(cmd, "bad value '%s' for --%s", optarg, name);
+        *(c == 'i' ? &o->iters : c == 'w' ? &o->warmup : &o->threads) = v;
+        break;
+      default: return option_error(cmd, c, argv);
+    }
+  }
+  for (; optind < argc; optind++) {
+    if (!o->model) {
+      o->model = argv[optind];
     } else {
       if (o->n_inputs == MAX_INPUTS) return usage_error(cmd, "more than %d inputs", MAX_INPUTS);
-      o->inputs[o->n_inputs++] = a;
+      o->inputs[o->n_inputs++] = argv[optind];
     }
-#undef NEED_VALUE
   }
   if (!o->model) return usage_error(cmd, "no model file given");
   if (is_package(o->model) && (o->method || o->eval))
@@ -330,13 +356,17 @@ const char *inputs_help =
     "MODEL is a TorchScript archive (torch.jit.save) or, when its name ends in .pt2, an\n"
     "AOTInductor package (torch._inductor.aoti_compile_and_package; needs LibTorch >= 2.6,\n"
     "an older LibTorch reports that it is not supported).\n\n"
+    "A torch.save file holds no code: 'inspect' shows it, there is nothing to run.\n\n"
     "INPUTS, one per positional argument of the method, each either\n"
     "  FILE.npy                  a numpy array (little-endian, C order)\n"
     "  SHAPE:DTYPE[:FILL]        a new tensor, e.g. 1x3x224x224:float32, 4:int64:zeros, :float64\n"
-    "                            (empty SHAPE: a scalar); FILL is rand (default; integers\n"
+    "                            (empty SHAPE: a 0-d tensor); FILL is rand (default; integers\n"
     "                            0..9), randn, zeros or ones; the random generator is seeded\n"
     "                            with --seed (default 0)\n"
-    "Model options:\n"
+    "  VALUE:DTYPE               a scalar argument (a TorchScript float, int or bool, not a\n"
+    "                            tensor): 1.5:float64, -2:int64, +3:int64 (a sign: 3:int64 is\n"
+    "                            a shape), True:bool; write '--' before one starting with '-'\n"
+    "Model options (--name=VALUE or --name VALUE):\n"
     "  --method M, -m M          run method M instead of forward (TorchScript only)\n"
     "  --device D                cpu (default), cuda or cuda:N: where the model and inputs go\n"
     "                            (for a package: where the inputs go; default: the package's\n"

@@ -1,30 +1,10 @@
-/* Text, JSON and argument parsing helpers of the `ctorch` command. */
+/* Text, JSON (cJSON) and argument parsing helpers of the `ctorch` command. */
 #include "cli.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c == '\n')
-      fputs("\\n", f);
-    else if (c == '\t')
-      fputs("\\t", f);
-    else if (c < 0x20)
-      fprintf(f, "\\u%04x", c);
-    else
-      fputc(c, f);
-  }
-  fputc('"', f);
-}
 
 void shape_str(char *buf, size_t n, const ct_tensor *t) {
   int64_t d, nd = ct_tensor_ndim(t);
@@ -35,10 +15,78 @@ void shape_str(char *buf, size_t n, const ct_tensor *t) {
   if (used < n) snprintf(buf + used, n - used, "]");
 }
 
-void json_shape(FILE *f, const ct_tensor *t) {
-  char buf[512];
-  shape_str(buf, sizeof buf, t);
-  fputs(buf, f);
+void bytes_str(char *buf, size_t n, size_t bytes) {
+  if (bytes >= 1u << 30)
+    snprintf(buf, n, "%.1f GiB", bytes / 1073741824.0);
+  else if (bytes >= 1u << 20)
+    snprintf(buf, n, "%.1f MiB", bytes / 1048576.0);
+  else if (bytes >= 1u << 10)
+    snprintf(buf, n, "%.1f KiB", bytes / 1024.0);
+  else
+    snprintf(buf, n, "%zu bytes", bytes);
+}
+
+void double_str(char *buf, size_t n, double x, int is_float32) {
+  int prec;
+  if (isnan(x)) {
+    snprintf(buf, n, "nan");
+    return;
+  }
+  if (isinf(x)) {
+    snprintf(buf, n, x > 0 ? "inf" : "-inf");
+    return;
+  }
+  for (prec = 1; prec < 17; prec++) {
+    snprintf(buf, n, "%.*g", prec, x);
+    if (is_float32 ? (float)strtod(buf, NULL) == (float)x : strtod(buf, NULL) == x) break;
+  }
+  if (prec == 17) snprintf(buf, n, "%.17g", x);
+  /* a float reads as one: 2 -> 2.0 (as Python prints it) */
+  if (!strpbrk(buf, ".eni") && strlen(buf) + 3 <= n) strcat(buf, ".0");
+}
+
+void duration_str(char *buf, size_t n, double s) {
+  static const struct {
+    double scale;
+    const char *unit;
+  } units[] = {{1e9, "ns"}, {1e6, "\xc2\xb5s"}, {1e3, "ms"}, {1, "s"}};
+  size_t u = 0;
+  double v;
+  while (u + 1 < sizeof units / sizeof units[0] && s * units[u].scale >= 999.5) u++;
+  v = s * units[u].scale;
+  snprintf(buf, n, v >= 99.95 ? "%.0f %s" : v >= 9.995 ? "%.1f %s" : "%.2f %s", v, units[u].unit);
+}
+
+cJSON *json_int(int64_t v) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%lld", (long long)v);
+  return cJSON_CreateRaw(buf);
+}
+
+cJSON *json_double(double x, int is_float32) {
+  char buf[40];
+  double_str(buf, sizeof buf, x, is_float32);
+  return isfinite(x) ? cJSON_CreateRaw(buf) : cJSON_CreateString(buf);
+}
+
+cJSON *json_shape(const ct_tensor *t) {
+  int64_t d, nd = ct_tensor_ndim(t);
+  cJSON *a = cJSON_CreateArray();
+  for (d = 0; a && d < nd; d++)
+    if (!cJSON_AddItemToArray(a, json_int(ct_tensor_sizes(t)[d]))) {
+      cJSON_Delete(a);
+      return NULL;
+    }
+  return a;
+}
+
+int json_print(cJSON *root) {
+  char *s = root ? cJSON_PrintUnformatted(root) : NULL;
+  cJSON_Delete(root);
+  if (!s) return fail("out of memory while writing JSON");
+  puts(s);
+  cJSON_free(s);
+  return 0;
 }
 
 /* A scalar string value (dict keys, names). Borrowed from v. */
