@@ -61,4 +61,6 @@ function __init__()
     return nothing
 end
 
+include("precompile.jl")   # last: inference of the common methods, cached in the .ji
+
 end # module
