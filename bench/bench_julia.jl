@@ -109,7 +109,40 @@ end
 push!(results, "train step conv net 32x3x32x32 (Adam)" =>
               bench(train_step, 2; samples = 41, floor = floor_fn(:ctb_train_step_ns)))
 
-fmt(ns) = isnan(ns) ? "-" : string(round(ns / 1000; digits = 3), " µs")
+# Start-up, each in a fresh julia process (this one's `using` made the
+# precompile cache): the time `using CTorch` takes, and the time to first
+# forward (from before `using` to the output of a saved model's first forward,
+# copied to an Array: using + load + forward). Median and minimum of 3 runs.
+const STARTUP_CODE = """
+t0 = time_ns()
+using CTorch
+t1 = time_ns()
+m = CTorch.load(ARGS[1])
+y = CTorch.no_grad(() -> m(CTorch.randn(8, 64)))
+A = Array(y)
+t2 = time_ns()
+println(t1 - t0, " ", t2 - t0)
+"""
+function startup_times(model; runs::Int = 3)
+    path = joinpath(mktempdir(), "startup_mlp.pt")
+    C.save(model, path)
+    project = dirname(dirname(pathof(CTorch)))
+    cmd = `$(Base.julia_cmd()) --startup-file=no --project=$project -e $STARTUP_CODE $path`
+    us, fs = Float64[], Float64[]
+    for _ in 1:runs
+        u, f = parse.(Float64, split(read(cmd, String)))
+        push!(us, u); push!(fs, f)
+    end
+    sort!(us); sort!(fs)
+    return (us[(runs + 1) ÷ 2], us[1], NaN), (fs[(runs + 1) ÷ 2], fs[1], NaN)
+end
+let (u, f) = startup_times(m)
+    push!(results, "start-up: using CTorch (fresh process)" => u)
+    push!(results, "start-up: time to first forward (fresh process)" => f)
+end
+
+fmt(ns) = isnan(ns) ? "-" : ns >= 1e8 ? string(round(ns / 1e9; digits = 3), " s") :
+          string(round(ns / 1000; digits = 3), " µs")
 println()
 println(rpad("benchmark", 52), lpad("median", 12), lpad("min", 12), lpad("C++ floor", 12), lpad("ratio", 8))
 println("-"^96)

@@ -33,7 +33,7 @@ function train(steps, scoped)
     w2 = requires_grad!(C.full((128, 10), 0.01; dtype = Float32))
     step() = begin
         y = C.ops.aten.mm(C.ops.aten.relu(C.ops.aten.mm(xb, w1)), w2)
-        loss = C.ops.aten.mean(y * y)
+        loss = C.ops.aten.mean(y .* y)
         backward(loss)
         C.no_grad() do
             for w in (w1, w2)

@@ -40,8 +40,8 @@ function g(x::Tensor)                                 # output allocated by torc
 end
 
 f!(unsafe_array(t))                                   # torch sees the change
-@assert C.item(sum(t)) == 2 * sum(0:23)
-println("f! doubled the tensor in place: sum = ", C.item(sum(t)))
+@assert sum(t) == 2 * sum(0:23)                       # a reduction is a number, as for arrays
+println("f! doubled the tensor in place: sum = ", sum(t))
 
 # As autograd functions: forward and backward are Julia code over zero-copy arrays.
 const Double = AutogradFunction(
@@ -67,14 +67,14 @@ const LeakyReLU = AutogradFunction(
 
 x = requires_grad!(Tensor(Float32[-2, -1, 0.5, 3]))
 y = LeakyReLU(Double(x))
-loss = sum(y * y)
+loss = ops.aten.sum(y .* y)                           # a 0-dim tensor to differentiate
 backward(loss)
 println("x = ", Array(x), "\ny = ", Array(y), "\ndloss/dx = ", Array(grad(x)))
 # check against the same computation with torch ops
 x2 = requires_grad!(Tensor(Float32[-2, -1, 0.5, 3]))
 d = x2 * 2
 y2 = ops.aten.leaky_relu(d, 0.1)
-backward(sum(y2 * y2))
+backward(ops.aten.sum(y2 .* y2))
 @assert isapprox(grad(x), grad(x2); rtol = 1e-5)
 println("gradients match torch's own ops")
 

@@ -69,9 +69,9 @@ end
 function build_model(gen)
     m = ScriptModule("ConvNet")
     params = Tensor[]
-    for (name, shape, s) in (("conv_w", [8, 1, 3, 3], 0.3), ("conv_b", [8], 0.3),
-                             ("fc_w", [4, 128], 0.1), ("fc_b", [4], 0.1))
-        w = ops.aten.randn(shape; generator = gen) * s
+    for (name, shape, s) in (("conv_w", [8, 1, 3, 3], 0.3f0), ("conv_b", [8], 0.3f0),
+                             ("fc_w", [4, 128], 0.1f0), ("fc_b", [4], 0.1f0))
+        w = ops.aten.randn(shape; generator = gen) * s   # Float32 scale: stays Float32
         C.register_parameter!(m, name, w)
         push!(params, C.getattr(m, name))
     end

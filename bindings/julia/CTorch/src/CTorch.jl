@@ -38,6 +38,7 @@ include("arrays.jl")
 include("show.jl")
 include("values.jl")
 include("ops.jl")
+include("broadcast.jl")
 include("module.jl")
 include("autograd.jl")
 include("package.jl")
@@ -59,5 +60,7 @@ function __init__()
     _LOADED[] = true
     return nothing
 end
+
+include("precompile.jl")   # last: inference of the common methods, cached in the .ji
 
 end # module

@@ -300,25 +300,4 @@ function Base.reshape(t::Tensor{T,N}, dims::Dims) where {T,N}
 end
 Base.vec(t::Tensor) = reshape(t, (length(t),))
 
-# Broadcasting: a Tensor argument makes the result a Tensor.
-struct TensorStyle <: Broadcast.AbstractArrayStyle{Any} end
-TensorStyle(::Val) = TensorStyle()
-Base.BroadcastStyle(::Type{<:Tensor}) = TensorStyle()
-Base.BroadcastStyle(::TensorStyle, ::Broadcast.DefaultArrayStyle) = TensorStyle()
-
-function Base.similar(bc::Broadcast.Broadcasted{TensorStyle}, ::Type{S}) where {S}
-    S <: TorchElType || return similar(Array{S}, axes(bc))
-    return empty(S, map(length, axes(bc)))
-end
-
-# The same broadcast over the tensors' zero-copy views (callers keep the
-# tensors alive: they are referenced by `bc`).
-_over_views(bc::Broadcast.Broadcasted{S}) where {S} =
-    Broadcast.Broadcasted{S}(bc.f, map(_over_views, bc.args), bc.axes)
-_over_views(t::Tensor) = torch_view(t)
-_over_views(x) = x
-
-Base.copyto!(dest::Tensor, bc::Broadcast.Broadcasted{Nothing}) =
-    (GC.@preserve dest bc copyto!(torch_view(dest), _over_views(bc)); dest)
-Base.copyto!(dest::AbstractArray, bc::Broadcast.Broadcasted{TensorStyle}) =
-    (GC.@preserve dest bc copyto!(_over_views(dest), _over_views(convert(Broadcast.Broadcasted{Nothing}, bc))); dest)
+# Broadcasting (`t .+ v`, `f.(t)`, `t .= ...`): broadcast.jl.

@@ -205,7 +205,14 @@ Every registered operator as "ns::name" or "ns::name.overload".
 """
 list_ops() = from_value(@_newvalue ct_op_list(out))
 
-# --- Julia operators on Tensor (torch semantics: elementwise, broadcasting) ----------
+# --- Julia operators on Tensor: Julia's array semantics --------------------------------
+#
+# As for `Array` (bindings/julia/README.md, "Operators"): `+`/`-` need equal
+# shapes, `*` is the matrix product (and scaling by a number), `^` the matrix
+# power, reductions without `dims` give numbers, `==` compares whole tensors.
+# Elementwise work is the `.`-forms (broadcasting, arrays.jl). Result element
+# types follow Julia's promotion (a Float32 tensor times 2.5 is Float64, as for
+# an Array). Everything runs as torch ops and records autograd.
 
 # Resolved on first use (after __init__ loaded the library). Single overloads
 # (".default" for the unnamed one): no overload resolution per call, and
@@ -226,56 +233,92 @@ const _ADD_T = LazyOp("aten::add.Tensor")
 const _ADD_S = LazyOp("aten::add.Scalar")
 const _SUB_T = LazyOp("aten::sub.Tensor")
 const _SUB_S = LazyOp("aten::sub.Scalar")
-const _RSUB_S = LazyOp("aten::rsub.Scalar")
 const _MUL_T = LazyOp("aten::mul.Tensor")
 const _MUL_S = LazyOp("aten::mul.Scalar")
 const _DIV_T = LazyOp("aten::div.Tensor")
 const _DIV_S = LazyOp("aten::div.Scalar")
-const _RECIP = LazyOp("aten::reciprocal.default")
 const _NEG = LazyOp("aten::neg.default")
 const _POW_TT = LazyOp("aten::pow.Tensor_Tensor")
 const _POW_TS = LazyOp("aten::pow.Tensor_Scalar")
-const _POW_ST = LazyOp("aten::pow.Scalar")
 const _MATMUL = LazyOp("aten::matmul.default")
+const _MM = LazyOp("aten::mm.default")
+const _MV = LazyOp("aten::mv.default")
+const _MATRIX_POWER = LazyOp("aten::matrix_power.default")
+const _T = LazyOp("aten::t.default")
 const _SUM = LazyOp("aten::sum.default")
 const _MEAN = LazyOp("aten::mean.default")
+const _PROD = LazyOp("aten::prod.default")
+const _MAX = LazyOp("aten::max.default")
+const _MIN = LazyOp("aten::min.default")
 
-# Each operator is defined for Tensor and again for 1-/2-dimensional tensors,
-# so that it is more specific than LinearAlgebra's matrix methods (`*`, `/`,
-# `^`, `exp`, `sin`, ... of an AbstractMatrix), which it replaces.
-const _T1or2 = (:Tensor, :(Tensor{<:Any,1}), :(Tensor{<:Any,2}))
-for A in _T1or2, B in _T1or2
-    @eval begin
-        Base.:+(a::$A, b::$B) = _t(_ADD_T, a, b)
-        Base.:-(a::$A, b::$B) = _t(_SUB_T, a, b)
-        Base.:*(a::$A, b::$B) = _t(_MUL_T, a, b)
-        Base.:/(a::$A, b::$B) = _t(_DIV_T, a, b)
-        Base.:^(a::$A, b::$B) = _t(_POW_TT, a, b)
+# `t` with element type S (Julia's promotion result); `t` itself when it has it.
+@inline _with_eltype(t::Tensor{T}, ::Type{S}) where {T,S} = T === S ? t : to(t, S)
+
+@noinline _shape_error(a, b) = throw(DimensionMismatch(
+    "dimensions must match: a has dims $(axes(a)), b has dims $(axes(b)) (use .+ / .- to broadcast)"))
+
+# `+` and `-` as for Julia arrays: equal shapes (Julia's promote_shape, which
+# also accepts trailing singleton dimensions, then broadcasting).
+for (f, op) in ((:+, :_ADD_T), (:-, :_SUB_T))
+    @eval function Base.$f(a::Tensor{A,N}, b::Tensor{B,N}) where {A,B,N}
+        size(a) == size(b) || _shape_error(a, b)
+        S = Base.promote_op($f, A, B)
+        return _t($op, _with_eltype(a, S), _with_eltype(b, S))
+    end
+    @eval function Base.$f(a::Tensor, b::Tensor)
+        Base.promote_shape(axes(a), axes(b))       # DimensionMismatch as for arrays
+        return broadcast($f, a, b)
     end
 end
-for A in _T1or2
-    @eval begin
-        Base.:+(a::$A, b::Real) = _t(_ADD_S, a, b)
-        Base.:+(a::Real, b::$A) = _t(_ADD_S, b, a)
-        Base.:-(a::$A, b::Real) = _t(_SUB_S, a, b)
-        Base.:-(a::Real, b::$A) = _t(_RSUB_S, b, a)
-        Base.:*(a::$A, b::Real) = _t(_MUL_S, a, b)
-        Base.:*(a::Real, b::$A) = _t(_MUL_S, b, a)
-        Base.:/(a::$A, b::Real) = _t(_DIV_S, a, b)
-        Base.:/(a::Real, b::$A) = _t(_MUL_S, _t(_RECIP, b), a)
-        Base.:^(a::$A, b::Real) = _t(_POW_TS, a, b)
-        Base.:^(a::$A, b::Integer) = _t(_POW_TS, a, b)   # literal powers (x^2)
-        Base.:^(a::Real, b::$A) = _t(_POW_ST, a, b)
-        Base.:-(a::$A) = _t(_NEG, a)
-        Base.:+(a::$A) = a
-    end
+Base.:-(a::Tensor{T}) where {T} = _t(_NEG, _with_eltype(a, Base.promote_op(-, T)))
+Base.:+(a::Tensor) = a
+
+# Scaling by a number (as `Array * Number`), with Julia's element type.
+for (f, op) in ((:*, :_MUL_S), (:/, :_DIV_S))
+    @eval Base.$f(a::Tensor{T}, b::Real) where {T} = _t($op, _with_eltype(a, Base.promote_op($f, T, typeof(b))), b)
 end
+Base.:*(a::Real, b::Tensor{T}) where {T} = _t(_MUL_S, _with_eltype(b, Base.promote_op(*, typeof(a), T)), a)
+Base.:\(a::Real, b::Tensor) = b / a
+
+# The matrix product, as for Julia's matrices and vectors (`Array(a) * Array(b)`).
+_prod_eltype(::Type{A}, ::Type{B}) where {A,B} = typeof(zero(A) * zero(B) + zero(A) * zero(B))
+@noinline _matmul_error(a, b) = throw(DimensionMismatch(
+    "matrix A has dimensions $(size(a)), matrix B has dimensions $(size(b))"))
+function Base.:*(a::Tensor{A,2}, b::Tensor{B,2}) where {A,B}
+    size(a, 2) == size(b, 1) || _matmul_error(a, b)
+    S = _prod_eltype(A, B)
+    return _t(_MM, _with_eltype(a, S), _with_eltype(b, S))
+end
+function Base.:*(a::Tensor{A,2}, b::Tensor{B,1}) where {A,B}
+    size(a, 2) == size(b, 1) || _matmul_error(a, b)
+    S = _prod_eltype(A, B)
+    return _t(_MV, _with_eltype(a, S), _with_eltype(b, S))
+end
+# A vector is an n×1 matrix (Julia: vector * 1×m matrix = n×m).
+Base.:*(a::Tensor{A,1}, b::Tensor{B,2}) where {A,B} = reshape(a, (length(a), 1)) * b
+
+"""
+    a^n
+
+The matrix power of a square matrix (`torch.linalg.matrix_power`), as `A^n`
+for a Julia matrix; elementwise powers are `a .^ n`.
+"""
+function Base.:^(a::Tensor{T,2}, n::Integer) where {T}
+    size(a, 1) == size(a, 2) || throw(DimensionMismatch("matrix is not square: dimensions are $(size(a))"))
+    return call_tensor(_op(_MATRIX_POWER), a, Int(n))
+end
+
+# Transposes are torch views (`t.t()`), so `t'` is a Tensor sharing memory.
+Base.adjoint(t::Tensor{<:Real,2}) = _t(_T, t)
+Base.transpose(t::Tensor{<:Real,2}) = _t(_T, t)
+Base.adjoint(t::Tensor{<:Real,1}) = reshape(t, (1, length(t)))
+Base.transpose(t::Tensor{<:Real,1}) = reshape(t, (1, length(t)))
 
 """
     matmul(a, b)
 
-`torch.matmul` (matrix product with torch's broadcasting rules). `a * b` on
-tensors is elementwise, as in torch.
+`torch.matmul` (matrix product with torch's broadcasting rules over batch
+dimensions). For matrices and vectors it equals `a * b` (Julia's `*`).
 """
 matmul(a::Tensor, b::Tensor) = _t(_MATMUL, a, b)
 
@@ -286,27 +329,49 @@ function _torch_dims(t::Tensor, dims)
     return Int64[(1 <= d <= n ? d - 1 : throw(ArgumentError("dims: dimension $d out of range 1:$n"))) for d in ds]
 end
 
+@noinline _empty_reduction(f) = throw(ArgumentError("reducing over an empty collection is not allowed ($f of an empty Tensor)"))
+
+# The number a 0-dim result holds, freeing the result at once.
+function _number(r::Tensor)
+    x = item(r)
+    free!(r)
+    return x
+end
+
 """
     sum(t::Tensor; dims=:)
+    prod(t; dims=:), maximum(t; dims=:), minimum(t; dims=:), CTorch.mean(t; dims=:)
 
-Sum of all elements (a 0-dim tensor, `t[]` is the number), or over the
-dimensions `dims` (1-based, as for Julia arrays), which are kept with size 1
-as Julia's `sum` does. Records autograd.
+As for Julia arrays: without `dims`, a number (`torch.sum(t).item()`); with
+`dims` (1-based, an Int, a tuple or a range) a Tensor keeping those
+dimensions with size 1. The element type is Julia's (torch's agree: integer
+sums and products are Int64). For a tensor to differentiate (a loss), use the
+op: `ops.aten.sum(t)`.
 """
 function Base.sum(t::Tensor; dims = :)
-    dims === Colon() && return _t(_SUM, t)
+    dims === Colon() && return _number(_t(_SUM, t))
     return ops.aten.var"sum.dim_IntList"(t, _torch_dims(t, dims); keepdim = true)::Tensor
 end
-"`CTorch.mean(t; dims=:)`: like `sum`, the mean."
-function mean(t::Tensor; dims = :)
-    dims === Colon() && return _t(_MEAN, t)
-    return ops.aten.var"mean.dim"(t, _torch_dims(t, dims); keepdim = true)::Tensor
-end
-
-for f in (:abs, :exp, :log, :sqrt, :sin, :cos, :tanh)
-    l = Symbol("_", uppercase(string(f)))
-    @eval const $l = LazyOp($("aten::" * string(f) * ".default"))
-    for A in (:Tensor, :(Tensor{<:Any,2}), :(Tensor{<:Real,2}))
-        @eval Base.$f(t::$A) = _t($l, t)
+function Base.prod(t::Tensor; dims = :)
+    dims === Colon() && return _number(_t(_PROD, t))
+    r = t
+    for d in _torch_dims(t, dims)   # torch's prod takes one dim at a time
+        r = ops.aten.var"prod.dim_int"(r, d; keepdim = true)::Tensor
     end
+    return r === t ? clone(t) : r
+end
+for (f, all1, dimop) in ((:maximum, :_MAX, "amax"), (:minimum, :_MIN, "amin"))
+    @eval function Base.$f(t::Tensor; dims = :)
+        if dims === Colon()
+            length(t) == 0 && _empty_reduction($(string(f)))
+            return _number(_t($all1, t))
+        end
+        return op($("aten::" * dimop * ".default"))(t, _torch_dims(t, dims); keepdim = true)::Tensor
+    end
+end
+"`CTorch.mean(t; dims=:)`: like `sum`, the mean (a number, or a Tensor keeping `dims`)."
+function mean(t::Tensor{T}; dims = :) where {T}
+    t = _with_eltype(t, typeof(zero(T) / 1))     # integers: Float64, as Julia's mean
+    dims === Colon() && return _number(_t(_MEAN, t))
+    return ops.aten.var"mean.dim"(t, _torch_dims(t, dims); keepdim = true)::Tensor
 end

@@ -16,11 +16,12 @@ memory (no copy). [`unsafe_array`](@ref) is the one exception: the raw memory
 as a plain `Array`, dimensions reversed.
 
 Array functions (`size`, indexing, `reshape`, `vec`, `sum(t; dims)`, `Array`,
-`collect`) behave as for Julia arrays in that index order (`reshape` is
-column-major as in Julia; torch's row-major one is `ops.aten.reshape`).
-Arithmetic operators follow torch and record autograd: `+ - * / ^` are
-elementwise with torch's broadcasting (`*` is `torch.mul`; [`matmul`](@ref) is
-the matrix product).
+`collect`) and operators behave as for Julia arrays in that index order
+(`reshape` is column-major as in Julia; torch's row-major one is
+`ops.aten.reshape`): `*` is the matrix product, `+`/`-` need equal shapes,
+the `.`-forms broadcast with Julia's rules, reductions without `dims` are
+numbers, `==` is one Bool. All of them run as torch ops and record autograd
+(bindings/julia/README.md, "Operators").
 """
 Tensor
 
