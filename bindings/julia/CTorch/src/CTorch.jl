@@ -3,8 +3,8 @@
 
 Julia binding of libctorch, the stable C interface to LibTorch: tensors with
 zero-copy array views in both index orders, Julia arrays as tensors without a
-copy, TorchScript models, every torch operator by name, and custom autograd
-functions written in Julia.
+copy, TorchScript models, every torch operator by name, custom autograd
+functions and operators in torch's dispatcher (`CTorch.Library`) written in Julia.
 
 A CPU `Tensor` is an `AbstractArray` in torch's index order (`size(t)` is
 torch's shape, `t[i,j]` is torch's `t[i-1,j-1]`).
@@ -41,6 +41,7 @@ include("ops.jl")
 include("broadcast.jl")
 include("module.jl")
 include("autograd.jl")
+include("oplibrary.jl")
 include("package.jl")
 include("runtime.jl")
 include("optim.jl")
@@ -57,6 +58,7 @@ function __init__()
     _load_library!() || return   # also checks the ABI version
     _resolve_symbols!() || return
     _init_callbacks!()
+    _init_op_callbacks!()
     _LOADED[] = true
     return nothing
 end

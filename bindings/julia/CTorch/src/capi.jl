@@ -59,5 +59,6 @@ const UNBOUND = Dict{String,String}(
         "ct_tensor_from_blob_queued (the release queue) instead",
     "ct_op_register" =>
         "the kernel is a C callback that TorchScript may run on its own (inter-op) threads, " *
-        "which Julia before 1.9 cannot be entered from; register custom ops in C/C++ and " *
-        "load them with CTorch.load_library")
+        "which Julia before 1.9 cannot be entered from, and it can never be removed; use " *
+        "CTorch.Library (ct_library_* with CT_KERNEL_SAME_THREAD) for operators with Julia " *
+        "kernels, or register C/C++ ops and load them with CTorch.load_library")

@@ -1088,6 +1088,7 @@ end
 
 
 include("operators.jl")
+include("oplibrary.jl")
 include("package.jl")
 
 end # testset CTorch

@@ -1,0 +1,333 @@
+# Operators in torch's dispatcher with kernels written in Julia (ct_library_*):
+# the Julia counterpart of torch.library.Library.
+#
+# Threads. Every kernel is registered with CT_KERNEL_SAME_THREAD: libctorch
+# calls it only on the OS thread that registered it, and a call from any
+# other thread (TorchScript's fork, CUDA autograd's device threads, another
+# Julia thread) fails with CT_ERR_NOT_SUPPORTED before Julia is entered
+# (Julia before 1.9 cannot be entered from a thread it did not start).
+#
+# Rooting. No closure crosses into C. Each kernel's state (the Julia function)
+# is kept in `_ROOTS` (arrays.jl) under a numeric id, and also in the
+# `Library`. ctorch gets, as the kernel's ctx, a one-element marker tensor
+# whose memory holds that id (ct_tensor_from_blob_queued); the kernel's
+# `destroy` is the C function ct_tensor_free. So destroy never runs Julia code,
+# whichever thread it runs on (ct_library_free, or the last autograd node that
+# used the kernel dying later): freeing the marker puts the id on ctorch's
+# release queue, and Julia un-roots the state when it polls the queue (in
+# `close(lib)`, on every registration, in `CTorch.release_unused!()`, ...).
+
+mutable struct _KernelState
+    f::Any
+    name::String            # "myjl::softsign (CPU)", for error messages
+    idbuf::Vector{Int64}    # memory of the marker tensor: holds our id
+end
+
+"""
+    CTorch.Library(ns)
+
+A registration scope for operators of namespace `ns` in torch's dispatcher
+(`ct_library_new`), as `torch.library.Library(ns, "DEF")` in PyTorch. Define
+operators with [`CTorch.define`](@ref), give them Julia kernels with
+[`CTorch.impl`](@ref) and an autograd formula with
+[`CTorch.impl_autograd`](@ref); call them as `CTorch.ops.ns.name(args...)`,
+from TorchScript models (loaded after the definition) and through every
+other ctorch path that calls operators by name.
+
+`close(lib)` (or `free!(lib)`) removes everything the library registered
+(`ct_library_free`): later calls of its operators throw a `CTorchError`
+(`CT_ERR_NOT_FOUND`, "... was removed"). The finalizer does the same when the
+library is garbage-collected, so keep the `Library` referenced (e.g. in a
+`const`) for as long as its operators are used.
+
+Kernels run on the Julia thread that registered them, and only there (see
+[`CTorch.impl`](@ref)).
+
+```julia
+lib = CTorch.Library("myjl")
+CTorch.define(lib, "softsign(Tensor x) -> Tensor")
+CTorch.impl(lib, "softsign", :CPU) do x
+    y = CTorch.empty_like(x)
+    xa, ya = unsafe_array(x), unsafe_array(y)      # zero-copy views
+    @inbounds for i in eachindex(xa, ya)
+        ya[i] = xa[i] / (1 + abs(xa[i]))
+    end
+    y
+end
+CTorch.impl(lib, "softsign", :Meta) do x          # shapes only
+    CTorch.empty_like(x)
+end
+CTorch.impl_autograd(lib, "softsign") do args, result, grads
+    x, = args
+    grads[1] ./ (1 .+ abs.(x)) .^ 2                # one gradient per argument
+end
+y = CTorch.ops.myjl.softsign(CTorch.randn(3))
+```
+"""
+mutable struct Library
+    ptr::Ptr{Cvoid}
+    ns::String
+    kernels::Vector{_KernelState}   # also rooted in _ROOTS until ctorch lets go
+    defined::Vector{String}
+    function Library(ns::AbstractString)
+        out = Ref{Ptr{Cvoid}}(C_NULL)
+        check(ct_library_new(out, String(ns)))
+        lib = new(out[], String(ns), _KernelState[], String[])
+        finalizer(_finalize, lib)
+        return lib
+    end
+end
+
+# Pure C, non-yielding: safe in a finalizer. Kernel destroys are
+# ct_tensor_free (see above), so no Julia code runs inside.
+function _finalize(lib::Library)
+    p = lib.ptr
+    lib.ptr = C_NULL
+    ct_library_free(p)
+    return nothing
+end
+
+function _forget_cached_ops(ns::String)
+    lock(_OP_LOCK) do
+        for k in collect(keys(_OP_CACHE))
+            startswith(k, ns * "::") && delete!(_OP_CACHE, k)
+        end
+        s = Symbol(ns)
+        for k in collect(keys(_OP_CACHE_NS))
+            k[1] === s && delete!(_OP_CACHE_NS, k)
+        end
+    end
+end
+
+"""
+    close(lib::CTorch.Library)
+
+Removes every operator and kernel `lib` registered (`ct_library_free`) and
+un-roots its Julia kernels (those still used by a live autograd graph are
+un-rooted once that graph is gone). Closing twice is allowed.
+"""
+function Base.close(lib::Library)
+    was_open = lib.ptr != C_NULL
+    _finalize(lib)
+    empty!(lib.kernels)
+    if was_open
+        _forget_cached_ops(lib.ns)
+        _poll_release_queue()
+    end
+    return nothing
+end
+free!(lib::Library) = close(lib)
+isfreed(lib::Library) = lib.ptr == C_NULL
+Base.isopen(lib::Library) = lib.ptr != C_NULL
+Base.unsafe_convert(::Type{Ptr{Cvoid}}, lib::Library) =
+    (p = lib.ptr; p == C_NULL && _freed_error("Library"); p)
+Base.show(io::IO, lib::Library) =
+    print(io, "CTorch.Library(\"", lib.ns, "\"", isopen(lib) ? "" : ", closed", ")")
+
+"""
+    CTorch.define(lib, schema; tags=String[])
+
+Defines an operator (`ct_library_define`): `"softsign(Tensor x) -> Tensor"`
+(the library's namespace is added) or `"myjl::softsign(...)"`. `tags`:
+names of `torch.Tag` values. Throws a `CTorchError` (`CT_ERR_INVALID_ARGUMENT`)
+for a bad schema, another namespace, or a name that is already defined.
+"""
+function define(lib::Library, schema::AbstractString; tags = String[])
+    ts = String[String(t) for t in tags]
+    ptrs = Ptr{UInt8}[pointer(t) for t in ts]
+    GC.@preserve ts ptrs lib begin
+        check(ct_library_define(lib, String(schema), isempty(ptrs) ? Ptr{Ptr{UInt8}}(C_NULL) : pointer(ptrs),
+                                length(ptrs)))
+    end
+    push!(lib.defined, String(schema))
+    return nothing
+end
+
+# Roots `state` and makes the marker tensor that ctorch gets as ctx.
+function _kernel_ctx(state::_KernelState)
+    _poll_release_queue()
+    id = _root!(state)
+    state.idbuf[1] = Int64(id)
+    marker = Ref{Ptr{Cvoid}}(C_NULL)
+    sizes = Int64[1]
+    st = GC.@preserve state sizes ct_tensor_from_blob_queued(marker, pointer(state.idbuf), sizes, 1, C_NULL,
+                                                             CT_INT64, CT_DEVICE_CPU, Int32(-1), Ptr{Cvoid}(id))
+    if st != CT_OK
+        _unroot!(id)
+        _throw_last_error(st)
+    end
+    return marker[]
+end
+
+function _register_kernel(lib::Library, state::_KernelState, register)
+    lib.ptr == C_NULL && _freed_error("Library")
+    marker = _kernel_ctx(state)
+    # The library owns the marker from here on: on failure ctorch already
+    # called destroy (ct_tensor_free), which queued the id.
+    st = GC.@preserve lib register(marker, _c_address(:ct_tensor_free))
+    if st != CT_OK
+        msg = unsafe_string(ct_last_error())
+        _poll_release_queue()
+        throw(CTorchError(st, msg))
+    end
+    push!(lib.kernels, state)
+    return nothing
+end
+
+_key_string(key::Symbol) = String(key)
+_key_string(key::AbstractString) = String(key)
+
+"""
+    CTorch.impl(f, lib, name, key)
+
+Gives operator `name` (`"softsign"`, `"softsign.overload"` or
+`"myjl::softsign"`) a kernel written in Julia for dispatch key `key`: `:CPU`,
+`:CUDA`, `:Meta` (inputs and output are meta tensors: compute the shape
+only), `:CompositeExplicitAutograd` or `:CompositeImplicitAutograd`
+(`ct_library_impl`). Use the `do` form:
+
+```julia
+CTorch.impl(lib, "softsign", :CPU) do x
+    ...
+end
+```
+
+`f` gets the operator's arguments in schema order as Julia values (`Tensor`,
+numbers, `nothing`, vectors..., defaults filled in; tensors are new handles to
+the caller's tensors, no copy: `unsafe_array(x)` views their memory) and
+returns the result: a `Tensor` (allocate it with `CTorch.empty_like` and
+fill it, or compute it with CTorch operations), a tuple for several results,
+`nothing` for none. Returning a plain Julia `Array` is an error: wrap it
+with `CTorch.tensor(A)` (copy) or `Tensor(A)` (zero-copy).
+
+An exception thrown by `f` does not unwind through C: the call of the
+operator throws a `CTorchError` (`CT_ERR_CALLBACK`) whose message contains the
+Julia exception.
+
+Threads: the kernel is registered with `CT_KERNEL_SAME_THREAD`. It runs on the
+thread that registered it, which covers eager calls (`ops.ns.name(...)`),
+TorchScript models without `fork`, and CPU autograd; a call from any other
+thread (another Julia thread, TorchScript's `fork`, CUDA autograd) throws
+`CT_ERR_NOT_SUPPORTED` without entering Julia.
+"""
+function impl(f, lib::Library, name::AbstractString, key::Union{Symbol,AbstractString})
+    k = _key_string(key)
+    q = occursin("::", name) ? String(name) : string(lib.ns, "::", name)
+    state = _KernelState(f, "$q ($k kernel)", Int64[0])
+    _register_kernel(lib, state, (ctx, destroy) ->
+        ct_library_impl(lib, String(name), k, _OPK_CFUNC[], ctx, destroy, CT_KERNEL_SAME_THREAD))
+    return nothing
+end
+
+"""
+    CTorch.impl_autograd(backward, lib, name)
+
+Gives operator `name` an autograd formula (`ct_library_impl_autograd`): the
+forward runs the operator's device kernel, and when an input requires grad
+the result gets a graph node (named `"ns::name"`) whose backward calls
+
+```julia
+CTorch.impl_autograd(lib, "softsign") do args, result, grads
+    ...   # return one gradient per argument
+end
+```
+
+with `args` the forward's arguments (a tuple, tensors detached), `result` its
+result (a `Tensor`, or a tuple when the operator returns several) and `grads`
+a tuple with one incoming gradient per result (`nothing` where torch has
+none). It returns one gradient per argument, as a tuple or vector (`nothing`
+for an argument without one; entries for non-tensor arguments are ignored),
+or, for a one-argument operator, the gradient itself. Each gradient has its
+argument's shape. The operator's returns must all be tensors.
+
+The backward runs inside `CTorch.backward` / `CTorch.autograd_grad` on the
+calling thread for CPU tensors; for CUDA tensors torch runs it on its device
+thread, where the call fails with `CT_ERR_NOT_SUPPORTED` (same-thread kernel,
+see [`CTorch.impl`](@ref)). Errors thrown by `backward` come back as a
+`CTorchError` (`CT_ERR_CALLBACK`) from the backward call.
+"""
+function impl_autograd(backward, lib::Library, name::AbstractString)
+    q = occursin("::", name) ? String(name) : string(lib.ns, "::", name)
+    state = _KernelState(backward, "$q (autograd backward)", Int64[0])
+    _register_kernel(lib, state, (ctx, destroy) ->
+        ct_library_impl_autograd(lib, String(name), _OPB_CFUNC[], ctx, destroy, CT_KERNEL_SAME_THREAD))
+    return nothing
+end
+
+# ---- trampolines -------------------------------------------------------------------
+
+function _kernel_state(ctx::Ptr{Cvoid})
+    id = UInt(unsafe_load(Ptr{Int64}(ct_tensor_data_ptr(ctx))))
+    return lock(_ROOTS_LOCK) do
+        _ROOTS[id]::_KernelState
+    end
+end
+
+_borrowed_values(vals::Ptr{Ptr{Cvoid}}, n::Csize_t) =
+    Any[from_value(unsafe_load(vals, i); own = false) for i in 1:Int(n)]
+
+function _kernel_failed(state, e)
+    what = state === nothing ? "Julia kernel" : state.name
+    msg = try
+        "Julia exception in $what: " * sprint(showerror, e)
+    catch
+        "Julia exception in $what (message unavailable)"
+    end
+    return ct_set_error(CT_ERR_CALLBACK, replace(msg, '\0' => ' '))
+end
+
+function _op_kernel_trampoline(ctx::Ptr{Cvoid}, args::Ptr{Ptr{Cvoid}}, n::Csize_t,
+                               out::Ptr{Ptr{Cvoid}})::Int32
+    state = nothing
+    try
+        unsafe_store!(out, C_NULL)
+        state = _kernel_state(ctx)
+        res = state.f(_borrowed_values(args, n)...)
+        res isa AbstractArray && !(res isa Tensor) &&
+            throw(ArgumentError("the kernel returned a $(typeof(res)); return a Tensor " *
+                                "(CTorch.tensor(A) copies an Array, Tensor(A) wraps it)"))
+        unsafe_store!(out, _new_value(res))
+        return CT_OK
+    catch e
+        return _kernel_failed(state, e)
+    end
+end
+
+function _op_backward_trampoline(ctx::Ptr{Cvoid}, args::Ptr{Ptr{Cvoid}}, n_args::Csize_t,
+                                 result::Ptr{Cvoid}, grads::Ptr{Ptr{Cvoid}}, n_out::Csize_t,
+                                 grad_inputs::Ptr{Ptr{Cvoid}})::Int32
+    state = nothing
+    try
+        state = _kernel_state(ctx)
+        xs = Tuple(_borrowed_values(args, n_args))
+        r = from_value(result; own = false)
+        gs = Tuple(_borrowed_tensors(grads, n_out))
+        res = state.f(xs, r, gs)
+        gins = (n_args == 1 && (res isa Tensor || res === nothing)) ? (res,) : Tuple(res)
+        length(gins) == n_args ||
+            throw(ArgumentError("backward returned $(length(gins)) gradients, expected $(Int(n_args)) " *
+                                "(one per argument)"))
+        for i in 1:Int(n_args)
+            xs[i] isa Tensor || continue
+            g = gins[i]
+            g === nothing || g isa Tensor ||
+                throw(ArgumentError("gradient $i is a $(typeof(g)); expected a Tensor or nothing"))
+            _store_new_handle!(grad_inputs, i, g)
+        end
+        return CT_OK
+    catch e
+        return _kernel_failed(state, e)
+    end
+end
+
+const _OPK_CFUNC = Ref{Ptr{Cvoid}}(C_NULL)
+const _OPB_CFUNC = Ref{Ptr{Cvoid}}(C_NULL)
+
+function _init_op_callbacks!()
+    _OPK_CFUNC[] = @cfunction(_op_kernel_trampoline, Int32,
+                              (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}))
+    _OPB_CFUNC[] = @cfunction(_op_backward_trampoline, Int32,
+                              (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t,
+                               Ptr{Ptr{Cvoid}}))
+    return nothing
+end

@@ -1,0 +1,285 @@
+# Operators in torch's dispatcher with Julia kernels (CTorch.Library,
+# ct_library_*): values, meta, autograd against finite differences, errors,
+# freeing, and a saved TorchScript model whose forward calls the Julia kernel.
+# Included by runtests.jl; also runs on its own:
+#   scripts/julia bindings/julia/CTorch/test/oplibrary.jl
+
+if !@isdefined(C)
+    using Test, CTorch
+    const C = CTorch
+end
+
+softsign_ref(x) = x / (1 + abs(x))
+softsign_grad_ref(x) = 1 / (1 + abs(x))^2
+
+# The CPU kernel: zero-copy views of the input and of a torch-owned output.
+function softsign_kernel!(y::AbstractArray, x::AbstractArray)
+    @inbounds for i in eachindex(x, y)
+        y[i] = x[i] / (1 + abs(x[i]))
+    end
+    return y
+end
+
+# Kernel calls counted per key.
+const OPLIB_CALLS = Dict{Symbol,Int}()
+_count!(k) = (OPLIB_CALLS[k] = get(OPLIB_CALLS, k, 0) + 1)
+
+# Registers softsign (CPU, Meta, autograd) and scale_mul(x, y, a) = a*x*y + y
+# (CPU kernel through CTorch ops, autograd with one gradient per argument).
+function oplib_register!(lib)
+    C.define(lib, "softsign(Tensor x) -> Tensor")
+    C.impl(lib, "softsign", :CPU) do x
+        _count!(:cpu)
+        y = C.empty_like(x)
+        softsign_kernel!(unsafe_array(y), unsafe_array(x))
+        y
+    end
+    C.impl(lib, "softsign", :Meta) do x
+        _count!(:meta)
+        C.empty_like(x)
+    end
+    C.impl_autograd(lib, "softsign") do args, result, grads
+        _count!(:backward)
+        x, = args
+        @assert result isa Tensor && size(result) == size(x)
+        grads[1] ./ (1 .+ abs.(x)) .^ 2
+    end
+    C.define(lib, "scale_mul(Tensor x, Tensor y, float a=2.0) -> Tensor")
+    C.impl(lib, "scale_mul", :CPU) do x, y, a
+        _count!(:scale_mul)
+        a .* x .* y .+ y
+    end
+    C.impl_autograd(lib, "scale_mul") do args, result, grads
+        x, y, a = args
+        g = grads[1]
+        (a .* y .* g, (a .* x .+ 1) .* g, nothing)
+    end
+    return lib
+end
+
+# Central finite differences of f (Vector -> Vector) at x, as a Jacobian.
+function fd_jacobian(f, x::Vector{Float64}; h = 1e-6)
+    y0 = f(x)
+    J = zeros(length(y0), length(x))
+    for i in eachindex(x)
+        xp = copy(x); xp[i] += h
+        xm = copy(x); xm[i] -= h
+        J[:, i] = (f(xp) - f(xm)) / (2h)
+    end
+    return J
+end
+
+# The Jacobian autograd gives for output `y` with respect to `x` (row by row).
+function ad_jacobian(y::Tensor, x::Tensor)
+    n = length(y)
+    J = zeros(n, length(x))
+    for j in 1:n
+        e = zeros(n); e[j] = 1
+        g = C.autograd_grad(y, x; grad_outputs = C.tensor(e), retain_graph = true)[1]
+        J[j, :] = Array(g)
+    end
+    return J
+end
+
+@testset "operators with Julia kernels (CTorch.Library)" begin
+    empty!(OPLIB_CALLS)
+    lib = oplib_register!(C.Library("myjl"))
+    @test isopen(lib)
+    @test "myjl::softsign" in C.list_ops()
+
+    @testset "values" begin
+        xs = [-2.5, -0.5, 0.0, 0.75, 3.0]
+        y = C.ops.myjl.softsign(C.tensor(xs))
+        @test y isa Tensor{Float64,1}
+        @test Array(y) ≈ softsign_ref.(xs) rtol = 1e-15
+        @test OPLIB_CALLS[:cpu] == 1
+        # 2-D, Float32, through the op handle by qualified name
+        X = Float32[1 -2 3; -4 5 -6]
+        y2 = C.op("myjl::softsign")(C.tensor(X))
+        @test size(y2) == (2, 3) && eltype(y2) == Float32
+        @test Array(y2) ≈ softsign_ref.(X)
+        @test OPLIB_CALLS[:cpu] == 2
+        # several arguments, a float with a default, a kernel made of CTorch ops
+        a, b = randn(4), randn(4)
+        @test Array(C.ops.myjl.scale_mul(C.tensor(a), C.tensor(b), 3.0)) ≈ 3 .* a .* b .+ b
+        @test Array(C.ops.myjl.scale_mul(C.tensor(a), C.tensor(b))) ≈ 2 .* a .* b .+ b
+        @test OPLIB_CALLS[:scale_mul] == 2
+    end
+
+    @testset "meta: shapes only, the CPU kernel is not called" begin
+        ncpu = OPLIB_CALLS[:cpu]
+        m = C.empty(Float32, (3, 7); device = :meta)
+        ym = C.ops.myjl.softsign(m)
+        @test C.device(ym) == Device(:meta)
+        @test size(ym) == (3, 7) && eltype(ym) == Float32
+        @test OPLIB_CALLS[:meta] == 1
+        @test OPLIB_CALLS[:cpu] == ncpu
+    end
+
+    @testset "autograd vs central finite differences (Float64)" begin
+        x0 = [-2.5, -0.5, 0.3, 0.75, 3.0]
+        x = C.requires_grad!(C.tensor(x0))
+        y = C.ops.myjl.softsign(x)
+        @test C.grad_fn_name(y) == "myjl::softsign"
+        Jad = ad_jacobian(y, x)
+        Jfd = fd_jacobian(v -> Array(C.ops.myjl.softsign(C.tensor(v))), x0)
+        @test maximum(abs.(Jad .- Jfd)) < 1e-6
+        @test OPLIB_CALLS[:backward] == length(x0)
+        # backward() fills .grad on the calling thread
+        C.backward(C.ops.aten.sum(y))
+        @test Array(C.grad(x)) ≈ softsign_grad_ref.(x0) rtol = 1e-12
+        # two tensor arguments and a float: one gradient per tensor argument
+        a0, b0 = randn(4), randn(4)
+        a = C.requires_grad!(C.tensor(a0)); b = C.requires_grad!(C.tensor(b0))
+        z = C.ops.myjl.scale_mul(a, b, 1.5)
+        @test ad_jacobian(z, a) ≈ fd_jacobian(v -> Array(C.ops.myjl.scale_mul(C.tensor(v), C.tensor(b0), 1.5)), a0) atol = 1e-6
+        @test ad_jacobian(z, b) ≈ fd_jacobian(v -> Array(C.ops.myjl.scale_mul(C.tensor(a0), C.tensor(v), 1.5)), b0) atol = 1e-6
+        # no recording without requires_grad: no node
+        @test C.grad_fn_name(C.ops.myjl.softsign(C.tensor(x0))) === nothing
+    end
+
+    @testset "a Julia exception in a kernel is a CTorchError" begin
+        C.define(lib, "bad(Tensor x) -> Tensor")
+        C.impl(lib, "bad", :CPU) do x
+            error("kernel refuses this input")
+        end
+        err = try
+            C.ops.myjl.bad(C.ones(2)); nothing
+        catch e
+            e
+        end
+        @test err isa CTorchError
+        @test err.code == C.CT_ERR_CALLBACK
+        @test occursin("kernel refuses this input", err.message)
+        @test occursin("myjl::bad", err.message)
+        # a wrong result type is reported the same way, and the op keeps working
+        C.define(lib, "wrong(Tensor x) -> Tensor")
+        C.impl(lib, "wrong", :CPU) do x
+            Array(x)    # not a Tensor
+        end
+        err2 = try
+            C.ops.myjl.wrong(C.ones(2)); nothing
+        catch e
+            e
+        end
+        @test err2 isa CTorchError && err2.code == C.CT_ERR_CALLBACK
+        @test occursin("return a Tensor", err2.message)
+        @test Array(C.ops.myjl.softsign(C.tensor([1.0]))) == [0.5]
+        # a throwing backward: the backward call throws
+        C.define(lib, "badgrad(Tensor x) -> Tensor")
+        C.impl(lib, "badgrad", :CPU) do x
+            C.clone(x)
+        end
+        C.impl_autograd(lib, "badgrad") do args, result, grads
+            error("no gradient today")
+        end
+        xg = C.requires_grad!(C.ones(Float64, 3))
+        yb = C.ops.myjl.badgrad(xg)
+        eb = try
+            C.backward(C.ops.aten.sum(yb)); nothing
+        catch e
+            e
+        end
+        @test eb isa CTorchError && occursin("no gradient today", eb.message)
+    end
+
+    @testset "registration errors" begin
+        # defined twice
+        @test_throws CTorchError C.define(lib, "softsign(Tensor x) -> Tensor")
+        e = try C.define(lib, "softsign(Tensor x) -> Tensor"); nothing catch e; e end
+        @test e.code == C.CT_ERR_INVALID_ARGUMENT
+        @test_throws CTorchError C.define(lib, "not a schema")
+        @test_throws CTorchError C.define(lib, "otherns::f(Tensor x) -> Tensor")
+        # a second kernel for the same key, an unknown key, an undefined op
+        @test_throws CTorchError C.impl(identity, lib, "softsign", :CPU)
+        @test_throws CTorchError C.impl(identity, lib, "softsign", :NoSuchKey)
+        @test_throws CTorchError C.impl(identity, lib, "undefined_op", :CPU)
+        @test_throws CTorchError C.Library("aten")
+        # the failed registrations rooted nothing that stays
+        C.release_unused!()
+        @test count(v -> v isa C._KernelState && v.f === identity, values(C._ROOTS)) == 0
+    end
+
+    if Threads.nthreads() > 1
+        @testset "a call from another thread fails cleanly" begin
+            x = C.tensor([1.0, -1.0])
+            owner = Threads.threadid()
+            res = Vector{Any}(undef, Threads.nthreads())
+            Threads.@threads for i in 1:Threads.nthreads()
+                res[i] = Threads.threadid() == owner ? :owner :
+                         try C.ops.myjl.softsign(x) catch e; e end
+            end
+            others = filter(r -> r !== :owner, res)
+            @test !isempty(others)
+            @test all(r -> r isa CTorchError && r.code == C.CT_ERR_NOT_SUPPORTED, others)
+        end
+    end
+
+    @testset "freeing the library" begin
+        nroots = count(v -> v isa C._KernelState, values(C._ROOTS))
+        @test nroots >= 7
+        close(lib)
+        @test !isopen(lib)
+        # un-rooted once no autograd graph uses them any more
+        GC.gc(); GC.gc()
+        C.release_unused!()
+        @test count(v -> v isa C._KernelState, values(C._ROOTS)) < nroots
+        # later calls by name fail cleanly (a new lookup: not found)
+        e2 = try C.ops.myjl.softsign(C.ones(2)); nothing catch e; e end
+        @test e2 isa CTorchError && e2.code == C.CT_ERR_NOT_FOUND
+        @test !("myjl::softsign" in C.list_ops())
+        @test_throws CTorchError C.define(lib, "again(Tensor x) -> Tensor")
+        @test_throws CTorchError C.impl(identity, lib, "softsign", :CPU)
+        close(lib)   # twice is fine
+        # defining the name again (in a new library) makes it callable again
+        lib2 = C.Library("myjl")
+        C.define(lib2, "softsign(Tensor x) -> Tensor")
+        C.impl(x -> C.clone(x), lib2, "softsign", :CPU)
+        @test Array(C.ops.myjl.softsign(C.tensor([2.0]))) == [2.0]
+        close(lib2)
+    end
+
+    @testset "a saved TorchScript model calls the Julia kernel" begin
+        py = "/usr/bin/python3"
+        script = """
+        import sys, torch
+        lib = torch.library.Library("myjlts", "DEF")
+        lib.define("softsign(Tensor x) -> Tensor")
+        class M(torch.nn.Module):
+            def forward(self, x):
+                return torch.ops.myjlts.softsign(x) * 2
+        torch.jit.script(M()).save(sys.argv[1])
+        """
+        # torch.jit.script reads the class's source: write it to a file
+        dir = mktempdir()
+        src = joinpath(dir, "make_softsign_model.py")
+        write(src, script)
+        path = joinpath(dir, "softsign_model.pt")
+        made = isfile(py) && success(pipeline(`$py $src $path`; stdout = devnull, stderr = devnull))
+        if !made
+            @test_skip "no /usr/bin/python3 with torch.library to make the model"
+        else
+            tslib = C.Library("myjlts")
+            ncalls = Ref(0)
+            C.define(tslib, "softsign(Tensor x) -> Tensor")
+            C.impl(tslib, "softsign", :CPU) do x
+                ncalls[] += 1
+                y = C.empty_like(x)
+                softsign_kernel!(unsafe_array(y), unsafe_array(x))
+                y
+            end
+            m = C.load(path)
+            xs = Float32[-3 -1 0; 0.5 2 4]
+            y = C.forward(m, C.tensor(xs))
+            @test y isa Tensor && size(y) == (2, 3)
+            @test Array(y) ≈ 2 .* softsign_ref.(xs)
+            @test ncalls[] == 1
+            y = C.forward(m, C.tensor(xs))
+            @test ncalls[] == 2
+            close(tslib)
+            e = try C.forward(m, C.tensor(xs)); nothing catch e; e end
+            @test e isa CTorchError && occursin("was removed", e.message)
+            @test ncalls[] == 2
+        end
+    end
+end
