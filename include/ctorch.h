@@ -1208,7 +1208,8 @@ CT_API ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx);
  * except where torch itself moves work (TorchScript's fork, CUDA autograd's
  * device threads). destroy(ctx) (may be NULL) runs exactly once: when the
  * kernel is removed and no autograd graph still uses it, or before a failing
- * registration call returns.
+ * registration call returns; never after exit() has begun (kernels still
+ * registered then are left to the process's end).
  *
  * Threads: registration calls on one library handle are serialized; calls of
  * other operators may run meanwhile. Freeing a library while one of its

@@ -14,6 +14,9 @@
 #include <torch/library.h>
 #include <torch/version.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cctype>
 #include <cstring>
 #include <map>
@@ -50,6 +53,10 @@ std::set<std::pair<std::string, std::string>> &g_impl_keys =
 std::map<std::string, std::unique_ptr<torch::Library>> &g_tombstones =
     *new std::map<std::string, std::unique_ptr<torch::Library>>();
 
+// Set by an atexit handler registered with the first library: exit has begun.
+std::atomic<bool> g_exiting{false};
+void on_exit() { g_exiting.store(true); }
+
 // A kernel's callbacks and ctx; destroy(ctx) runs when the last holder (the
 // dispatcher's kernel, autograd nodes) lets go.
 struct KernelEntry {
@@ -61,7 +68,9 @@ struct KernelEntry {
   bool same_thread = false;
   std::thread::id thread = std::this_thread::get_id();
   ~KernelEntry() {
-    if (destroy) try {
+    // At exit LibTorch's dispatcher destroys the kernels still registered,
+    // after the host runtime (Python, Julia) has shut down: not called then.
+    if (destroy && !g_exiting.load()) try {
         destroy(ctx);
       } catch (...) {}
   }
@@ -87,10 +96,20 @@ EntryPtr make_entry(void *ctx, ct_ctx_destroy_fn destroy, int32_t flags) {
 
 struct ValueKernel final : c10::OperatorKernel {
   EntryPtr e;
-  explicit ValueKernel(EntryPtr entry) : e(std::move(entry)) {}
+  bool below_autograd;  // a device or CompositeExplicitAutograd kernel
+  ValueKernel(EntryPtr entry, bool below) : e(std::move(entry)), below_autograd(below) {}
   void operator()(const c10::OperatorHandle &op, c10::DispatchKeySet, Stack *stack) {
     EntryPtr hold = e;  // the kernel may free its own library
     hold->check_thread();
+    if (below_autograd) {
+      // The autograd kernel (if any) records the graph; the kernel sees data
+      // only, so numpy/Julia views of a requires-grad input work.
+      const size_t n = op.schema().arguments().size();
+      for (size_t i = stack->size() - std::min(n, stack->size()); i < stack->size(); ++i) {
+        IValue &v = (*stack)[i];
+        if (v.isTensor() && v.toTensor().requires_grad()) v = v.toTensor().detach();
+      }
+    }
     ct::call_value_kernel(hold->name, hold->fn, hold->ctx, op.schema(), *stack);
   }
 };
@@ -270,7 +289,8 @@ ct_status add_kernel(const char *func, ct_library *lib, const char *name, const 
   e->name = q + " (" + key + " kernel)";
   auto frag = fragment(lib->ns);
   auto fn = autograd ? torch::CppFunction::makeFromBoxedFunctor(std::make_unique<AutogradKernel>(e))
-                     : torch::CppFunction::makeFromBoxedFunctor(std::make_unique<ValueKernel>(e));
+                     : torch::CppFunction::makeFromBoxedFunctor(
+                           std::make_unique<ValueKernel>(e, key != "CompositeImplicitAutograd"));
   frag->impl(q.substr(q.find("::") + 2).c_str(), torch::dispatch(dk, std::move(fn)));
   lib->impls.push_back(std::move(frag));
   lib->impl_keys.emplace_back(q, key);
@@ -292,6 +312,8 @@ ct_status ct_library_new(ct_library **out, const char *ns) {
                  ns);
     CT_CHECK_ARG(std::strcmp(ns, "aten") != 0 && std::strcmp(ns, "prim") != 0,
                  "%s: namespace '%s' belongs to torch", ct_fn_, ns);
+    static const bool exit_hook = std::atexit(on_exit) == 0;
+    (void)exit_hook;
     auto lib = std::make_unique<ct_library>();
     lib->ns = ns;
     *out = lib.release();

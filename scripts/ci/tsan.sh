@@ -5,6 +5,6 @@
 . "$(dirname "$0")/common.sh"
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-tsan -G Ninja -DCTORCH_TSAN=ON \
   -DCTORCH_BUILD_BENCH=OFF -DCTORCH_BUILD_EXAMPLES=OFF >/dev/null
-ninja -C build-tsan test_concurrency test_optim
+ninja -C build-tsan test_concurrency test_optim test_op_library
 (cd build-tsan && ctest --output-on-failure -R '^tsan\.')
 stage "TSan"

@@ -1,4 +1,32 @@
-"""Foreign operators written in Python (ct_op_register).
+"""Operators written in Python: in torch's dispatcher (``op``, ``Library``:
+ct_library_*) or in TorchScript's registry only (``register``: ct_op_register).
+
+    @ctorch.library.op("myns::scale", "(Tensor x, float a) -> Tensor")
+    def scale(x, a):                     # the kernel for every device
+        return ctorch.from_numpy(x.numpy() * a)     # numpy on zero-copy memory
+
+    @scale.register_fake                 # shapes only (meta tensors)
+    def _(x, a):
+        return ctorch.empty_like(x)
+
+    def setup_context(ctx, inputs, output):
+        ctx.a = inputs[1]
+    scale.register_autograd(lambda ctx, g: (g * ctx.a, None), setup_context=setup_context)
+
+    scale(t, 2.0)                        # = ctorch.ops.myns.scale(t, 2.0)
+    # and in PyTorch, in the same process: torch.ops.myns.scale(x, 2.0),
+    # in torch.jit.script code, and in saved TorchScript models.
+
+As torch.library.custom_op: ``register_kernel("cpu")`` adds a kernel for one
+device type, ``register_fake`` the shape function, ``register_autograd`` the
+backward; one difference: ``setup_context(ctx, inputs, output)`` runs when
+backward runs, not after forward (inputs are detached, saved for it).
+``Library`` is the thin layer under it (define, impl per dispatch key,
+impl_autograd, close). Kernels run on the thread that calls the op, with the
+GIL taken by ctypes; an exception in one surfaces from the call as the
+original exception.
+
+The older ct_op_register form:
 
     @ctorch.library.register("myns::scale(Tensor x, float a) -> Tensor")
     def scale(x, a):
@@ -21,9 +49,14 @@ from ._lib import C, check
 from ._values import borrowed_to_python, to_owned_value
 from ._interop import leak as _leak
 
-from typing import Any, Callable, Dict, Optional, Tuple
+import itertools
+from ctypes import byref, c_char_p, c_void_p
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
-__all__ = ["register", "registered"]
+from .tensor import Tensor
+from .autograd import _borrow, _new_handle
+
+__all__ = ["register", "registered", "op", "CustomOp", "Library"]
 
 _registered: Dict[str, Tuple[Callable[..., Any], Any]] = {}  # schema -> (fn, ctypes callback); kept forever
 
@@ -55,3 +88,194 @@ def register(schema: str, fn: Optional[Callable[..., Any]] = None) -> Any:
 def registered() -> Dict[str, Callable[..., Any]]:
     """{schema: function} of ops registered from Python in this process."""
     return {k: v[0] for k, v in _registered.items()}
+
+
+# ---- Operators in torch's dispatcher (ct_library_*).
+
+_kernels: Dict[int, Any] = {}   # ctx key -> kernel function or backward state
+_ids = itertools.count(1)
+
+
+def _kernel_cb(key: int, args: Any, n: int, out: Any) -> int:
+    try:
+        fn = _kernels[key]
+        res = fn(*[borrowed_to_python(args[i]) for i in range(n)])
+        out[0] = to_owned_value(res)
+        return 0
+    except BaseException as e:
+        return _callbacks.report(e)
+
+
+class BackwardContext:
+    """What setup_context and backward see (attributes are free to set)."""
+
+
+def _backward_cb(key: int, args: Any, n_args: int, result: Any, grads: Any, n_out: int,
+                 grad_inputs: Any) -> int:
+    try:
+        backward, setup_context = _kernels[key]
+        inputs = tuple(borrowed_to_python(args[i]) for i in range(n_args))
+        output = borrowed_to_python(result)
+        ctx = BackwardContext()
+        if setup_context is not None:
+            setup_context(ctx, inputs, output)
+        gs = [(_borrow(grads[i]) if grads[i] else None) for i in range(n_out)]
+        res = backward(ctx, *gs)
+        if not isinstance(res, (tuple, list)):
+            res = (res,)
+        if len(res) != n_args:
+            raise ValueError("backward returned %d gradients, expected %d (one per argument, "
+                             "None where there is none)" % (len(res), n_args))
+        for i, g in enumerate(res):
+            if g is not None and isinstance(inputs[i], Tensor):
+                grad_inputs[i] = _new_handle(g)
+        return 0
+    except BaseException as e:
+        return _callbacks.report(e)
+
+
+def _destroy_cb(key: int, _kernels: Dict[int, Any] = _kernels) -> None:
+    try:
+        _kernels.pop(key, None)
+    except BaseException:
+        pass
+
+
+_KERNEL = _leak(_lib.OP_FN(_kernel_cb))
+_BACKWARD = _leak(_lib.OP_BACKWARD(_backward_cb))
+_DESTROY = _leak(_lib.CTX_DESTROY(_destroy_cb))
+
+# torch.library's device names -> dispatch keys.
+_DEVICE_KEYS = {None: "CompositeExplicitAutograd", "cpu": "CPU", "cuda": "CUDA",
+                "meta": "Meta"}
+
+
+class Library:
+    """A registration scope for one namespace (ct_library): the operators it
+    defines and the kernels it adds stay in torch's dispatcher until
+    ``close()`` (or until the object is collected). Usable as a context
+    manager."""
+
+    def __init__(self, ns: str) -> None:
+        h = c_void_p()
+        check(C.library_new(byref(h), ns.encode()))
+        self._handle: Optional[int] = h.value
+        self.ns = ns
+
+    def _h(self) -> int:
+        if not self._handle:
+            raise ValueError("the library is closed")
+        return self._handle
+
+    def define(self, schema: str, tags: Sequence[str] = ()) -> None:
+        """Defines an operator: "name(Tensor x) -> Tensor" (this namespace)."""
+        arr = (c_char_p * max(len(tags), 1))(*[t.encode() for t in tags])
+        check(C.library_define(self._h(), schema.encode(), arr if tags else None, len(tags)))
+        ops._reset_index()
+
+    def impl(self, name: str, fn: Callable[..., Any], dispatch_key: str = "CPU") -> None:
+        """Gives operator `name` the kernel fn for one dispatch key ("CPU",
+        "CUDA", "Meta", "CompositeExplicitAutograd",
+        "CompositeImplicitAutograd"). fn gets the arguments as Python values
+        (tensors as ctorch Tensors sharing memory) and returns the result."""
+        key = next(_ids)
+        _kernels[key] = fn
+        check(C.library_impl(self._h(), name.encode(), dispatch_key.encode(), _KERNEL, key,
+                             _DESTROY, 0))
+
+    def impl_autograd(self, name: str, backward: Callable[..., Any],
+                      setup_context: Optional[Callable[..., Any]] = None) -> None:
+        """backward(ctx, *grads) -> one gradient (or None) per argument;
+        setup_context(ctx, inputs, output) runs first."""
+        key = next(_ids)
+        _kernels[key] = (backward, setup_context)
+        check(C.library_impl_autograd(self._h(), name.encode(), _BACKWARD, key, _DESTROY, 0))
+
+    def close(self) -> None:
+        """Removes every operator and kernel of this library (idempotent)."""
+        h, self._handle = self._handle, None
+        if h:
+            C.library_free(h)
+            ops._reset_index()
+
+    def __enter__(self) -> "Library":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except BaseException:
+            pass
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a ctorch.library.Library is a registration in this process; it "
+                        "cannot be pickled")
+
+    def __copy__(self) -> Any:
+        raise TypeError("a ctorch.library.Library cannot be copied")
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        raise TypeError("a ctorch.library.Library cannot be copied")
+
+
+class CustomOp:
+    """An operator made by ``op``: call it like a function."""
+
+    def __init__(self, qualname: str, schema: str, lib: Library) -> None:
+        self.qualname = qualname
+        self.schema = schema
+        self.lib = lib
+        self._name = qualname.split("::", 1)[1]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        ns = getattr(ops, self.lib.ns)
+        return getattr(ns, self._name)(*args, **kwargs)
+
+    def register_kernel(self, device_types: Any, fn: Optional[Callable[..., Any]] = None) -> Any:
+        """Adds fn as the kernel for "cpu", "cuda" (or a sequence of them).
+        Usable as a decorator."""
+        if fn is None:
+            return lambda f: self.register_kernel(device_types, f)
+        names = [device_types] if isinstance(device_types, str) or device_types is None \
+            else list(device_types)
+        for d in names:
+            if d not in _DEVICE_KEYS or d == "meta":
+                raise ValueError("device type must be 'cpu' or 'cuda', got %r" % (d,))
+            self.lib.impl(self._name, fn, _DEVICE_KEYS[d])
+        return fn
+
+    def register_fake(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """The shape function (runs on meta tensors; must not read data)."""
+        self.lib.impl(self._name, fn, "Meta")
+        return fn
+
+    def register_autograd(self, backward: Callable[..., Any],
+                          setup_context: Optional[Callable[..., Any]] = None) -> None:
+        self.lib.impl_autograd(self._name, backward, setup_context)
+
+    def close(self) -> None:
+        """Removes the operator from the dispatcher."""
+        self.lib.close()
+
+
+def op(qualname: str, schema: str, fn: Optional[Callable[..., Any]] = None, *,
+       device_types: Any = None, tags: Sequence[str] = ()) -> Any:
+    """Defines operator "ns::name" with schema "(Tensor x, float a) -> Tensor"
+    in torch's dispatcher, with fn as its kernel for device_types (None:
+    every device). A decorator; returns a CustomOp."""
+    if "::" not in qualname:
+        raise ValueError("the name must be 'namespace::name', got %r" % qualname)
+    if fn is None:
+        return lambda f: op(qualname, schema, f, device_types=device_types, tags=tags)
+    ns, name = qualname.split("::", 1)
+    lib = Library(ns)
+    lib.define(name + schema if schema.startswith("(") else schema, tags)
+    cop = CustomOp(qualname, schema, lib)
+    if device_types is None:
+        lib.impl(name, fn, "CompositeExplicitAutograd")
+    else:
+        cop.register_kernel(device_types, fn)
+    return cop
