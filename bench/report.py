@@ -20,11 +20,13 @@ import sys
 import tomllib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CPP_GROUPS = ("call", "model", "scale", "memory", "train")
+CPP_GROUPS = ("call", "model", "scale", "memory", "train", "custom")
 GROUP_TITLES = {
     "call": "1. Call overhead from C vs the same in C++ LibTorch",
     "model": "2. Model forward (inference mode, 1 intra-op thread)",
     "train": "2b. Training step from C (forward, loss, backward, Adam; 1 intra-op thread)",
+    "custom": "2c. Custom operator kernels: C through ct_library vs a C++ TORCH_LIBRARY extension "
+              "(dispatcher calls, 1 intra-op thread)",
 }
 # Targets for the Python rows (ctorch / PyTorch's Python, same process), by name pattern;
 # a row that carries its own "target" (a ratio) uses that instead.
@@ -183,7 +185,7 @@ def merge_cpp(out):
 
 def cpp_groups(rep, ov):
     rows = ov.get("rows", [])
-    for grp in ("call", "model", "train"):
+    for grp in ("call", "model", "train", "custom"):
         rs = [r for r in rows if r["group"] == grp]
         rep.p("## %s" % GROUP_TITLES[grp])
         rep.p()

@@ -57,7 +57,7 @@ RESNET=$BUILD/models/resnet18.pt
 [ -f "$RESNET" ] || [ ! -f build/models/resnet18.pt ] || RESNET=build/models/resnet18.pt
 [ -f "$RESNET" ] || /usr/bin/python3 tests/models/make_models.py "$BUILD/models" || true
 
-for g in call model scale memory train; do
+for g in call model scale memory train custom; do
   step "C++ group $g (bench_$g)"
   "$BUILD/bench/bench_$g" $QUICK --resnet "$RESNET" --json "$OUT/$g.json" 2>&1 | tee "$OUT/$g.txt"
 done

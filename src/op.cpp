@@ -20,7 +20,10 @@ namespace ct {
 Overload make_overload(std::shared_ptr<torch::jit::Operator> op) {
   Overload o;
   o.op = std::move(op);
-  o.schema = &o.op->schema();
+  // A copy: a dispatcher operator's schema goes when its definition does
+  // (ct_library_free), while handles to it may live on.
+  o.own_schema = std::make_shared<const c10::FunctionSchema>(o.op->schema());
+  o.schema = o.own_schema.get();
   const auto &s = *o.schema;
   o.schema_str = schema_string(s);
   o.n_returns = s.returns().size();

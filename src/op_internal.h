@@ -44,7 +44,8 @@ struct ArgInfo {
 struct Overload {
   std::shared_ptr<torch::jit::Operator> op;
   mutable torch::jit::Operation operation{nullptr};
-  const c10::FunctionSchema *schema = nullptr;  // owned by *op
+  std::shared_ptr<const c10::FunctionSchema> own_schema;
+  const c10::FunctionSchema *schema = nullptr;  // own_schema
   std::string schema_str;
   std::vector<ArgInfo> args;
   std::vector<std::pair<std::string, std::string>> rets;

@@ -119,7 +119,23 @@ static void test_kernels_and_autograd(void **state) {
   /* The graph outlives the library: backward still runs, and the backward
    * kernel's ctx is destroyed only with the graph. */
   ct_tensor *s2 = call1("aten::sum", yg);
+  ct_op *stale = NULL; /* found before the free, never called before it */
+  CT_OK_OR_FAIL(ct_op_find(&stale, "ctlib::softsign", NULL));
   ct_library_free(lib);
+  {
+    ct_value *a = tv(x), *out = NULL;
+    const ct_value *args[1] = {a};
+    CT_EXPECT_ERROR(ct_op_call(&out, stale, args, 1, NULL, NULL, 0), CT_ERR_NOT_FOUND,
+                    "ctlib::softsign was removed");
+    ct_tensor *r = NULL;
+    const ct_tensor *ins[1] = {x};
+    CT_EXPECT_ERROR(ct_op_call_tensors(&r, 1, stale, ins, 1), CT_ERR_NOT_FOUND, "was removed");
+    const char *schema = NULL;
+    CT_OK_OR_FAIL(ct_op_schema(&schema, stale, 0));
+    assert_string_equal(schema, "ctlib::softsign(Tensor x) -> Tensor");
+    ct_value_free(a);
+    ct_op_free(stale);
+  }
   assert_int_equal(ctk_counts[3], 2); /* CPU and Meta kernels */
   assert_false(listed("ctlib::softsign"));
   CT_OK_OR_FAIL(ct_tensor_backward(s2, NULL, 0, 0));
