@@ -395,6 +395,43 @@ static void test_concurrent_registration(void **state) {
   ct_library_free(keep);
 }
 
+/* Kernels per device: a CPU input reaches the CPU kernel only; with a GPU, a
+ * CUDA input reaches the CUDA kernel (device-agnostic: it calls aten ops). */
+static int64_t g_device_calls[2];
+static ct_status per_device_fn(void *ctx, const ct_value *const *args, size_t n, ct_value **out) {
+  (void)n;
+  ++g_device_calls[(intptr_t)ctx];
+  return ct_op_call_name(out, "aten::neg", args, 1, NULL, NULL, 0);
+}
+static void test_per_device_kernels(void **state) {
+  (void)state;
+  ct_library *lib = NULL;
+  CT_OK_OR_FAIL(ct_library_new(&lib, "ctlib7"));
+  CT_OK_OR_FAIL(ct_library_define(lib, "neg(Tensor x) -> Tensor", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_impl(lib, "neg", "CPU", per_device_fn, (void *)0, NULL, 0));
+  CT_OK_OR_FAIL(ct_library_impl(lib, "neg", "CUDA", per_device_fn, (void *)1, NULL, 0));
+  ct_tensor *x = f64(X, 5, 0);
+  ct_tensor *y = call1("ctlib7::neg", x);
+  assert_float_equal(((double *)ct_tensor_data_ptr(y))[0], 2.5, 0);
+  assert_int_equal(g_device_calls[0], 1);
+  assert_int_equal(g_device_calls[1], 0);
+  ct_tensor_free(y);
+  if (ct_cuda_is_available()) {
+    ct_tensor *xc = NULL, *yc = NULL, *back = NULL;
+    CT_OK_OR_FAIL(ct_tensor_to(&xc, x, CT_DEVICE_CUDA, 0, CT_DTYPE_KEEP, 0, 0));
+    yc = call1("ctlib7::neg", xc);
+    assert_int_equal(ct_tensor_device_type(yc), CT_DEVICE_CUDA);
+    CT_OK_OR_FAIL(ct_tensor_to(&back, yc, CT_DEVICE_CPU, -1, CT_DTYPE_KEEP, 0, 0));
+    assert_float_equal(((double *)ct_tensor_data_ptr(back))[4], -3.0, 0);
+    assert_int_equal(g_device_calls[1], 1);
+    ct_tensor_free(back);
+    ct_tensor_free(yc);
+    ct_tensor_free(xc);
+  }
+  ct_tensor_free(x);
+  ct_library_free(lib);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kernels_and_autograd),
@@ -402,6 +439,7 @@ int main(void) {
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_same_thread),
       cmocka_unit_test(test_concurrent_registration),
+      cmocka_unit_test(test_per_device_kernels),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
