@@ -432,6 +432,57 @@ static void test_per_device_kernels(void **state) {
   ct_library_free(lib);
 }
 
+/* Inside an AOTInductor package (LibTorch >= 2.6): custom_op.pt2 calls
+ * ctaoti::softsign (made by tests/models/make_packages.py, which defines only
+ * its schema and fake kernel); the real kernel comes from ctorch here. */
+static void test_in_package(void **state) {
+  (void)state;
+  const char *dir = getenv("CTORCH_TEST_PACKAGES");
+  char path[4096], io_path[4096], why[4096];
+  if (!dir) skip();
+  snprintf(path, sizeof path, "%s/custom_op.pt2", dir);
+  snprintf(io_path, sizeof io_path, "%s/custom_op_io.pt", dir);
+  snprintf(why, sizeof why, "%s/custom_op_unsupported.txt", dir);
+  if (access(path, R_OK) != 0) {
+    /* 1.13 makes no packages; a newer torch that could not compile it says why. */
+    FILE *f = fopen(why, "r");
+    if (f) {
+      char line[1024] = "";
+      if (fgets(line, sizeof line, f)) fprintf(stderr, "custom_op.pt2 not made: %s", line);
+      fclose(f);
+    }
+    skip();
+  }
+  memset(ctk_counts, 0, sizeof ctk_counts);
+  ct_library *lib = NULL;
+  CT_OK_OR_FAIL(ct_library_new(&lib, "ctaoti"));
+  /* The package's torch defined the schema in its own process only. */
+  CT_OK_OR_FAIL(ctk_register_softsign(lib, "softsign(Tensor x) -> Tensor"));
+  ct_package *p = NULL;
+  CT_OK_OR_FAIL(ct_package_load(&p, path, NULL));
+  ct_value *io = NULL, *ins = NULL, *outs = NULL, *xin = NULL, *want_v = NULL;
+  CT_OK_OR_FAIL(ct_pickle_load(&io, io_path));
+  CT_OK_OR_FAIL(ct_value_dict_get_str(&ins, io, "inputs"));
+  CT_OK_OR_FAIL(ct_value_dict_get_str(&outs, io, "outputs"));
+  CT_OK_OR_FAIL(ct_value_get(&xin, ins, 0));
+  CT_OK_OR_FAIL(ct_value_get(&want_v, outs, 0));
+  ct_tensor *x = vt(xin), *want = vt(want_v), *got = NULL;
+  CT_OK_OR_FAIL(ct_package_run(&got, 1, NULL, p, (const ct_tensor *const *)&x, 1));
+  assert_int_equal(ctk_counts[0], 1); /* the C kernel ran inside the package */
+  const float *a = ct_tensor_data_ptr(got), *b = ct_tensor_data_ptr(want);
+  for (int64_t i = 0; i < ct_tensor_numel(want); ++i) assert_float_equal(a[i], b[i], 1e-6);
+  ct_tensor_free(got);
+  ct_tensor_free(want);
+  ct_tensor_free(x);
+  ct_value_free(want_v);
+  ct_value_free(xin);
+  ct_value_free(outs);
+  ct_value_free(ins);
+  ct_value_free(io);
+  ct_package_free(p);
+  ct_library_free(lib);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kernels_and_autograd),
@@ -440,6 +491,7 @@ int main(void) {
       cmocka_unit_test(test_same_thread),
       cmocka_unit_test(test_concurrent_registration),
       cmocka_unit_test(test_per_device_kernels),
+      cmocka_unit_test(test_in_package),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

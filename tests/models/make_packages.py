@@ -16,6 +16,12 @@ results are saved in OUTDIR/NAME_io.pt (torch.save of a dict: "inputs" and
            with a dynamic batch dimension; "batches" holds (inputs, outputs)
            for batch sizes 2, 5 and 17
 
+  custom_op a model that calls the custom operator ctaoti::softsign, whose
+           schema and fake kernel are defined here with torch.library; the
+           real kernel is registered at test time through ctorch
+           (tests/c/test_op_library.c). When this torch cannot compile it,
+           custom_op_unsupported.txt says why instead.
+
 plus bad packages: not_a_zip.pt2, wrong_contents.pt2 (a zip without a
 model), cuda_device.pt2 (mlp with its device changed to CUDA). With a torch
 that has no AOTInductor packaging (Debian 12's 1.13) it writes only
@@ -101,6 +107,31 @@ def bench_packages(outdir):
     return 0
 
 
+class UsesCustomOp(nn.Module):
+    def forward(self, x):
+        return torch.ops.ctaoti.softsign(x * 2) + 1
+
+
+def custom_op_package(path):
+    """custom_op.pt2: a model calling ctaoti::softsign (schema and fake kernel
+    here; the eager kernel only for the expected outputs)."""
+    global _custom_lib
+    try:
+        _custom_lib = torch.library.Library("ctaoti", "DEF")
+        _custom_lib.define("softsign(Tensor x) -> Tensor")
+        torch.library.register_fake("ctaoti::softsign", lambda x: torch.empty_like(x),
+                                    lib=_custom_lib)
+        _custom_lib.impl("softsign", lambda x: x / (1 + x.abs()), "CPU")
+        m = UsesCustomOp().eval()
+        x = torch.randn(4, 5)
+        compile_package(m, (x,), path("custom_op.pt2"))
+        torch.save({"inputs": (x,), "outputs": (m(x),)}, path("custom_op_io.pt"))
+    except Exception as e:  # kept as the test's expected not-supported, with the reason
+        with open(path("custom_op_unsupported.txt"), "w") as f:
+            f.write("torch %s: %s: %s\n" % (torch.__version__, type(e).__name__, e))
+        print("custom_op.pt2 not made: %s" % e, file=sys.stderr)
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--bench":
         return bench_packages(sys.argv[2])
@@ -156,6 +187,8 @@ def main():
             batches.append((bi, as_tuple(multi(*bi))))
         torch.save({"inputs": ins, "outputs": as_tuple(multi(*ins)), "batches": tuple(batches)},
                    path("multi_io.pt"))
+
+        custom_op_package(path)
 
     # Bad packages.
     with open(path("not_a_zip.pt2"), "wb") as f:
