@@ -3,26 +3,14 @@
 // both called through torch's dispatcher (the same typed handle call), on 4
 // floats (the cost of the boxed host kernel: values, handles) and on 1M floats
 // (a loop kernel, where that cost should vanish). Built on bench/harness.h;
-// run by bench/run.sh.
+// run by bench/run.sh. The C++ kernel is in bench_custom_ext.cpp (linked).
 #include "harness.h"
-
-#include <torch/library.h>
 
 #include <cmath>
 
 using namespace bench;
 
 namespace {
-
-// softsign as a plain loop, the C++ way.
-at::Tensor softsign_cpp(const at::Tensor &x) {
-  at::Tensor c = x.contiguous();
-  at::Tensor y = at::empty_like(c);
-  const float *a = c.data_ptr<float>();
-  float *b = y.data_ptr<float>();
-  for (int64_t i = 0, n = c.numel(); i < n; ++i) b[i] = a[i] / (1.0f + std::fabs(a[i]));
-  return y;
-}
 
 // The same loop as a ct_op_fn kernel (what a C user writes against ctorch.h).
 ct_status softsign_c(void *, const ct_value *const *args, size_t, ct_value **out) {
@@ -45,9 +33,6 @@ ct_status softsign_c(void *, const ct_value *const *args, size_t, ct_value **out
 }
 
 }  // namespace
-
-TORCH_LIBRARY(ctbench_cpp, m) { m.def("softsign(Tensor x) -> Tensor"); }
-TORCH_LIBRARY_IMPL(ctbench_cpp, CPU, m) { m.impl("softsign", softsign_cpp); }
 
 namespace {
 

@@ -169,6 +169,34 @@ def train_step_rows(rows, n, B):
              "torch.optim.Adam")
 
 
+def custom_op_rows(rows, n, B):
+    """softsign on 4 floats through PyTorch's dispatcher (torch.ops, called from PyTorch's
+    Python): the kernel written in Python/numpy and registered through ctorch.library, against
+    the same loop in a C++ TORCH_LIBRARY extension (bench_custom_ext.cpp, next to the library
+    in build*/bench/). Skipped when that extension is not built or torch is another LibTorch."""
+    ext = os.path.join(os.path.dirname(ctorch.LIBRARY_PATH), "bench", "libbench_custom_ext.so")
+    if not os.path.exists(ext) or not torch.__version__.startswith(
+            ctorch.torch_version().split("+")[0][:4]):
+        print("custom op rows skipped (no %s, or torch %s is not ctorch's LibTorch %s)"
+              % (ext, torch.__version__, ctorch.torch_version()))
+        return
+    torch.ops.load_library(ext)
+
+    @ctorch.library.op("ctbench_py::softsign", "(Tensor x) -> Tensor", device_types="cpu")
+    def softsign(x):
+        a = x.numpy()
+        return ctorch.from_numpy(a / (1 + np.abs(a)))
+
+    tx = torch.randn(4)
+    py_op, cpp_op = torch.ops.ctbench_py.softsign, torch.ops.ctbench_cpp.softsign
+    if not torch.allclose(py_op(tx), cpp_op(tx)):
+        raise SystemExit("bench_python.py: the Python and C++ softsign kernels differ")
+    rows.add("custom", "custom op softsign 4 floats (torch.ops)",
+             *pair(lambda: py_op(tx), lambda: cpp_op(tx), max(1, n // 4), B),
+             "Python kernel through ctorch.library vs a C++ TORCH_LIBRARY kernel")
+    softsign.close()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="write the results as JSON to this path")
@@ -216,6 +244,9 @@ def main():
              *pair(lambda: (x + y).shape, lambda: (tx + ty).shape, n, B),
              "op + first metadata read")
     rows.add("small", "ones(4) factory", *pair(lambda: ctorch.ones(4), lambda: torch.ones(4), n, B))
+
+    # ---- custom operator: a Python kernel vs the same in a C++ extension --------
+    custom_op_rows(rows, n, B)
 
     # ---- training step: the conv net of bench_train.cpp --------------------------
     train_step_rows(rows, 1 if args.smoke else 5 if args.quick else 20, B)
