@@ -84,6 +84,7 @@ typedef int32_t ct_status;
 #define CT_ERR_TORCH 8         /* any other error raised inside LibTorch */
 #define CT_ERR_CALLBACK 9      /* a foreign callback reported failure */
 #define CT_ERR_INTERNAL 10     /* a bug in ctorch */
+#define CT_ERR_TIMEOUT 11      /* a wait ran past its timeout (distributed) */
 
 /* Message of the last failing ctorch call on this thread. Never NULL ("" if
  * no call failed yet). Library-owned; valid until the next failing ctorch call
@@ -1674,6 +1675,207 @@ CT_API ct_status ct_package_update_constants(ct_package *p, const char *const *n
  * index (-1: the current device, and always for the CPU). */
 CT_API ct_status ct_package_device(int32_t *device_type, int32_t *device_index,
                                    const ct_package *p);
+
+/* ===================================================================== */
+/* Distributed: stores, process groups, collectives, data parallel       */
+/* ===================================================================== */
+
+/* torch.distributed's engine (LibTorch's c10d) for ranks written in any
+ * language. A ctorch rank speaks c10d's own protocol, so ranks in C, Julia,
+ * Python through ctorch and PyTorch's own Python (torch.distributed with the
+ * same LibTorch version) form one group: ct_process_group_new does what
+ * torch.distributed.init_process_group(backend, store=..., rank=...,
+ * world_size=...) does, and ct_process_group_init_env what it does with
+ * init_method "env://" (torchrun).
+ *
+ * Backends: "gloo" (CPU tensors; every ctorch build that has c10d) and
+ * "nccl" (CUDA tensors; CUDA builds with NCCL, else CT_ERR_NOT_SUPPORTED).
+ * ct_distributed_is_compiled() says whether this build has c10d at all; where it
+ * does not, every function below returns CT_ERR_NOT_SUPPORTED.
+ *
+ * Timeouts: every wait (rendezvous, collectives, ct_work_wait) ends by its
+ * timeout. A peer that dies or never arrives gives the other ranks an error
+ * (CT_ERR_TIMEOUT when the wait ran out, CT_ERR_IO when a connection broke)
+ * whose message names this rank, the operation and, where ctorch can tell,
+ * the ranks that stopped responding; never a hang past the timeout.
+ *
+ * Threads: a store may be used from any thread. Collectives on one process
+ * group must be issued in the same order on every rank (as in torch); issue
+ * them from one thread at a time per group. Work handles may be waited on
+ * from any thread. */
+typedef struct ct_store ct_store;
+typedef struct ct_process_group ct_process_group;
+typedef struct ct_work ct_work;
+
+/* 1 if this build of ctorch has LibTorch's distributed engine, else 0. */
+CT_API int32_t ct_distributed_is_compiled(void);
+
+/* A TCPStore: is_master 1 runs the store server on port (0: a free port,
+ * read it back with ct_store_port) and connects to it; 0 connects to
+ * host:port, retrying until timeout_s. world_size: the number of ranks that
+ * will connect (-1: unknown). timeout_s > 0 also becomes the store's default
+ * wait. *out: free with ct_store_free (the master's server stops when its
+ * handle is freed). Errors: CT_ERR_INVALID_ARGUMENT (NULL host, port out of
+ * 0..65535, timeout <= 0), CT_ERR_IO (port in use, host unknown, nothing
+ * listening until the timeout: the message says which). Any thread. */
+CT_API ct_status ct_store_tcp_new(ct_store **out, const char *host, int32_t port,
+                                  int32_t is_master, int32_t world_size, double timeout_s);
+/* A FileStore on a shared file (created if missing) for world_size ranks;
+ * the file is removed when the last rank frees its handle. Errors:
+ * CT_ERR_INVALID_ARGUMENT, CT_ERR_IO. */
+CT_API ct_status ct_store_file_new(ct_store **out, const char *path, int32_t world_size);
+/* A view of store whose keys all start with prefix + "/" (c10d's
+ * PrefixStore). store stays owned by the caller; the view keeps it alive. */
+CT_API ct_status ct_store_prefix_new(ct_store **out, ct_store *store, const char *prefix);
+/* The port a TCP store listens on or connects to. Errors:
+ * CT_ERR_INVALID_ARGUMENT (NULL), CT_ERR_NOT_SUPPORTED (not a TCP store). */
+CT_API ct_status ct_store_port(int32_t *out, const ct_store *store);
+/* Sets key to n bytes (data may be NULL when n is 0). */
+CT_API ct_status ct_store_set(ct_store *store, const char *key, const void *data, size_t n);
+/* Waits (up to the store's timeout) for key and copies its value: at most
+ * cap bytes into buf (may be NULL when cap is 0); *n gets the full length, so
+ * a second call with a larger buffer reads a long value. Errors:
+ * CT_ERR_TIMEOUT (the key never came; the message names it), CT_ERR_IO. */
+CT_API ct_status ct_store_get(ct_store *store, const char *key, void *buf, size_t cap,
+                              size_t *n);
+/* Adds delta to the integer under key (created as 0) and writes the new
+ * value into *out (may be NULL). */
+CT_API ct_status ct_store_add(ct_store *store, const char *key, int64_t delta, int64_t *out);
+/* Frees the handle; NULL ok. Process groups made from it keep what they
+ * need. */
+CT_API void ct_store_free(ct_store *store);
+
+/* The default process group for this rank: what
+ * torch.distributed.init_process_group(backend, store=store, rank=rank,
+ * world_size=world_size, timeout=timeout_s) makes, including its start-up
+ * barrier: it returns once all world_size ranks have joined, or fails after
+ * timeout_s naming how many arrived. backend: "gloo" or "nccl" (NULL:
+ * "gloo"). The group keeps the store alive. *out: free with
+ * ct_process_group_free. Errors: CT_ERR_INVALID_ARGUMENT (NULL, rank outside
+ * 0..world_size-1, timeout <= 0, unknown backend), CT_ERR_NOT_SUPPORTED
+ * ("nccl" without CUDA and NCCL), CT_ERR_TIMEOUT, CT_ERR_IO. Collective:
+ * every rank calls it. */
+CT_API ct_status ct_process_group_new(ct_process_group **out, ct_store *store,
+                                      const char *backend, int32_t rank, int32_t world_size,
+                                      double timeout_s);
+/* The same from torchrun's environment (init_method "env://"): MASTER_ADDR,
+ * MASTER_PORT, RANK and WORLD_SIZE must be set; under torchrun's agent store
+ * (TORCHELASTIC_USE_AGENT_STORE) it joins that store as torch does, else
+ * rank 0 runs the store server. Errors: as ct_process_group_new, and
+ * CT_ERR_INVALID_ARGUMENT naming a missing or malformed variable. */
+CT_API ct_status ct_process_group_init_env(ct_process_group **out, const char *backend,
+                                           double timeout_s);
+/* A subgroup of the ranks given (n ranks of pg, each once, in any order;
+ * the subgroup's rank i is the i-th smallest): torch.distributed.new_group.
+ * Collective over ALL ranks of the default group pg came from, members or
+ * not; on a rank that is not a member, *out is NULL and the call returns
+ * CT_OK. timeout_s <= 0: pg's timeout. Errors: as ct_process_group_new. */
+CT_API ct_status ct_process_group_new_subgroup(ct_process_group **out, ct_process_group *pg,
+                                               const int32_t *ranks, size_t n,
+                                               double timeout_s);
+/* This rank in the group, and the group's size; -1 for NULL. */
+CT_API int32_t ct_process_group_rank(const ct_process_group *pg);
+CT_API int32_t ct_process_group_size(const ct_process_group *pg);
+/* Frees the handle; NULL ok. Work still in flight keeps what it needs and
+ * finishes or fails; free the group on every rank once collectives are
+ * done. */
+CT_API void ct_process_group_free(ct_process_group *pg);
+
+/* Collectives. Each is blocking when work is NULL: it returns when this
+ * rank's part is done and the result is in the tensors. With work not NULL
+ * it starts the operation and returns at once with *work (free with
+ * ct_work_free): the tensors must not be read or written until ct_work_wait
+ * returns CT_OK. Tensors must be dense and contiguous, on the backend's
+ * device, with the same dtype and sizes on every rank; they are used in
+ * place (no copies) and kept alive by the work. Errors:
+ * CT_ERR_INVALID_ARGUMENT (NULL, wrong count, non-contiguous, rank out of
+ * range, mismatched dtypes or sizes among this rank's tensors),
+ * CT_ERR_NOT_SUPPORTED (an op the backend lacks, the message says which),
+ * CT_ERR_TIMEOUT, CT_ERR_IO, CT_ERR_TORCH (a peer's mismatched tensor where
+ * the backend detects it). */
+#define CT_REDUCE_SUM 0
+#define CT_REDUCE_AVG 1 /* sum / size (gloo: floating dtypes; ctorch divides) */
+#define CT_REDUCE_PRODUCT 2
+#define CT_REDUCE_MIN 3
+#define CT_REDUCE_MAX 4
+#define CT_REDUCE_BAND 5 /* integer dtypes */
+#define CT_REDUCE_BOR 6
+#define CT_REDUCE_BXOR 7
+/* tensor becomes the reduction of every rank's tensor. */
+CT_API ct_status ct_all_reduce(ct_process_group *pg, ct_tensor *tensor, int32_t op,
+                               ct_work **work);
+/* tensor becomes root's tensor on every rank. */
+CT_API ct_status ct_broadcast(ct_process_group *pg, ct_tensor *tensor, int32_t root,
+                              ct_work **work);
+/* outputs[r] becomes rank r's input (size outputs, each like input). */
+CT_API ct_status ct_all_gather(ct_process_group *pg, ct_tensor *const *outputs,
+                               ct_tensor *input, ct_work **work);
+/* output becomes the reduction over ranks of their inputs[this rank] (size
+ * inputs, each like output). Gloo has no reduce_scatter: ctorch sends
+ * inputs[r] to rank r (all_to_all) and reduces what arrives. */
+CT_API ct_status ct_reduce_scatter(ct_process_group *pg, ct_tensor *output,
+                                   ct_tensor *const *inputs, int32_t op, ct_work **work);
+/* outputs[r] becomes rank r's inputs[this rank] (size of each list). */
+CT_API ct_status ct_all_to_all(ct_process_group *pg, ct_tensor *const *outputs,
+                               ct_tensor *const *inputs, ct_work **work);
+/* Returns (or completes) once every rank has reached it. */
+CT_API ct_status ct_barrier(ct_process_group *pg, ct_work **work);
+/* Point to point: tensor to rank dst, or from rank src (src -1: from any
+ * rank; ct_work_source_rank tells which). tag: matches a send to a recv. */
+CT_API ct_status ct_send(ct_process_group *pg, ct_tensor *tensor, int32_t dst, int32_t tag,
+                         ct_work **work);
+CT_API ct_status ct_recv(ct_process_group *pg, ct_tensor *tensor, int32_t src, int32_t tag,
+                         ct_work **work);
+
+/* Waits for work: CT_OK once it succeeded (results are then in its
+ * tensors), its error otherwise (as the blocking form would give; again on
+ * every later wait). timeout_s <= 0: the group's timeout. A wait that runs
+ * out returns CT_ERR_TIMEOUT and the work goes on. Any thread. */
+CT_API ct_status ct_work_wait(ct_work *work, double timeout_s);
+/* *done = 1 once the work has finished, successfully or not (ct_work_wait
+ * then returns at once), else 0. Never blocks. */
+CT_API ct_status ct_work_is_completed(ct_work *work, int32_t *done);
+/* The rank a completed recv from any source came from. Errors:
+ * CT_ERR_INVALID_ARGUMENT (not such a recv, or not completed). */
+CT_API ct_status ct_work_source_rank(ct_work *work, int32_t *out);
+/* Frees the handle; NULL ok. Work still running goes on (its tensors stay
+ * alive until it ends); its error, if any, is dropped. */
+CT_API void ct_work_free(ct_work *work);
+
+/* Data-parallel training (torch.nn.parallel.DistributedDataParallel's
+ * engine, c10d's Reducer): gradients of the parameters are bucketed and
+ * all-reduced (averaged over the group) WHILE backward runs, so that after
+ * backward returns every rank has the same averaged .grad.
+ *
+ * ct_ddp_new checks that every rank gives parameters of the same count,
+ * dtypes and sizes (else CT_ERR_INVALID_ARGUMENT on every rank, naming the
+ * first difference), copies rank 0's values into every rank's parameters (in
+ * place) and buffers (may be NULL when n_buffers is 0), and builds the
+ * buckets: bucket_mb megabytes each (<= 0: torch's 25), the first one 1 MB,
+ * as DDP does. params: tensors that require grad, used in place. Collective
+ * over pg. Every step, call ct_ddp_prepare_backward with the forward's
+ * outputs before backward (DDP's forward does this), then backward, then the
+ * optimizer step. flags: CT_DDP_FIND_UNUSED (parameters that get no gradient
+ * in a step are allowed, as find_unused_parameters=True),
+ * CT_DDP_GRAD_AS_BUCKET_VIEW. *out: free with ct_ddp_free (not during a
+ * backward). One thread at a time per handle. */
+typedef struct ct_ddp ct_ddp;
+#define CT_DDP_FIND_UNUSED 1
+#define CT_DDP_GRAD_AS_BUCKET_VIEW 2
+CT_API ct_status ct_ddp_new(ct_ddp **out, ct_process_group *pg, ct_tensor *const *params,
+                            size_t n_params, ct_tensor *const *buffers, size_t n_buffers,
+                            double bucket_mb, int32_t flags);
+/* The same over a module's parameters (those that require grad) and
+ * buffers, in the module's order. */
+CT_API ct_status ct_ddp_new_module(ct_ddp **out, ct_process_group *pg, ct_module *module,
+                                   double bucket_mb, int32_t flags);
+/* Before each backward: outputs are the forward's outputs (tensors that
+ * backward starts from, or from which the loss is computed; may be NULL when
+ * n is 0 unless CT_DDP_FIND_UNUSED). Errors: CT_ERR_TORCH (the previous
+ * step's reduction did not finish: a backward that did not reach every
+ * parameter without CT_DDP_FIND_UNUSED; the message names the parameters). */
+CT_API ct_status ct_ddp_prepare_backward(ct_ddp *ddp, ct_tensor *const *outputs, size_t n);
+CT_API void ct_ddp_free(ct_ddp *ddp);
 
 #ifdef __cplusplus
 }

@@ -36,7 +36,7 @@ suite=trixie
 # Everything the leg needs inside the chroot. Changing this list makes a new
 # cache key (the old tarball is removed when the new one is written).
 pkgs="libtorch-dev python3-torch python3-numpy python3-pytest python3-torchvision \
-python3-setuptools python3-venv python3-pip libcmocka-dev libcjson-dev cmake ninja-build g++ make pkg-config ccache"
+python3-setuptools python3-venv python3-pip libcmocka-dev libcjson-dev libgloo-dev cmake ninja-build g++ make pkg-config ccache"
 
 key=$(printf '%s %s v1\n' "$suite" "$pkgs" | sha256sum | cut -c1-16)
 tarball="$cache/$suite-$key.tar.zst"

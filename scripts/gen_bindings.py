@@ -27,7 +27,7 @@ PY_OUT = os.path.join(ROOT, "bindings", "python", "ctorch", "_capi.py")
 JL_OUT = os.path.join(ROOT, "bindings", "julia", "CTorch", "src", "capi_generated.jl")
 
 HANDLES = {"ct_tensor", "ct_value", "ct_module", "ct_script", "ct_op", "ct_package", "ct_generator",
-           "ct_cuda_event", "ct_cuda_graph", "ct_optimizer", "ct_grad_scaler", "ct_library", "DLManagedTensor", "DLManagedTensorVersioned", "void"}
+           "ct_cuda_event", "ct_cuda_graph", "ct_optimizer", "ct_grad_scaler", "ct_library", "ct_store", "ct_process_group", "ct_work", "ct_ddp", "DLManagedTensor", "DLManagedTensorVersioned", "void"}
 CALLBACKS = {"ct_deleter": "DELETER", "ct_op_fn": "OP_FN", "ct_autograd_forward_fn": "AG_FORWARD",
              "ct_autograd_backward_fn": "AG_BACKWARD", "ct_ctx_destroy_fn": "CTX_DESTROY",
              "ct_op_backward_fn": "OP_BACKWARD"}

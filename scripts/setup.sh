@@ -7,7 +7,7 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 pkgs="cmake ninja-build g++ pkg-config ccache libtorch-dev libcmocka-dev python3 python3-numpy \
 python3-pytest python3-torch python3-torchvision python3-venv python3-setuptools python3-pip \
-python3-matplotlib python3-mypy libcjson-dev \
+python3-matplotlib python3-mypy libcjson-dev libgloo-dev \
 clang-14 libclang-rt-14-dev llvm-14 abigail-tools"
 missing=""
 for p in $pkgs; do

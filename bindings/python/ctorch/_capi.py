@@ -298,6 +298,37 @@ SIGNATURES: Dict[str, Tuple[str, List[str]]] = {
     "ct_package_constant_names": ("S", ["PP", "P"]),
     "ct_package_update_constants": ("S", ["P", "PSTR", "PA", "SZ"]),
     "ct_package_device": ("S", ["PI32", "PI32", "P"]),
+    "ct_distributed_is_compiled": ("I32", []),
+    "ct_store_tcp_new": ("S", ["PP", "STR", "I32", "I32", "I32", "D"]),
+    "ct_store_file_new": ("S", ["PP", "STR", "I32"]),
+    "ct_store_prefix_new": ("S", ["PP", "P", "STR"]),
+    "ct_store_port": ("S", ["PI32", "P"]),
+    "ct_store_set": ("S", ["P", "STR", "P", "SZ"]),
+    "ct_store_get": ("S", ["P", "STR", "P", "SZ", "PSZ"]),
+    "ct_store_add": ("S", ["P", "STR", "I64", "PI64"]),
+    "ct_store_free": ("None", ["P"]),
+    "ct_process_group_new": ("S", ["PP", "P", "STR", "I32", "I32", "D"]),
+    "ct_process_group_init_env": ("S", ["PP", "STR", "D"]),
+    "ct_process_group_new_subgroup": ("S", ["PP", "P", "PI32", "SZ", "D"]),
+    "ct_process_group_rank": ("I32", ["P"]),
+    "ct_process_group_size": ("I32", ["P"]),
+    "ct_process_group_free": ("None", ["P"]),
+    "ct_all_reduce": ("S", ["P", "P", "I32", "PA"]),
+    "ct_broadcast": ("S", ["P", "P", "I32", "PA"]),
+    "ct_all_gather": ("S", ["P", "PA", "P", "PA"]),
+    "ct_reduce_scatter": ("S", ["P", "P", "PA", "I32", "PA"]),
+    "ct_all_to_all": ("S", ["P", "PA", "PA", "PA"]),
+    "ct_barrier": ("S", ["P", "PA"]),
+    "ct_send": ("S", ["P", "P", "I32", "I32", "PA"]),
+    "ct_recv": ("S", ["P", "P", "I32", "I32", "PA"]),
+    "ct_work_wait": ("S", ["P", "D"]),
+    "ct_work_is_completed": ("S", ["P", "PI32"]),
+    "ct_work_source_rank": ("S", ["P", "PI32"]),
+    "ct_work_free": ("None", ["P"]),
+    "ct_ddp_new": ("S", ["PP", "P", "PA", "SZ", "PA", "SZ", "D", "I32"]),
+    "ct_ddp_new_module": ("S", ["PP", "P", "P", "D", "I32"]),
+    "ct_ddp_prepare_backward": ("S", ["P", "PA", "SZ"]),
+    "ct_ddp_free": ("None", ["P"]),
 }
 
 # ---- constants (#define CT_* and enum members) ----
@@ -317,6 +348,7 @@ CT_ERR_NOT_SUPPORTED = 7
 CT_ERR_TORCH = 8
 CT_ERR_CALLBACK = 9
 CT_ERR_INTERNAL = 10
+CT_ERR_TIMEOUT = 11
 CT_FLAG_CUDNN_ENABLED = 0
 CT_FLAG_CUDNN_BENCHMARK = 1
 CT_FLAG_CUDNN_DETERMINISTIC = 2
@@ -408,6 +440,16 @@ CT_RESULT_TENSOR = 1
 CT_RESULT_TUPLE = 2
 CT_RESULT_LIST = 3
 CT_KERNEL_SAME_THREAD = 1
+CT_REDUCE_SUM = 0
+CT_REDUCE_AVG = 1
+CT_REDUCE_PRODUCT = 2
+CT_REDUCE_MIN = 3
+CT_REDUCE_MAX = 4
+CT_REDUCE_BAND = 5
+CT_REDUCE_BOR = 6
+CT_REDUCE_BXOR = 7
+CT_DDP_FIND_UNUSED = 1
+CT_DDP_GRAD_AS_BUCKET_VIEW = 2
 kDLCPU = 1
 kDLCUDA = 2
 kDLCUDAHost = 3
@@ -447,36 +489,39 @@ __all__ = [
     "CTORCH_VERSION_MAJOR", "CTORCH_VERSION_MINOR", "CTORCH_VERSION_PATCH",
     "CTORCH_ABI_VERSION", "CT_OK", "CT_ERR_INVALID_ARGUMENT", "CT_ERR_TYPE", "CT_ERR_INDEX",
     "CT_ERR_NOT_FOUND", "CT_ERR_IO", "CT_ERR_OUT_OF_MEMORY", "CT_ERR_NOT_SUPPORTED",
-    "CT_ERR_TORCH", "CT_ERR_CALLBACK", "CT_ERR_INTERNAL", "CT_FLAG_CUDNN_ENABLED",
-    "CT_FLAG_CUDNN_BENCHMARK", "CT_FLAG_CUDNN_DETERMINISTIC", "CT_FLAG_CUDNN_ALLOW_TF32",
-    "CT_FLAG_MATMUL_ALLOW_TF32", "CT_FLAG_MATMUL_ALLOW_FP16_REDUCTION",
-    "CT_FLAG_MATMUL_ALLOW_BF16_REDUCTION", "CT_FLAG_DETERMINISTIC_ALGORITHMS",
-    "CT_FLAG_DETERMINISTIC_WARN_ONLY", "CT_FLAG_MKLDNN_ENABLED", "CT_FLAG_SDPA_FLASH",
-    "CT_FLAG_SDPA_MATH", "CT_FLAG_SDPA_MEM_EFFICIENT", "CT_FLAG_SDPA_CUDNN", "CT_BOOL",
-    "CT_UINT8", "CT_INT8", "CT_INT16", "CT_INT32", "CT_INT64", "CT_FLOAT16", "CT_BFLOAT16",
-    "CT_FLOAT32", "CT_FLOAT64", "CT_COMPLEX64", "CT_COMPLEX128", "CT_UINT16", "CT_UINT32",
-    "CT_UINT64", "CT_FLOAT8_E4M3FN", "CT_FLOAT8_E5M2", "CT_FLOAT8_E4M3FNUZ",
-    "CT_FLOAT8_E5M2FNUZ", "CT_QINT8", "CT_QUINT8", "CT_QINT32", "CT_QUINT4X2",
-    "CT_DTYPE_KEEP", "CT_DEVICE_KEEP", "CT_DEVICE_CPU", "CT_DEVICE_CUDA", "CT_DEVICE_META",
-    "CT_DEVICE_MPS", "CT_DEVICE_XPU", "CT_DEVICE_HIP", "CT_DEVICE_PRIVATEUSE1",
-    "CT_DEVICE_XLA", "CT_DEVICE_HPU", "CT_DEVICE_MTIA", "CT_DEVICE_LAZY", "CT_DEVICE_IPU",
-    "CT_DEVICE_VE", "CT_DEVICE_VULKAN", "CT_DEVICE_METAL", "CT_DEVICE_MAIA",
-    "CT_LAYOUT_STRIDED", "CT_LAYOUT_SPARSE_COO", "CT_LAYOUT_SPARSE_CSR",
-    "CT_LAYOUT_SPARSE_CSC", "CT_LAYOUT_SPARSE_BSR", "CT_LAYOUT_SPARSE_BSC",
-    "CT_LAYOUT_MKLDNN", "CT_MEMORY_FORMAT_CONTIGUOUS", "CT_MEMORY_FORMAT_CHANNELS_LAST",
-    "CT_MEMORY_FORMAT_CHANNELS_LAST_3D", "CT_QSCHEME_PER_TENSOR_AFFINE",
-    "CT_QSCHEME_PER_CHANNEL_AFFINE", "CT_QSCHEME_PER_TENSOR_SYMMETRIC",
-    "CT_QSCHEME_PER_CHANNEL_SYMMETRIC", "CT_QSCHEME_PER_CHANNEL_AFFINE_FLOAT_QPARAMS",
-    "CT_VALUE_NONE", "CT_VALUE_BOOL", "CT_VALUE_INT", "CT_VALUE_DOUBLE", "CT_VALUE_STRING",
-    "CT_VALUE_TENSOR", "CT_VALUE_DEVICE", "CT_VALUE_LIST", "CT_VALUE_TUPLE",
-    "CT_VALUE_DICT", "CT_VALUE_INT_LIST", "CT_VALUE_DOUBLE_LIST", "CT_VALUE_BOOL_LIST",
+    "CT_ERR_TORCH", "CT_ERR_CALLBACK", "CT_ERR_INTERNAL", "CT_ERR_TIMEOUT",
+    "CT_FLAG_CUDNN_ENABLED", "CT_FLAG_CUDNN_BENCHMARK", "CT_FLAG_CUDNN_DETERMINISTIC",
+    "CT_FLAG_CUDNN_ALLOW_TF32", "CT_FLAG_MATMUL_ALLOW_TF32",
+    "CT_FLAG_MATMUL_ALLOW_FP16_REDUCTION", "CT_FLAG_MATMUL_ALLOW_BF16_REDUCTION",
+    "CT_FLAG_DETERMINISTIC_ALGORITHMS", "CT_FLAG_DETERMINISTIC_WARN_ONLY",
+    "CT_FLAG_MKLDNN_ENABLED", "CT_FLAG_SDPA_FLASH", "CT_FLAG_SDPA_MATH",
+    "CT_FLAG_SDPA_MEM_EFFICIENT", "CT_FLAG_SDPA_CUDNN", "CT_BOOL", "CT_UINT8", "CT_INT8",
+    "CT_INT16", "CT_INT32", "CT_INT64", "CT_FLOAT16", "CT_BFLOAT16", "CT_FLOAT32",
+    "CT_FLOAT64", "CT_COMPLEX64", "CT_COMPLEX128", "CT_UINT16", "CT_UINT32", "CT_UINT64",
+    "CT_FLOAT8_E4M3FN", "CT_FLOAT8_E5M2", "CT_FLOAT8_E4M3FNUZ", "CT_FLOAT8_E5M2FNUZ",
+    "CT_QINT8", "CT_QUINT8", "CT_QINT32", "CT_QUINT4X2", "CT_DTYPE_KEEP", "CT_DEVICE_KEEP",
+    "CT_DEVICE_CPU", "CT_DEVICE_CUDA", "CT_DEVICE_META", "CT_DEVICE_MPS", "CT_DEVICE_XPU",
+    "CT_DEVICE_HIP", "CT_DEVICE_PRIVATEUSE1", "CT_DEVICE_XLA", "CT_DEVICE_HPU",
+    "CT_DEVICE_MTIA", "CT_DEVICE_LAZY", "CT_DEVICE_IPU", "CT_DEVICE_VE", "CT_DEVICE_VULKAN",
+    "CT_DEVICE_METAL", "CT_DEVICE_MAIA", "CT_LAYOUT_STRIDED", "CT_LAYOUT_SPARSE_COO",
+    "CT_LAYOUT_SPARSE_CSR", "CT_LAYOUT_SPARSE_CSC", "CT_LAYOUT_SPARSE_BSR",
+    "CT_LAYOUT_SPARSE_BSC", "CT_LAYOUT_MKLDNN", "CT_MEMORY_FORMAT_CONTIGUOUS",
+    "CT_MEMORY_FORMAT_CHANNELS_LAST", "CT_MEMORY_FORMAT_CHANNELS_LAST_3D",
+    "CT_QSCHEME_PER_TENSOR_AFFINE", "CT_QSCHEME_PER_CHANNEL_AFFINE",
+    "CT_QSCHEME_PER_TENSOR_SYMMETRIC", "CT_QSCHEME_PER_CHANNEL_SYMMETRIC",
+    "CT_QSCHEME_PER_CHANNEL_AFFINE_FLOAT_QPARAMS", "CT_VALUE_NONE", "CT_VALUE_BOOL",
+    "CT_VALUE_INT", "CT_VALUE_DOUBLE", "CT_VALUE_STRING", "CT_VALUE_TENSOR",
+    "CT_VALUE_DEVICE", "CT_VALUE_LIST", "CT_VALUE_TUPLE", "CT_VALUE_DICT",
+    "CT_VALUE_INT_LIST", "CT_VALUE_DOUBLE_LIST", "CT_VALUE_BOOL_LIST",
     "CT_VALUE_TENSOR_LIST", "CT_VALUE_OBJECT", "CT_VALUE_OTHER", "CT_RESULT_OTHER",
     "CT_RESULT_TENSOR", "CT_RESULT_TUPLE", "CT_RESULT_LIST", "CT_KERNEL_SAME_THREAD",
-    "kDLCPU", "kDLCUDA", "kDLCUDAHost", "kDLOpenCL", "kDLVulkan", "kDLMetal", "kDLVPI",
-    "kDLROCM", "kDLROCMHost", "kDLExtDev", "kDLCUDAManaged", "kDLOneAPI", "kDLWebGPU",
-    "kDLHexagon", "kDLMAIA", "kDLInt", "kDLUInt", "kDLFloat", "kDLOpaqueHandle",
-    "kDLBfloat", "kDLComplex", "kDLBool", "kDLFloat8_e3m4", "kDLFloat8_e4m3",
-    "kDLFloat8_e4m3b11fnuz", "kDLFloat8_e4m3fn", "kDLFloat8_e4m3fnuz", "kDLFloat8_e5m2",
-    "kDLFloat8_e5m2fnuz", "kDLFloat8_e8m0fnu", "kDLFloat6_e2m3fn", "kDLFloat6_e3m2fn",
-    "kDLFloat4_e2m1fn"
+    "CT_REDUCE_SUM", "CT_REDUCE_AVG", "CT_REDUCE_PRODUCT", "CT_REDUCE_MIN", "CT_REDUCE_MAX",
+    "CT_REDUCE_BAND", "CT_REDUCE_BOR", "CT_REDUCE_BXOR", "CT_DDP_FIND_UNUSED",
+    "CT_DDP_GRAD_AS_BUCKET_VIEW", "kDLCPU", "kDLCUDA", "kDLCUDAHost", "kDLOpenCL",
+    "kDLVulkan", "kDLMetal", "kDLVPI", "kDLROCM", "kDLROCMHost", "kDLExtDev",
+    "kDLCUDAManaged", "kDLOneAPI", "kDLWebGPU", "kDLHexagon", "kDLMAIA", "kDLInt",
+    "kDLUInt", "kDLFloat", "kDLOpaqueHandle", "kDLBfloat", "kDLComplex", "kDLBool",
+    "kDLFloat8_e3m4", "kDLFloat8_e4m3", "kDLFloat8_e4m3b11fnuz", "kDLFloat8_e4m3fn",
+    "kDLFloat8_e4m3fnuz", "kDLFloat8_e5m2", "kDLFloat8_e5m2fnuz", "kDLFloat8_e8m0fnu",
+    "kDLFloat6_e2m3fn", "kDLFloat6_e3m2fn", "kDLFloat4_e2m1fn"
 ]

@@ -24,7 +24,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from ._capi import *  # noqa: E402,F401,F403  (CT_OK, CT_FLOAT32, ... as the header names them)
 from ._capi import (CT_OK, CT_ERR_INVALID_ARGUMENT, CT_ERR_TYPE, CT_ERR_INDEX,  # noqa: E402
                     CT_ERR_NOT_FOUND, CT_ERR_IO, CT_ERR_OUT_OF_MEMORY, CT_ERR_NOT_SUPPORTED,
-                    CT_ERR_TORCH, CT_ERR_CALLBACK, CT_ERR_INTERNAL, CT_LAYOUT_STRIDED,
+                    CT_ERR_TORCH, CT_ERR_CALLBACK, CT_ERR_INTERNAL, CT_ERR_TIMEOUT,
+                    CT_LAYOUT_STRIDED,
                     CT_LAYOUT_SPARSE_COO, CT_LAYOUT_SPARSE_CSR, CT_LAYOUT_SPARSE_CSC,
                     CT_LAYOUT_SPARSE_BSR, CT_LAYOUT_SPARSE_BSC, CT_LAYOUT_MKLDNN)
 from . import _capi  # noqa: E402
@@ -37,7 +38,8 @@ STATUS_NAMES = {CT_OK: "CT_OK", CT_ERR_INVALID_ARGUMENT: "CT_ERR_INVALID_ARGUMEN
                 CT_ERR_NOT_FOUND: "CT_ERR_NOT_FOUND", CT_ERR_IO: "CT_ERR_IO",
                 CT_ERR_OUT_OF_MEMORY: "CT_ERR_OUT_OF_MEMORY",
                 CT_ERR_NOT_SUPPORTED: "CT_ERR_NOT_SUPPORTED", CT_ERR_TORCH: "CT_ERR_TORCH",
-                CT_ERR_CALLBACK: "CT_ERR_CALLBACK", CT_ERR_INTERNAL: "CT_ERR_INTERNAL"}
+                CT_ERR_CALLBACK: "CT_ERR_CALLBACK", CT_ERR_INTERNAL: "CT_ERR_INTERNAL",
+                CT_ERR_TIMEOUT: "CT_ERR_TIMEOUT"}
 
 #: the device index meaning "none / current"
 NO_INDEX = -1
@@ -150,13 +152,23 @@ class InternalError(Error, RuntimeError):
     code = CT_ERR_INTERNAL
 
 
+class CTorchTimeoutError(Error, TimeoutError):
+    """A wait that ran past its timeout (distributed): also the built-in
+    TimeoutError."""
+    code = CT_ERR_TIMEOUT
+
+    def __init__(self, message: str, code: Optional[int] = None) -> None:
+        Error.__init__(self, message, code)
+
+
 class LibraryNotFoundError(Error, ImportError):
     """libctorch.so could not be found or loaded, or has the wrong ABI."""
 
 
 _ERRORS = {c.code: c for c in (InvalidArgumentError, CTorchTypeError, CTorchIndexError,
                                NotFoundError, CTorchIOError, CTorchMemoryError,
-                               NotSupportedError, TorchError, CallbackError, InternalError)}
+                               NotSupportedError, TorchError, CallbackError, InternalError,
+                               CTorchTimeoutError)}
 
 
 # ---- finding and opening the library ------------------------------------------

@@ -1,0 +1,170 @@
+// Data-parallel training (ct_ddp_*): c10d's Reducer set up as
+// torch.nn.parallel.DistributedDataParallel sets it up (parameter check
+// across ranks, rank 0's state broadcast, 1 MB first bucket, reversed bucket
+// order), so gradients are all-reduced in buckets while backward runs.
+#include "distributed.h"
+
+#include <string>
+#include <vector>
+
+#if CT_HAS_C10D
+
+#include <torch/csrc/distributed/c10d/comm.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
+
+struct ct_ddp {
+  std::shared_ptr<ct::dist::Group> group;
+  std::vector<at::Tensor> params, buffers;
+  std::shared_ptr<c10d::Reducer> reducer;
+  bool find_unused = false;
+};
+
+namespace {
+
+// torch.nn.parallel.distributed's constants.
+constexpr int64_t kFirstBucketBytes = 1024 * 1024;             // dist._DEFAULT_FIRST_BUCKET_BYTES
+constexpr int64_t kDefaultBucketBytes = 25 * 1024 * 1024;      // bucket_cap_mb=25
+constexpr size_t kBroadcastBucketBytes = 250 * 1024 * 1024;    // _sync_module_states
+
+std::unique_ptr<ct_ddp> make_ddp(const char *fn, ct_process_group *pg,
+                                 std::vector<at::Tensor> params, std::vector<at::Tensor> buffers,
+                                 double bucket_mb, int32_t flags) {
+  auto d = std::make_unique<ct_ddp>();
+  d->group = pg->g;
+  const ct::dist::Group &g = *pg->g;
+  if (params.empty())
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "no parameters that require grad");
+  for (size_t i = 0; i < params.size(); i++) {
+    const at::Tensor &p = params[i];
+    if (!p.defined() || !p.requires_grad() || !p.is_leaf())
+      ct::raise(CT_ERR_INVALID_ARGUMENT,
+                "params[%zu] must be a leaf tensor that requires grad", i);
+    ct::dist::check_tensor(fn, g, "params[]", p);
+  }
+  for (auto &b : buffers) ct::dist::check_tensor(fn, g, "buffers[]", b);
+  int64_t cap = bucket_mb > 0 ? static_cast<int64_t>(bucket_mb * 1024 * 1024) : kDefaultBucketBytes;
+  d->find_unused = (flags & CT_DDP_FIND_UNUSED) != 0;
+  bool as_view = (flags & CT_DDP_GRAD_AS_BUCKET_VIEW) != 0;
+  ct::dist::run_guarded(g, fn, "set up data parallel", [&] {
+    c10d::verify_params_across_processes(g.pg, params, c10::nullopt);
+    std::vector<at::Tensor> states;
+    for (auto &p : params) states.push_back(p.detach());
+    for (auto &b : buffers) states.push_back(b.detach());
+    c10d::broadcast_coalesced(g.pg, states, kBroadcastBucketBytes, 0);
+    std::vector<bool> sparse(params.size(), false);
+    std::vector<std::vector<size_t>> buckets;
+    std::vector<size_t> limits;
+    std::tie(buckets, limits) = c10d::compute_bucket_assignment_by_size(
+        params, {static_cast<size_t>(kFirstBucketBytes), static_cast<size_t>(cap)}, sparse);
+    std::reverse(buckets.begin(), buckets.end());
+    std::reverse(limits.begin(), limits.end());
+    std::unordered_map<size_t, std::string> names;
+#if CT_TORCH_AT_LEAST(2, 0)
+    (void)limits;
+    d->reducer = std::make_shared<c10d::Reducer>(params, buckets, g.pg, sparse, cap,
+                                                 d->find_unused, as_view, names,
+                                                 kFirstBucketBytes);
+#else
+    d->reducer = std::make_shared<c10d::Reducer>(params, buckets, limits, g.pg, sparse, cap,
+                                                 d->find_unused, as_view, names,
+                                                 kFirstBucketBytes);
+#endif
+  });
+  d->params = std::move(params);
+  d->buffers = std::move(buffers);
+  return d;
+}
+
+std::vector<at::Tensor> list_of(const char *fn, const char *what, ct_tensor *const *list,
+                                size_t n) {
+  if (n > 0 && list == nullptr)
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "argument '%s' is NULL but n is %zu", what, n);
+  std::vector<at::Tensor> v;
+  for (size_t i = 0; i < n; i++) {
+    if (list[i] == nullptr) ct::raise(CT_ERR_INVALID_ARGUMENT, "%s[%zu] is NULL", what, i);
+    v.push_back(list[i]->t);
+  }
+  return v;
+}
+
+}  // namespace
+
+extern "C" {
+
+ct_status ct_ddp_new(ct_ddp **out, ct_process_group *pg, ct_tensor *const *params,
+                     size_t n_params, ct_tensor *const *buffers, size_t n_buffers,
+                     double bucket_mb, int32_t flags) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    *out = nullptr;
+    CT_CHECK_NOT_NULL(pg);
+    CT_CHECK_ARG((flags & ~(CT_DDP_FIND_UNUSED | CT_DDP_GRAD_AS_BUCKET_VIEW)) == 0,
+                 "%s: unknown flags 0x%x", ct_fn_, (unsigned)flags);
+    auto ps = list_of(ct_fn_, "params", params, n_params);
+    auto bs = list_of(ct_fn_, "buffers", buffers, n_buffers);
+    *out = make_ddp(ct_fn_, pg, std::move(ps), std::move(bs), bucket_mb, flags).release();
+    return CT_OK;
+  });
+}
+
+ct_status ct_ddp_new_module(ct_ddp **out, ct_process_group *pg, ct_module *module,
+                            double bucket_mb, int32_t flags) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    *out = nullptr;
+    CT_CHECK_NOT_NULL(pg);
+    CT_CHECK_NOT_NULL(module);
+    CT_CHECK_ARG((flags & ~(CT_DDP_FIND_UNUSED | CT_DDP_GRAD_AS_BUCKET_VIEW)) == 0,
+                 "%s: unknown flags 0x%x", ct_fn_, (unsigned)flags);
+    std::vector<at::Tensor> ps, bs;
+    for (const auto &p : module->m.named_parameters(true))
+      if (p.value.requires_grad()) ps.push_back(p.value);
+    for (const auto &b : module->m.named_buffers(true)) bs.push_back(b.value);
+    *out = make_ddp(ct_fn_, pg, std::move(ps), std::move(bs), bucket_mb, flags).release();
+    return CT_OK;
+  });
+}
+
+ct_status ct_ddp_prepare_backward(ct_ddp *ddp, ct_tensor *const *outputs, size_t n) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(ddp);
+    auto outs = list_of(ct_fn_, "outputs", outputs, n);
+    ct::dist::run_guarded(*ddp->group, ct_fn_, "prepare backward", [&] {
+      ddp->reducer->prepare_for_forward();
+      ddp->reducer->prepare_for_backward(ddp->find_unused ? outs : std::vector<at::Tensor>{});
+    });
+    return CT_OK;
+  });
+}
+
+void ct_ddp_free(ct_ddp *ddp) {
+  ct::guard_value(0, [&] {
+    delete ddp;
+    return 0;
+  });
+}
+
+}  // extern "C"
+
+#else
+
+extern "C" {
+ct_status ct_ddp_new(ct_ddp **out, ct_process_group *, ct_tensor *const *, size_t,
+                     ct_tensor *const *, size_t, double, int32_t) {
+  if (out) *out = nullptr;
+  return ct::set_error(CT_ERR_NOT_SUPPORTED, "ct_ddp_new: this ctorch has no c10d");
+}
+ct_status ct_ddp_new_module(ct_ddp **out, ct_process_group *, ct_module *, double, int32_t) {
+  if (out) *out = nullptr;
+  return ct::set_error(CT_ERR_NOT_SUPPORTED, "ct_ddp_new_module: this ctorch has no c10d");
+}
+ct_status ct_ddp_prepare_backward(ct_ddp *, ct_tensor *const *, size_t) {
+  return ct::set_error(CT_ERR_NOT_SUPPORTED, "ct_ddp_prepare_backward: this ctorch has no c10d");
+}
+void ct_ddp_free(ct_ddp *) {}
+}
+
+#endif

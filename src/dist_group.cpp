@@ -1,0 +1,395 @@
+// How ctorch makes c10d stores and process groups (the steps of
+// torch.distributed's init_process_group and new_group for this LibTorch
+// version, so PyTorch's Python ranks can join), checks tensors for a group,
+// turns c10d's exceptions into statuses, and waits for work.
+#include "distributed.h"
+
+#if CT_HAS_C10D
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include <unistd.h>
+
+namespace ct {
+namespace dist {
+
+namespace {
+
+// torch.distributed's key for the start-up barrier (STORE_BASED_BARRIER_PREFIX).
+const char *const kBarrierPrefix = "store_based_barrier_key";
+
+// Who is there. Each ctorch rank leaves "<host> <pid>" under
+// ctorch/rank/<r> in its group's store when it joins; after a failure ctorch
+// names the peers whose process on this host is gone, and after a failed
+// join the ranks that never reached the rendezvous (Gloo's key "0/<r>").
+std::string host_name() {
+  char h[256] = {0};
+  gethostname(h, sizeof h - 1);
+  return h;
+}
+
+void leave_card(c10d::Store &store, int rank) {
+  std::string card = host_name() + " " + std::to_string(getpid());
+  store.set("ctorch/rank/" + std::to_string(rank), std::vector<uint8_t>(card.begin(), card.end()));
+}
+
+std::string ranks_text(const std::vector<int> &rs) {
+  std::string t;
+  for (int r : rs) t += (t.empty() ? "" : ", ") + std::to_string(r);
+  return t;
+}
+
+// Exited: no such process, or a zombie its parent has not reaped yet.
+bool process_gone(pid_t pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  std::FILE *f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (f == nullptr) return false;
+  char state = 0;
+  int n = std::fscanf(f, "%*d (%*[^)]) %c", &state);
+  std::fclose(f);
+  return n == 1 && (state == 'Z' || state == 'X');
+}
+
+// Peers whose process (on this host) has exited, found from their cards.
+std::string gone_peers(const Group &g) {
+  if (!g.store) return "";
+  std::vector<int> gone;
+  std::string here = host_name();
+  for (int r = 0; r < g.size; r++) {
+    if (r == g.rank) continue;
+    try {
+      std::string key = "ctorch/rank/" + std::to_string(r);
+      if (!g.store->check({key})) continue;  // not a ctorch rank, or gone before joining
+      auto v = g.store->get(key);
+      std::string card(v.begin(), v.end());
+      size_t sp = card.rfind(' ');
+      if (sp == std::string::npos || card.substr(0, sp) != here) continue;
+      pid_t pid = static_cast<pid_t>(std::atol(card.c_str() + sp + 1));
+      // A peer that broke the connection may still be exiting: look a while.
+      for (int i = 0; i < 25 && pid > 0; i++) {
+        if (process_gone(pid)) {
+          gone.push_back(r);
+          break;
+        }
+        std::this_thread::sleep_for(ms(20));
+      }
+    } catch (...) {
+      return "";  // the store itself is gone (it lived with rank 0's process)
+    }
+  }
+  if (gone.empty()) return "";
+  return std::string("; the process of rank") + (gone.size() > 1 ? "s " : " ") + ranks_text(gone) +
+         (gone.size() > 1 ? " have" : " has") + " exited";
+}
+
+// Ranks whose Gloo rendezvous key never appeared.
+std::string missing_ranks(const Group &g) {
+  if (!g.backend_store) return "";
+  std::vector<int> missing;
+  try {
+    for (int r = 0; r < g.size; r++)
+      if (!g.backend_store->check({"0/" + std::to_string(r)})) missing.push_back(r);
+  } catch (...) {
+    return "";
+  }
+  if (missing.empty() || static_cast<int>(missing.size()) == g.size) return "";
+  return std::string("; rank") + (missing.size() > 1 ? "s " : " ") + ranks_text(missing) +
+         " never joined";
+}
+
+
+// Gloo devices as torch's Python makes them: one per GLOO_SOCKET_IFNAME
+// interface, else the default (this host's name, or loopback).
+c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(ms timeout) {
+  auto o = c10d::ProcessGroupGloo::Options::create(timeout);
+  const char *ifnames = std::getenv("GLOO_SOCKET_IFNAME");
+  if (ifnames != nullptr && std::strlen(ifnames) > 1) {
+    std::stringstream ss(ifnames);
+    std::string name;
+    while (std::getline(ss, name, ','))
+      if (!name.empty()) o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
+  } else {
+    o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  o->threads = static_cast<int>(o->devices.size()) * 2;
+  return o;
+}
+
+// torch's _store_based_barrier: every rank of the world adds 1, then waits
+// for the count to reach the world's size.
+void store_barrier(const char *fn, World &w, int count, ms timeout) {
+  std::string key = std::string(kBarrierPrefix) + ":" + std::to_string(count);
+  w.store->add(key, 1);
+  auto start = std::chrono::steady_clock::now();
+  int64_t arrived = w.store->add(key, 0);
+  while (arrived != w.size) {
+    if (std::chrono::steady_clock::now() - start > timeout)
+      ct::raise(CT_ERR_TIMEOUT,
+                "rank %d timed out after %.1f s waiting for all %d ranks to join the process "
+                "group: %lld arrived (store key '%s')", w.rank, timeout.count() / 1000.0, w.size, (long long)arrived, key.c_str());
+    std::this_thread::sleep_for(ms(10));
+    arrived = w.store->add(key, 0);
+  }
+}
+
+// Makes the backend for `rank` of `size` over `store` (already prefixed with
+// the group's name) and the ProcessGroup around it.
+void make_backend(Group &g, const c10::intrusive_ptr<c10d::Store> &store) {
+  leave_card(*store, g.rank);
+#if CT_TORCH_AT_LEAST(2, 0)
+  // torch 2.x: ProcessGroup(prefix_store) with the backend registered for
+  // the CPU under PrefixStore("cpu/", prefix_store).
+  auto backend_store = c10::make_intrusive<c10d::PrefixStore>("cpu/", store);
+  g.store = store;
+  g.backend_store = backend_store;
+  auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(backend_store, g.rank, g.size,
+                                                          gloo_options(g.timeout));
+  gloo->setSequenceNumberForGroup();
+  auto pg = c10::make_intrusive<c10d::ProcessGroup>(store, g.rank, g.size);
+  pg->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+  pg->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, gloo);
+  g.impl = gloo;
+  g.pg = pg;
+#else
+  g.store = store;
+  g.backend_store = store;
+  auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(store, g.rank, g.size,
+                                                          gloo_options(g.timeout));
+  g.impl = gloo;
+  g.pg = gloo;
+#endif
+}
+
+ct_status classify(const std::string &msg) {
+  if (msg.find("imed out") != std::string::npos || msg.find("imeout") != std::string::npos ||
+      msg.find("timed out") != std::string::npos)
+    return CT_ERR_TIMEOUT;
+  if (msg.find("onnection") != std::string::npos || msg.find("Broken pipe") != std::string::npos ||
+      msg.find("ECONNREFUSED") != std::string::npos || msg.find("ddress already in use") != std::string::npos ||
+      msg.find("Socket") != std::string::npos || msg.find("socket") != std::string::npos ||
+      msg.find("peer") != std::string::npos || msg.find("resolve") != std::string::npos)
+    return CT_ERR_IO;
+  return CT_ERR_TORCH;
+}
+
+// The message of the exception in flight, without LibTorch's backtrace.
+std::string current_message() {
+  try {
+    throw;
+  } catch (const ct::Error &e) {
+    return e.msg;
+  } catch (const c10::Error &e) {
+    return e.what_without_backtrace();
+  } catch (const std::exception &e) {
+    return e.what();
+  } catch (...) {
+    return "unknown C++ exception";
+  }
+}
+
+// First line only: c10d's messages can carry long traces.
+std::string first_lines(std::string s) {
+  size_t cut = s.find("\nException raised from");
+  if (cut != std::string::npos) s.resize(cut);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  if (s.size() > 600) s = s.substr(0, 600) + "...";
+  return s;
+}
+
+}  // namespace
+
+std::string backend_name(const char *fn, const char *backend) {
+  std::string b = backend ? backend : "gloo";
+  if (b == "gloo") return b;
+  if (b == "nccl")
+    ct::raise(CT_ERR_NOT_SUPPORTED,
+              "backend 'nccl' is not in this ctorch build (use 'gloo'; nccl needs a CUDA "
+              "build of ctorch with NCCL)");
+  ct::raise(CT_ERR_INVALID_ARGUMENT, "unknown backend '%.40s' (\"gloo\" or \"nccl\")",
+            b.c_str());
+}
+
+c10::intrusive_ptr<c10d::Store> tcp_store(const char *fn, const std::string &host, int port,
+                                          bool master, int world_size, ms timeout,
+                                          bool multi_tenant) {
+  c10d::TCPStoreOptions o;
+  o.port = static_cast<std::uint16_t>(port);
+  o.isServer = master;
+  if (world_size > 0) o.numWorkers = static_cast<std::size_t>(world_size);
+  o.waitWorkers = false;  // the process group's start-up barrier waits instead
+  o.timeout = timeout;
+  o.multiTenant = multi_tenant;  // torch: False, except env:// rendezvous
+  c10::intrusive_ptr<c10d::Store> s;
+  try {
+    run_store(fn, master ? "start the TCP store server on" : "connect to the TCP store at",
+              (host + ":" + std::to_string(port)).c_str(),
+              [&] { s = c10::make_intrusive<c10d::TCPStore>(host, o); });
+  } catch (const ct::Error &e) {
+    // c10d retries a connection until the timeout: still a failure to connect.
+    if (e.code == CT_ERR_TIMEOUT) throw ct::Error(CT_ERR_IO, e.msg);
+    throw;
+  }
+  return s;
+}
+
+int tcp_port(c10d::Store &store) {
+  auto *tcp = dynamic_cast<c10d::TCPStore *>(&store);
+  return tcp ? static_cast<int>(tcp->getPort()) : -1;
+}
+
+c10::intrusive_ptr<c10d::Store> env_store(const char *fn, const std::string &host, int port,
+                                          int rank, int size, ms timeout) {
+  // torch.distributed.rendezvous's _create_c10d_store, then init_process_group's
+  // PrefixStore("default_pg").
+  const char *agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  c10::intrusive_ptr<c10d::Store> s;
+  if (agent != nullptr && std::strcmp(agent, "True") == 0) {
+    const char *attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
+    auto tcp = tcp_store(fn, host, port, false, size, timeout, false);
+    s = c10::make_intrusive<c10d::PrefixStore>(
+        std::string("/worker/attempt_") + (attempt ? attempt : "0"), tcp);
+  } else {
+    s = tcp_store(fn, host, port, rank == 0, size, timeout, true);
+  }
+  return c10::make_intrusive<c10d::PrefixStore>("default_pg", s);
+}
+
+std::unique_ptr<ct_process_group> make_default_group(const char *fn, std::shared_ptr<World> world,
+                                                     ms timeout) {
+  auto g = std::make_shared<Group>();
+  g->world = world;
+  g->rank = world->rank;
+  g->size = world->size;
+  g->backend = world->backend;
+  g->timeout = timeout;
+  std::lock_guard<std::mutex> lk(world->mu);
+  std::string name = std::to_string(world->group_count++);
+  run_guarded(*g, fn, "join the process group", [&] {
+    make_backend(*g, c10::make_intrusive<c10d::PrefixStore>(name, world->store));
+#if !CT_TORCH_AT_LEAST(2, 0)
+    store_barrier(fn, *world, world->group_count, timeout);
+    g->impl->setSequenceNumberForGroup();
+#endif
+  });
+  auto out = std::make_unique<ct_process_group>();
+  out->g = g;
+  return out;
+}
+
+std::unique_ptr<ct_process_group> make_subgroup(const char *fn, const Group &parent,
+                                                const std::vector<int> &ranks, ms timeout) {
+  std::shared_ptr<World> world = parent.world;
+  std::lock_guard<std::mutex> lk(world->mu);
+  std::string name = std::to_string(world->group_count++);
+  auto it = std::find(ranks.begin(), ranks.end(), world->rank);
+  std::shared_ptr<Group> g;
+  run_guarded(parent, fn, "make a subgroup", [&] {
+    if (it != ranks.end()) {
+      g = std::make_shared<Group>();
+      g->world = world;
+      g->rank = static_cast<int>(it - ranks.begin());
+      g->size = static_cast<int>(ranks.size());
+      g->backend = parent.backend;
+      g->timeout = timeout;
+      g->world_ranks = ranks;
+      make_backend(*g, c10::make_intrusive<c10d::PrefixStore>(name, world->store));
+    }
+#if !CT_TORCH_AT_LEAST(2, 0)
+    store_barrier(fn, *world, world->group_count, timeout);
+    if (g) g->impl->setSequenceNumberForGroup();
+#endif
+  });
+  if (!g) return nullptr;
+  auto out = std::make_unique<ct_process_group>();
+  out->g = g;
+  return out;
+}
+
+void check_tensor(const char *fn, const Group &g, const char *what, const at::Tensor &t) {
+  if (!t.defined()) ct::raise(CT_ERR_INVALID_ARGUMENT, "%s is an undefined tensor", what);
+  if (t.layout() != c10::kStrided)
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s must be a dense (strided) tensor", what);
+  if (!t.is_contiguous())
+    ct::raise(CT_ERR_INVALID_ARGUMENT,
+              "%s must be contiguous (collectives write in place; use ct_contiguous and copy "
+              "back)", what);
+  if (g.backend == "gloo" && !t.device().is_cpu())
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s is on %s, but backend gloo here takes CPU tensors", what, t.device().str().c_str());
+}
+
+void run_guarded(const Group &g, const char *fn, const char *op, const std::function<void()> &body) {
+  try {
+    body();
+  } catch (const ct::Error &) {
+    throw;
+  } catch (...) {
+    std::string msg = first_lines(current_message());
+    ct_status code = classify(msg);
+    std::string who = g.impl ? gone_peers(g) : missing_ranks(g);
+    ct::raise(code, "%s failed on rank %d of %d (%s): %s%s", op, g.rank, g.size,
+              g.backend.c_str(), msg.c_str(), who.c_str());
+  }
+}
+
+void run_store(const char *fn, const char *op, const char *key, const std::function<void()> &body) {
+  try {
+    body();
+  } catch (const ct::Error &) {
+    throw;
+  } catch (...) {
+    std::string msg = first_lines(current_message());
+    ct::raise(classify(msg), "could not %s '%.200s': %s", op, key, msg.c_str());
+  }
+}
+
+ct_status work_wait(const char *fn, ct_work *w, ms timeout) {
+  if (!w->done.load()) {
+    bool completed = false;
+    std::string msg;
+    try {
+      w->w->wait(timeout);
+      completed = true;
+    } catch (...) {
+      msg = first_lines(current_message());
+      completed = w->w->isCompleted();
+      if (!completed)  // this wait ran out; the work goes on
+        return ct::set_error(CT_ERR_TIMEOUT,
+                             "%s: %s on rank %d of %d (%s) did not finish within %.1f s: %s", fn,
+                             w->op.c_str(), w->group->rank, w->group->size,
+                             w->group->backend.c_str(), timeout.count() / 1000.0, msg.c_str());
+    }
+    std::lock_guard<std::mutex> lk(w->mu);
+    if (!w->done.load()) {
+      if (msg.empty() && w->finish) {
+        try {
+          w->finish();
+        } catch (...) {
+          msg = first_lines(current_message());
+        }
+      }
+      if (!msg.empty()) {
+        w->code = classify(msg);
+        w->msg = std::string(w->op) + " failed on rank " + std::to_string(w->group->rank) +
+                 " of " + std::to_string(w->group->size) + " (" + w->group->backend + "): " + msg +
+                 gone_peers(*w->group);
+      }
+      w->done.store(true);
+    }
+  }
+  if (w->code != CT_OK) return ct::set_error(w->code, "%s: %s", fn, w->msg.c_str());
+  return CT_OK;
+}
+
+}  // namespace dist
+}  // namespace ct
+
+#endif  // CT_HAS_C10D

@@ -1,0 +1,595 @@
+// Distributed (ct_store_*, ct_process_group_*, collectives, ct_work_*): c10d's
+// stores and process groups behind the C ABI, set up the way
+// torch.distributed.init_process_group sets them up for this LibTorch version
+// (same keys, same start-up barrier), so ctorch ranks and PyTorch's Python
+// ranks share one group. Data parallel (the Reducer) is in ddp.cpp.
+#include "distributed.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if CT_HAS_C10D
+
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+using ct::dist::Group;
+using ct::dist::ms;
+
+namespace {
+
+ms timeout_ms(double seconds) { return ms(static_cast<int64_t>(seconds * 1000.0 + 0.5)); }
+
+// How many tensors a collective over this group takes per list.
+void check_list(const char *fn, const char *what, ct_tensor *const *list, int n) {
+  if (list == nullptr) ct::raise(CT_ERR_INVALID_ARGUMENT, "argument '%s' is NULL", what);
+  for (int i = 0; i < n; i++)
+    if (list[i] == nullptr)
+      ct::raise(CT_ERR_INVALID_ARGUMENT, "%s[%d] is NULL (the group has %d ranks)", what,
+                i, n);
+}
+
+std::vector<at::Tensor> tensors_of(ct_tensor *const *list, int n) {
+  std::vector<at::Tensor> v;
+  v.reserve(n);
+  for (int i = 0; i < n; i++) v.push_back(list[i]->t);
+  return v;
+}
+
+void check_like(const char *fn, const char *what, int i, const at::Tensor &t,
+                const at::Tensor &ref) {
+  if (t.scalar_type() != ref.scalar_type() || t.sizes() != ref.sizes())
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s[%d] is %s%s but must be %s%s like the others",
+              what, i, c10::toString(t.scalar_type()), c10::str(t.sizes()).c_str(),
+              c10::toString(ref.scalar_type()), c10::str(ref.sizes()).c_str());
+}
+
+// Reduces the n rows of `stacked` (n x output) into output with op.
+void reduce_rows(at::Tensor &output, const at::Tensor &stacked, int32_t op, int n) {
+  at::Tensor r;
+  switch (op) {
+    case CT_REDUCE_SUM: r = stacked.sum(0, false, output.scalar_type()); break;
+    case CT_REDUCE_AVG: r = stacked.sum(0, false, output.scalar_type()).div_(n); break;
+    case CT_REDUCE_PRODUCT: r = stacked.prod(0, false, output.scalar_type()); break;
+    case CT_REDUCE_MIN: r = std::get<0>(stacked.min(0)); break;
+    case CT_REDUCE_MAX: r = std::get<0>(stacked.max(0)); break;
+    default: {
+      r = stacked[0].clone();
+      for (int i = 1; i < n; i++) {
+        if (op == CT_REDUCE_BAND) r.bitwise_and_(stacked[i]);
+        else if (op == CT_REDUCE_BOR) r.bitwise_or_(stacked[i]);
+        else r.bitwise_xor_(stacked[i]);
+      }
+    }
+  }
+  output.copy_(r.view(output.sizes()));
+}
+
+// The reduce op for c10d; AVG on gloo becomes SUM and a division in finish.
+c10d::ReduceOp c10d_op(const char *fn, int32_t op, const at::Tensor &t, bool backend_avg) {
+  if (op < CT_REDUCE_SUM || op > CT_REDUCE_BXOR)
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "unknown reduce op %d (CT_REDUCE_SUM..BXOR)", op);
+  if (op == CT_REDUCE_AVG && !at::isFloatingType(t.scalar_type()) &&
+      !at::isComplexType(t.scalar_type()))
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "CT_REDUCE_AVG needs a floating dtype, not %s",
+              c10::toString(t.scalar_type()));
+  if (op >= CT_REDUCE_BAND && (at::isFloatingType(t.scalar_type()) ||
+                               at::isComplexType(t.scalar_type())))
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "bitwise reduce ops need an integer or bool dtype, not %s", c10::toString(t.scalar_type()));
+  if (op == CT_REDUCE_AVG && !backend_avg) return c10d::ReduceOp(c10d::ReduceOp::SUM);
+  return c10d::ReduceOp(static_cast<c10d::ReduceOp::RedOpType>(op));
+}
+
+// Starts `start` (which returns c10d work) and either waits for it (work
+// NULL) or hands it out.
+template <class Start>
+ct_status collective(const char *fn, ct_process_group *pg, ct_work **work, const char *opname,
+                     Start &&start) {
+  if (work != nullptr) *work = nullptr;
+  auto w = std::make_unique<ct_work>();
+  w->group = pg->g;
+  w->op = opname;
+  ct::dist::run_guarded(*pg->g, fn, opname, [&] { start(*w); });
+  if (work == nullptr) return ct::dist::work_wait(fn, w.get(), pg->g->timeout);
+  *work = w.release();
+  return CT_OK;
+}
+
+ct_process_group *checked(const char *fn, ct_process_group *pg) {
+  if (pg == nullptr) ct::raise(CT_ERR_INVALID_ARGUMENT, "argument 'pg' is NULL");
+  return pg;
+}
+
+void check_rank(const char *fn, const char *what, int32_t r, const Group &g, bool any_ok) {
+  if ((r < 0 || r >= g.size) && !(any_ok && r == -1))
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s %d is outside the group's ranks 0..%d%s", what,
+              r, g.size - 1, any_ok ? " (or -1: any)" : "");
+}
+
+const char *env_or(const char *name) { return std::getenv(name); }
+
+int32_t env_int(const char *fn, const char *name, int64_t lo, int64_t hi) {
+  const char *v = env_or(name);
+  if (v == nullptr || *v == '\0')
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "environment variable %s is not set (torchrun sets it)", name);
+  char *end = nullptr;
+  long long x = std::strtoll(v, &end, 10);
+  if (*end != '\0' || x < lo || x > hi)
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "environment variable %s='%.40s' is not an integer in %lld..%lld", name, v, (long long)lo, (long long)hi);
+  return static_cast<int32_t>(x);
+}
+
+}  // namespace
+
+extern "C" {
+
+int32_t ct_distributed_is_compiled(void) { return 1; }
+
+ct_status ct_store_tcp_new(ct_store **out, const char *host, int32_t port, int32_t is_master,
+                           int32_t world_size, double timeout_s) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    *out = nullptr;
+    CT_CHECK_NOT_NULL(host);
+    CT_CHECK_ARG(port >= 0 && port <= 65535, "%s: port %d is outside 0..65535", ct_fn_, port);
+    CT_CHECK_ARG(timeout_s > 0, "%s: timeout_s must be > 0 (got %g)", ct_fn_, timeout_s);
+    CT_CHECK_ARG(world_size == -1 || world_size >= 1,
+                 "%s: world_size must be >= 1 or -1 (unknown), got %d", ct_fn_, world_size);
+    CT_CHECK_ARG(port != 0 || is_master, "%s: port 0 (any free port) needs is_master=1", ct_fn_);
+    auto s = std::make_unique<ct_store>();
+    s->store = ct::dist::tcp_store(ct_fn_, host, port, is_master != 0,
+                                   world_size > 0 ? world_size : -1, timeout_ms(timeout_s), false);
+    s->tcp_port = ct::dist::tcp_port(*s->store);
+    *out = s.release();
+    return CT_OK;
+  });
+}
+
+ct_status ct_store_file_new(ct_store **out, const char *path, int32_t world_size) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    *out = nullptr;
+    CT_CHECK_NOT_NULL(path);
+    CT_CHECK_ARG(*path != '\0', "%s: path is empty", ct_fn_);
+    CT_CHECK_ARG(world_size >= 1, "%s: world_size must be >= 1, got %d", ct_fn_, world_size);
+    auto s = std::make_unique<ct_store>();
+    ct::dist::run_store(ct_fn_, "open the file store", path, [&] {
+      s->store = c10::make_intrusive<c10d::FileStore>(path, world_size);
+    });
+    *out = s.release();
+    return CT_OK;
+  });
+}
+
+ct_status ct_store_prefix_new(ct_store **out, ct_store *store, const char *prefix) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    *out = nullptr;
+    CT_CHECK_NOT_NULL(store);
+    CT_CHECK_NOT_NULL(prefix);
+    auto s = std::make_unique<ct_store>();
+    s->store = c10::make_intrusive<c10d::PrefixStore>(prefix, store->store);
+    *out = s.release();
+    return CT_OK;
+  });
+}
+
+ct_status ct_store_port(int32_t *out, const ct_store *store) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(store);
+    if (store->tcp_port < 0)
+      return ct::set_error(CT_ERR_NOT_SUPPORTED, "%s: not a TCP store", ct_fn_);
+    *out = store->tcp_port;
+    return CT_OK;
+  });
+}
+
+ct_status ct_store_set(ct_store *store, const char *key, const void *data, size_t n) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(store);
+    CT_CHECK_NOT_NULL(key);
+    CT_CHECK_ARG(data != nullptr || n == 0, "%s: data is NULL but n is %zu", ct_fn_, n);
+    const auto *p = static_cast<const uint8_t *>(data);
+    std::vector<uint8_t> v(p, p + n);
+    ct::dist::run_store(ct_fn_, "set", key, [&] { store->store->set(key, v); });
+    return CT_OK;
+  });
+}
+
+ct_status ct_store_get(ct_store *store, const char *key, void *buf, size_t cap, size_t *n) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(store);
+    CT_CHECK_NOT_NULL(key);
+    CT_CHECK_NOT_NULL(n);
+    CT_CHECK_ARG(buf != nullptr || cap == 0, "%s: buf is NULL but cap is %zu", ct_fn_, cap);
+    std::vector<uint8_t> v;
+    ct::dist::run_store(ct_fn_, "get", key, [&] { v = store->store->get(key); });
+    *n = v.size();
+    if (cap > 0) std::memcpy(buf, v.data(), std::min(cap, v.size()));
+    return CT_OK;
+  });
+}
+
+ct_status ct_store_add(ct_store *store, const char *key, int64_t delta, int64_t *out) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(store);
+    CT_CHECK_NOT_NULL(key);
+    int64_t v = 0;
+    ct::dist::run_store(ct_fn_, "add", key, [&] { v = store->store->add(key, delta); });
+    if (out != nullptr) *out = v;
+    return CT_OK;
+  });
+}
+
+void ct_store_free(ct_store *store) {
+  ct::guard_value(0, [&] {
+    delete store;
+    return 0;
+  });
+}
+
+ct_status ct_process_group_new(ct_process_group **out, ct_store *store, const char *backend,
+                               int32_t rank, int32_t world_size, double timeout_s) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    *out = nullptr;
+    CT_CHECK_NOT_NULL(store);
+    CT_CHECK_ARG(world_size >= 1, "%s: world_size must be >= 1, got %d", ct_fn_, world_size);
+    CT_CHECK_ARG(rank >= 0 && rank < world_size, "%s: rank %d is outside 0..%d", ct_fn_, rank,
+                 world_size - 1);
+    CT_CHECK_ARG(timeout_s > 0, "%s: timeout_s must be > 0 (got %g)", ct_fn_, timeout_s);
+    std::string be = ct::dist::backend_name(ct_fn_, backend);
+    auto world = std::make_shared<ct::dist::World>();
+    world->store = store->store;
+    world->rank = rank;
+    world->size = world_size;
+    world->backend = be;
+    *out = ct::dist::make_default_group(ct_fn_, world, timeout_ms(timeout_s)).release();
+    return CT_OK;
+  });
+}
+
+ct_status ct_process_group_init_env(ct_process_group **out, const char *backend,
+                                    double timeout_s) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    *out = nullptr;
+    CT_CHECK_ARG(timeout_s > 0, "%s: timeout_s must be > 0 (got %g)", ct_fn_, timeout_s);
+    std::string be = ct::dist::backend_name(ct_fn_, backend);
+    const char *addr = env_or("MASTER_ADDR");
+    if (addr == nullptr || *addr == '\0')
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                           "%s: environment variable MASTER_ADDR is not set (torchrun sets it)",
+                           ct_fn_);
+    int32_t port = env_int(ct_fn_, "MASTER_PORT", 0, 65535);
+    int32_t size = env_int(ct_fn_, "WORLD_SIZE", 1, 1 << 20);
+    int32_t rank = env_int(ct_fn_, "RANK", 0, size - 1);
+    auto world = std::make_shared<ct::dist::World>();
+    world->rank = rank;
+    world->size = size;
+    world->backend = be;
+    world->store = ct::dist::env_store(ct_fn_, addr, port, rank, size, timeout_ms(timeout_s));
+    *out = ct::dist::make_default_group(ct_fn_, world, timeout_ms(timeout_s)).release();
+    return CT_OK;
+  });
+}
+
+ct_status ct_process_group_new_subgroup(ct_process_group **out, ct_process_group *pg,
+                                        const int32_t *ranks, size_t n, double timeout_s) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    *out = nullptr;
+    CT_CHECK_NOT_NULL(pg);
+    CT_CHECK_NOT_NULL(ranks);
+    const Group &g = *pg->g;
+    CT_CHECK_ARG(g.world_ranks.empty(),
+                 "%s: pg must be a default group (subgroups of subgroups: list the ranks of the "
+                 "default group instead)",
+                 ct_fn_);
+    CT_CHECK_ARG(n >= 1 && n <= static_cast<size_t>(g.size),
+                 "%s: n = %zu ranks, but the group has %d", ct_fn_, n, g.size);
+    std::vector<int> sorted(ranks, ranks + n);
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < n; i++) {
+      CT_CHECK_ARG(sorted[i] >= 0 && sorted[i] < g.size, "%s: rank %d is outside 0..%d", ct_fn_,
+                   sorted[i], g.size - 1);
+      CT_CHECK_ARG(i == 0 || sorted[i] != sorted[i - 1], "%s: rank %d is listed twice", ct_fn_,
+                   sorted[i]);
+    }
+    ms t = timeout_s > 0 ? timeout_ms(timeout_s) : g.timeout;
+    *out = ct::dist::make_subgroup(ct_fn_, g, sorted, t).release();
+    return CT_OK;
+  });
+}
+
+int32_t ct_process_group_rank(const ct_process_group *pg) { return pg ? pg->g->rank : -1; }
+int32_t ct_process_group_size(const ct_process_group *pg) { return pg ? pg->g->size : -1; }
+
+void ct_process_group_free(ct_process_group *pg) {
+  ct::guard_value(0, [&] {
+    delete pg;
+    return 0;
+  });
+}
+
+ct_status ct_all_reduce(ct_process_group *pg, ct_tensor *tensor, int32_t op, ct_work **work) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    checked(ct_fn_, pg);
+    CT_CHECK_NOT_NULL(tensor);
+    at::Tensor t = tensor->t;
+    ct::dist::check_tensor(ct_fn_, *pg->g, "tensor", t);
+    bool native_avg = pg->g->backend != "gloo";
+    c10d::ReduceOp rop = c10d_op(ct_fn_, op, t, native_avg);
+    return collective(ct_fn_, pg, work, "all_reduce", [&](ct_work &w) {
+      std::vector<at::Tensor> ts{t};
+      c10d::AllreduceOptions o;
+      o.reduceOp = rop;
+      w.w = pg->g->backend_impl()->allreduce(ts, o);
+      if (op == CT_REDUCE_AVG && !native_avg) {
+        int n = pg->g->size;
+        w.finish = [t, n]() mutable { t.div_(n); };
+      }
+    });
+  });
+}
+
+ct_status ct_broadcast(ct_process_group *pg, ct_tensor *tensor, int32_t root, ct_work **work) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    checked(ct_fn_, pg);
+    CT_CHECK_NOT_NULL(tensor);
+    at::Tensor t = tensor->t;
+    ct::dist::check_tensor(ct_fn_, *pg->g, "tensor", t);
+    check_rank(ct_fn_, "root", root, *pg->g, false);
+    return collective(ct_fn_, pg, work, "broadcast", [&](ct_work &w) {
+      std::vector<at::Tensor> ts{t};
+      c10d::BroadcastOptions o;
+      o.rootRank = root;
+      w.w = pg->g->backend_impl()->broadcast(ts, o);
+    });
+  });
+}
+
+ct_status ct_all_gather(ct_process_group *pg, ct_tensor *const *outputs, ct_tensor *input,
+                        ct_work **work) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    checked(ct_fn_, pg);
+    CT_CHECK_NOT_NULL(input);
+    int n = pg->g->size;
+    check_list(ct_fn_, "outputs", outputs, n);
+    at::Tensor in = input->t;
+    ct::dist::check_tensor(ct_fn_, *pg->g, "input", in);
+    std::vector<std::vector<at::Tensor>> outs{tensors_of(outputs, n)};
+    for (int i = 0; i < n; i++) {
+      ct::dist::check_tensor(ct_fn_, *pg->g, "outputs[]", outs[0][i]);
+      check_like(ct_fn_, "outputs", i, outs[0][i], in);
+    }
+    return collective(ct_fn_, pg, work, "all_gather", [&](ct_work &w) {
+      std::vector<at::Tensor> ins{in};
+      w.w = pg->g->backend_impl()->allgather(outs, ins, c10d::AllgatherOptions());
+    });
+  });
+}
+
+ct_status ct_all_to_all(ct_process_group *pg, ct_tensor *const *outputs,
+                        ct_tensor *const *inputs, ct_work **work) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    checked(ct_fn_, pg);
+    int n = pg->g->size;
+    check_list(ct_fn_, "outputs", outputs, n);
+    check_list(ct_fn_, "inputs", inputs, n);
+    std::vector<at::Tensor> outs = tensors_of(outputs, n), ins = tensors_of(inputs, n);
+    for (int i = 0; i < n; i++) {
+      ct::dist::check_tensor(ct_fn_, *pg->g, "inputs[]", ins[i]);
+      ct::dist::check_tensor(ct_fn_, *pg->g, "outputs[]", outs[i]);
+      check_like(ct_fn_, "inputs", i, ins[i], ins[0]);
+      check_like(ct_fn_, "outputs", i, outs[i], ins[0]);
+    }
+    return collective(ct_fn_, pg, work, "all_to_all", [&](ct_work &w) {
+      // One staging buffer each way: alltoall_base is what every backend has.
+      at::Tensor send = at::stack(ins), recv = at::empty_like(send);
+      std::vector<int64_t> split;  // empty: equal splits
+      w.w = pg->g->backend_impl()->alltoall_base(recv, send, split, split,
+                                                 c10d::AllToAllOptions());
+      w.finish = [outs, recv]() mutable {
+        for (size_t i = 0; i < outs.size(); i++) outs[i].copy_(recv[i]);
+      };
+    });
+  });
+}
+
+ct_status ct_reduce_scatter(ct_process_group *pg, ct_tensor *output, ct_tensor *const *inputs,
+                            int32_t op, ct_work **work) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    checked(ct_fn_, pg);
+    CT_CHECK_NOT_NULL(output);
+    int n = pg->g->size;
+    check_list(ct_fn_, "inputs", inputs, n);
+    at::Tensor out = output->t;
+    ct::dist::check_tensor(ct_fn_, *pg->g, "output", out);
+    std::vector<at::Tensor> ins = tensors_of(inputs, n);
+    for (int i = 0; i < n; i++) {
+      ct::dist::check_tensor(ct_fn_, *pg->g, "inputs[]", ins[i]);
+      check_like(ct_fn_, "inputs", i, ins[i], out);
+    }
+    c10d_op(ct_fn_, op, out, false);  // validates op against the dtype
+    return collective(ct_fn_, pg, work, "reduce_scatter", [&](ct_work &w) {
+      at::Tensor send = at::stack(ins), recv = at::empty_like(send);
+      std::vector<int64_t> split;
+      w.w = pg->g->backend_impl()->alltoall_base(recv, send, split, split,
+                                                 c10d::AllToAllOptions());
+      w.finish = [out, recv, op, n]() mutable { reduce_rows(out, recv, op, n); };
+    });
+  });
+}
+
+ct_status ct_barrier(ct_process_group *pg, ct_work **work) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    checked(ct_fn_, pg);
+    return collective(ct_fn_, pg, work, "barrier", [&](ct_work &w) {
+      w.w = pg->g->backend_impl()->barrier(c10d::BarrierOptions());
+    });
+  });
+}
+
+ct_status ct_send(ct_process_group *pg, ct_tensor *tensor, int32_t dst, int32_t tag,
+                  ct_work **work) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    checked(ct_fn_, pg);
+    CT_CHECK_NOT_NULL(tensor);
+    ct::dist::check_tensor(ct_fn_, *pg->g, "tensor", tensor->t);
+    check_rank(ct_fn_, "dst", dst, *pg->g, false);
+    CT_CHECK_ARG(dst != pg->g->rank, "%s: dst %d is this rank", ct_fn_, dst);
+    return collective(ct_fn_, pg, work, "send", [&](ct_work &w) {
+      std::vector<at::Tensor> ts{tensor->t};
+      w.w = pg->g->backend_impl()->send(ts, dst, tag);
+    });
+  });
+}
+
+ct_status ct_recv(ct_process_group *pg, ct_tensor *tensor, int32_t src, int32_t tag,
+                  ct_work **work) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    checked(ct_fn_, pg);
+    CT_CHECK_NOT_NULL(tensor);
+    ct::dist::check_tensor(ct_fn_, *pg->g, "tensor", tensor->t);
+    check_rank(ct_fn_, "src", src, *pg->g, true);
+    CT_CHECK_ARG(src != pg->g->rank, "%s: src %d is this rank", ct_fn_, src);
+    return collective(ct_fn_, pg, work, "recv", [&](ct_work &w) {
+      std::vector<at::Tensor> ts{tensor->t};
+      w.any_source = src < 0;
+      w.w = src < 0 ? pg->g->backend_impl()->recvAnysource(ts, tag)
+                    : pg->g->backend_impl()->recv(ts, src, tag);
+    });
+  });
+}
+
+ct_status ct_work_wait(ct_work *work, double timeout_s) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(work);
+    return ct::dist::work_wait(ct_fn_, work,
+                               timeout_s > 0 ? timeout_ms(timeout_s) : work->group->timeout);
+  });
+}
+
+ct_status ct_work_is_completed(ct_work *work, int32_t *done) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(work);
+    CT_CHECK_NOT_NULL(done);
+    *done = (work->done.load() || work->w->isCompleted()) ? 1 : 0;
+    return CT_OK;
+  });
+}
+
+ct_status ct_work_source_rank(ct_work *work, int32_t *out) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(work);
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_ARG(work->any_source, "%s: not a recv from any source (src -1)", ct_fn_);
+    CT_CHECK_ARG(work->done.load() && work->code == CT_OK,
+                 "%s: the recv has not completed successfully (ct_work_wait first)", ct_fn_);
+    *out = work->w->sourceRank();
+    return CT_OK;
+  });
+}
+
+void ct_work_free(ct_work *work) {
+  ct::guard_value(0, [&] {
+    delete work;
+    return 0;
+  });
+}
+
+}  // extern "C"
+
+#else  // !CT_HAS_C10D: this LibTorch has no c10d headers; every call says so.
+
+#define CT_NO_C10D(...)                                                                    \
+  return ct::set_error(CT_ERR_NOT_SUPPORTED,                                               \
+                       "%s: this ctorch was built against a LibTorch without its "         \
+                       "distributed engine (c10d)",                                        \
+                       __func__)
+extern "C" {
+int32_t ct_distributed_is_compiled(void) { return 0; }
+ct_status ct_store_tcp_new(ct_store **out, const char *, int32_t, int32_t, int32_t, double) {
+  if (out) *out = nullptr;
+  CT_NO_C10D();
+}
+ct_status ct_store_file_new(ct_store **out, const char *, int32_t) {
+  if (out) *out = nullptr;
+  CT_NO_C10D();
+}
+ct_status ct_store_prefix_new(ct_store **out, ct_store *, const char *) {
+  if (out) *out = nullptr;
+  CT_NO_C10D();
+}
+ct_status ct_store_port(int32_t *, const ct_store *) { CT_NO_C10D(); }
+ct_status ct_store_set(ct_store *, const char *, const void *, size_t) { CT_NO_C10D(); }
+ct_status ct_store_get(ct_store *, const char *, void *, size_t, size_t *) { CT_NO_C10D(); }
+ct_status ct_store_add(ct_store *, const char *, int64_t, int64_t *) { CT_NO_C10D(); }
+void ct_store_free(ct_store *) {}
+ct_status ct_process_group_new(ct_process_group **out, ct_store *, const char *, int32_t, int32_t,
+                               double) {
+  if (out) *out = nullptr;
+  CT_NO_C10D();
+}
+ct_status ct_process_group_init_env(ct_process_group **out, const char *, double) {
+  if (out) *out = nullptr;
+  CT_NO_C10D();
+}
+ct_status ct_process_group_new_subgroup(ct_process_group **out, ct_process_group *,
+                                        const int32_t *, size_t, double) {
+  if (out) *out = nullptr;
+  CT_NO_C10D();
+}
+int32_t ct_process_group_rank(const ct_process_group *) { return -1; }
+int32_t ct_process_group_size(const ct_process_group *) { return -1; }
+void ct_process_group_free(ct_process_group *) {}
+ct_status ct_all_reduce(ct_process_group *, ct_tensor *, int32_t, ct_work **) { CT_NO_C10D(); }
+ct_status ct_broadcast(ct_process_group *, ct_tensor *, int32_t, ct_work **) { CT_NO_C10D(); }
+ct_status ct_all_gather(ct_process_group *, ct_tensor *const *, ct_tensor *, ct_work **) {
+  CT_NO_C10D();
+}
+ct_status ct_all_to_all(ct_process_group *, ct_tensor *const *, ct_tensor *const *, ct_work **) {
+  CT_NO_C10D();
+}
+ct_status ct_reduce_scatter(ct_process_group *, ct_tensor *, ct_tensor *const *, int32_t,
+                            ct_work **) {
+  CT_NO_C10D();
+}
+ct_status ct_barrier(ct_process_group *, ct_work **) { CT_NO_C10D(); }
+ct_status ct_send(ct_process_group *, ct_tensor *, int32_t, int32_t, ct_work **) { CT_NO_C10D(); }
+ct_status ct_recv(ct_process_group *, ct_tensor *, int32_t, int32_t, ct_work **) { CT_NO_C10D(); }
+ct_status ct_work_wait(ct_work *, double) { CT_NO_C10D(); }
+ct_status ct_work_is_completed(ct_work *, int32_t *) { CT_NO_C10D(); }
+ct_status ct_work_source_rank(ct_work *, int32_t *) { CT_NO_C10D(); }
+void ct_work_free(ct_work *) {}
+}  // extern "C"
+
+#endif  // CT_HAS_C10D

@@ -1,0 +1,111 @@
+// Internal definitions of the distributed files (distributed.cpp, dist_group.cpp,
+// ddp.cpp): the handle structs over c10d and the helpers they share.
+#pragma once
+
+#include "internal.h"
+#include "torch_version.h"
+
+#if __has_include(<torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>) && \
+    __has_include(<gloo/config.h>)
+#define CT_HAS_C10D 1
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO 1  // LibTorch's c10d headers hide Gloo behind it
+#endif
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace ct {
+namespace dist {
+
+using ms = std::chrono::milliseconds;
+// What the collectives are called on: the backend itself (LibTorch 2.x: a
+// c10d::Backend under a ProcessGroup; 1.13: the ProcessGroup is the backend).
+#if CT_TORCH_AT_LEAST(2, 0)
+using Impl = c10d::Backend;
+#else
+using Impl = c10d::ProcessGroup;
+#endif
+
+// What the default group and its subgroups share: the store and torch's
+// group counter (group names and start-up barrier keys follow it).
+struct World {
+  c10::intrusive_ptr<c10d::Store> store;
+  int rank = 0, size = 0;
+  std::string backend;
+  std::mutex mu;
+  int group_count = 0;
+};
+
+struct Group {
+  std::shared_ptr<World> world;
+  c10::intrusive_ptr<Impl> impl;
+  c10::intrusive_ptr<c10d::ProcessGroup> pg;  // for the Reducer
+  c10::intrusive_ptr<c10d::Store> store;          // the group's (prefixed) store
+  c10::intrusive_ptr<c10d::Store> backend_store;  // the one Gloo was given
+  int rank = 0, size = 0;
+  std::string backend;
+  ms timeout{0};
+  std::vector<int> world_ranks;  // members' ranks in the default group; empty: it is one
+  Impl *backend_impl() const { return impl.get(); }
+};
+
+}  // namespace dist
+}  // namespace ct
+
+struct ct_store {
+  c10::intrusive_ptr<c10d::Store> store;
+  int32_t tcp_port = -1;
+};
+struct ct_process_group {
+  std::shared_ptr<ct::dist::Group> g;
+};
+struct ct_work {
+  c10::intrusive_ptr<c10d::Work> w;
+  std::function<void()> finish;  // runs once after success (AVG, staged copies)
+  std::shared_ptr<ct::dist::Group> group;
+  std::string op;
+  bool any_source = false;
+  std::mutex mu;  // orders finishing
+  std::atomic<bool> done{false};
+  ct_status code = CT_OK;
+  std::string msg;
+};
+
+namespace ct {
+namespace dist {
+
+// dist_group.cpp
+std::string backend_name(const char *fn, const char *backend);
+c10::intrusive_ptr<c10d::Store> tcp_store(const char *fn, const std::string &host, int port,
+                                          bool master, int world_size, ms timeout,
+                                          bool multi_tenant);
+int tcp_port(c10d::Store &store);
+c10::intrusive_ptr<c10d::Store> env_store(const char *fn, const std::string &host, int port,
+                                          int rank, int size, ms timeout);
+std::unique_ptr<ct_process_group> make_default_group(const char *fn,
+                                                     std::shared_ptr<World> world, ms timeout);
+std::unique_ptr<ct_process_group> make_subgroup(const char *fn, const Group &parent,
+                                                const std::vector<int> &ranks, ms timeout);
+void check_tensor(const char *fn, const Group &g, const char *what, const at::Tensor &t);
+// Runs body; an exception becomes a ct::Error with a status for its kind
+// (timeout, broken connection, other) and a message naming fn, the operation
+// and this rank.
+void run_guarded(const Group &g, const char *fn, const char *op, const std::function<void()> &body);
+void run_store(const char *fn, const char *op, const char *key, const std::function<void()> &body);
+ct_status work_wait(const char *fn, ct_work *w, ms timeout);
+
+}  // namespace dist
+}  // namespace ct
+
+#else
+#define CT_HAS_C10D 0
+#endif

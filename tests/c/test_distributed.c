@@ -1,0 +1,596 @@
+/* Distributed: stores, process groups, every collective (blocking and
+ * async), subgroups, torchrun's environment, peers that die or never come,
+ * bad input, and data parallel (ct_ddp) against one process on the full
+ * batch. Each test starts its ranks as processes of this program
+ * ("--rank R --world N --port P --case NAME") on loopback; a rank exits 0
+ * when its checks pass. The parent never loads LibTorch state of its own
+ * before spawning. The mixed-language group (PyTorch's Python, C, Python
+ * ctypes, Julia) is tests/distributed/mixed_group.py. */
+#define _GNU_SOURCE
+#include "test_util.h"
+
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+
+extern char **environ;
+static const char *g_self;
+
+/* ---- the parent: spawn ranks, wait with a deadline ---------------------- */
+
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {0};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, (struct sockaddr *)&a, &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Runs `world` ranks of case `name` (only the first `started` of them) and
+ * returns how long they took; every rank must exit 0 within deadline_s. */
+static double run_ranks(const char *name, int world, int started, double deadline_s) {
+  pid_t pids[8];
+  char rank_s[8], world_s[8], port_s[8];
+  snprintf(world_s, sizeof world_s, "%d", world);
+  snprintf(port_s, sizeof port_s, "%d", free_port());
+  double t0 = now_s();
+  for (int r = 0; r < started; r++) {
+    snprintf(rank_s, sizeof rank_s, "%d", r);
+    char *argv[] = {(char *)g_self, "--rank", rank_s, "--world", world_s, "--port", port_s,
+                    "--case", (char *)name, NULL};
+    assert_int_equal(posix_spawn(&pids[r], g_self, NULL, NULL, argv, environ), 0);
+  }
+  int failed = 0;
+  for (int r = 0; r < started; r++) {
+    int status = 0;
+    for (;;) {
+      pid_t got = waitpid(pids[r], &status, WNOHANG);
+      if (got == pids[r]) break;
+      if (now_s() - t0 > deadline_s) {
+        for (int k = 0; k < started; k++) kill(pids[k], SIGKILL);
+        waitpid(pids[r], &status, 0);
+        fail_msg("case %s: rank %d still running after %.0f s (a hang)", name, r, deadline_s);
+      }
+      usleep(20000);
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      print_error("case %s: rank %d ended with status 0x%x\n", name, r, status);
+      failed = 1;
+    }
+  }
+  if (failed) fail_msg("case %s: a rank failed (its message is above)", name);
+  return now_s() - t0;
+}
+
+/* ---- the ranks ------------------------------------------------------------ */
+
+static int g_rank, g_world, g_port;
+
+#define R_CHECK(cond, ...)                                        \
+  do {                                                            \
+    if (!(cond)) {                                                \
+      fprintf(stderr, "rank %d: check failed: %s: ", g_rank, #cond); \
+      fprintf(stderr, __VA_ARGS__);                               \
+      fprintf(stderr, " [%s]\n", ct_last_error());                \
+      exit(1);                                                    \
+    }                                                             \
+  } while (0)
+#define RK_OK(call) R_CHECK((call) == CT_OK, "%s", #call)
+#define R_ERR(call, code, needle)                                                      \
+  do {                                                                                 \
+    ct_status st_ = (call);                                                            \
+    R_CHECK(st_ == (code) && strstr(ct_last_error(), needle) != NULL,                  \
+            "%s gave %d, expected %d with '%s'", #call, (int)st_, (int)(code), needle); \
+  } while (0)
+
+static ct_tensor *full_f32(int64_t n, float v) {
+  ct_tensor *t = NULL;
+  int64_t sz[1] = {n};
+  RK_OK(ct_tensor_full(&t, sz, 1, (double)v, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  return t;
+}
+static float *fp(ct_tensor *t) { return (float *)ct_tensor_data_ptr(t); }
+
+static ct_tensor *op2(const char *name, const char *overload, ct_tensor *a, ct_tensor *b);
+
+static ct_process_group *tcp_group(double timeout_s) {
+  ct_store *s = NULL;
+  RK_OK(ct_store_tcp_new(&s, "127.0.0.1", g_port, g_rank == 0, g_world, timeout_s));
+  ct_process_group *pg = NULL;
+  RK_OK(ct_process_group_new(&pg, s, "gloo", g_rank, g_world, timeout_s));
+  ct_store_free(s); /* the group keeps it */
+  R_CHECK(ct_process_group_rank(pg) == g_rank && ct_process_group_size(pg) == g_world, "rank");
+  return pg;
+}
+
+static void case_collectives(void) {
+  ct_process_group *pg = tcp_group(20);
+  int n = g_world, r = g_rank;
+  /* all_reduce: rank r holds (r + 1) * (i + 1) */
+  int ops[] = {CT_REDUCE_SUM, CT_REDUCE_AVG, CT_REDUCE_PRODUCT, CT_REDUCE_MIN, CT_REDUCE_MAX};
+  for (int k = 0; k < 5; k++) {
+    ct_tensor *t = full_f32(5, 0);
+    for (int i = 0; i < 5; i++) fp(t)[i] = (float)((r + 1) * (i + 1));
+    void *before = ct_tensor_data_ptr(t);
+    RK_OK(ct_all_reduce(pg, t, ops[k], NULL));
+    R_CHECK(ct_tensor_data_ptr(t) == before, "in place");
+    for (int i = 0; i < 5; i++) {
+      double sum = 0, prod = 1;
+      for (int q = 0; q < n; q++) sum += (q + 1) * (i + 1), prod *= (q + 1) * (i + 1);
+      double want[] = {sum, sum / n, prod, (i + 1), (double)n * (i + 1)};
+      R_CHECK(fabs(fp(t)[i] - want[k]) < 1e-4 * fabs(want[k]), "op %d elem %d: %g vs %g", ops[k],
+              i, fp(t)[i], want[k]);
+    }
+    ct_tensor_free(t);
+  }
+  /* bitwise on int64 */
+  {
+    int64_t v = 1LL << r, sz[1] = {1};
+    ct_tensor *t = NULL;
+    RK_OK(ct_tensor_from_data(&t, &v, sz, 1, CT_INT64, CT_DEVICE_CPU, -1));
+    RK_OK(ct_all_reduce(pg, t, CT_REDUCE_BOR, NULL));
+    R_CHECK(*(int64_t *)ct_tensor_data_ptr(t) == (1LL << n) - 1, "bor");
+    ct_tensor_free(t);
+  }
+  /* broadcast from the last rank */
+  ct_tensor *b = full_f32(3, (float)r);
+  RK_OK(ct_broadcast(pg, b, n - 1, NULL));
+  R_CHECK(fp(b)[0] == n - 1 && fp(b)[2] == n - 1, "broadcast");
+  ct_tensor_free(b);
+  /* all_gather */
+  ct_tensor *in = full_f32(2, (float)(10 * r + 1)), *outs[8];
+  for (int q = 0; q < n; q++) outs[q] = full_f32(2, -1);
+  RK_OK(ct_all_gather(pg, outs, in, NULL));
+  for (int q = 0; q < n; q++) R_CHECK(fp(outs[q])[1] == 10 * q + 1, "all_gather %d", q);
+  /* all_to_all: rank r sends 100 r + q to rank q */
+  ct_tensor *ins[8];
+  for (int q = 0; q < n; q++) {
+    ins[q] = full_f32(2, (float)(100 * r + q));
+    fp(outs[q])[0] = -1;
+  }
+  RK_OK(ct_all_to_all(pg, outs, ins, NULL));
+  for (int q = 0; q < n; q++) R_CHECK(fp(outs[q])[0] == 100 * q + r, "all_to_all from %d", q);
+  /* reduce_scatter: inputs[q] = r + q everywhere; output = sum_r (r + this) */
+  for (int q = 0; q < n; q++) fp(ins[q])[0] = fp(ins[q])[1] = (float)(r + q);
+  ct_tensor *rs = full_f32(2, -1);
+  RK_OK(ct_reduce_scatter(pg, rs, ins, CT_REDUCE_SUM, NULL));
+  R_CHECK(fp(rs)[0] == n * (n - 1) / 2 + n * r, "reduce_scatter sum %g", fp(rs)[0]);
+  RK_OK(ct_reduce_scatter(pg, rs, ins, CT_REDUCE_MAX, NULL));
+  R_CHECK(fp(rs)[1] == (n - 1) + r, "reduce_scatter max %g", fp(rs)[1]);
+  /* async: start, then wait; the result appears only after the wait */
+  ct_tensor *a = full_f32(1000, 1);
+  ct_work *w = NULL;
+  RK_OK(ct_all_reduce(pg, a, CT_REDUCE_AVG, &w));
+  R_CHECK(w != NULL, "work");
+  RK_OK(ct_work_wait(w, 0));
+  R_CHECK(fp(a)[999] == 1.0f, "avg async %g", fp(a)[999]);
+  int32_t done = 0;
+  RK_OK(ct_work_is_completed(w, &done));
+  R_CHECK(done == 1, "completed");
+  RK_OK(ct_work_wait(w, 0)); /* again: same result */
+  ct_work_free(w);
+  RK_OK(ct_barrier(pg, &w));
+  RK_OK(ct_work_wait(w, 5));
+  ct_work_free(w);
+  /* point to point in a ring, and a receive from any source */
+  ct_tensor *s = full_f32(4, (float)r), *rv = full_f32(4, -1);
+  ct_work *sw = NULL, *rw = NULL;
+  RK_OK(ct_send(pg, s, (r + 1) % n, 7, &sw));
+  RK_OK(ct_recv(pg, rv, (r + n - 1) % n, 7, &rw));
+  RK_OK(ct_work_wait(rw, 0));
+  RK_OK(ct_work_wait(sw, 0));
+  R_CHECK(fp(rv)[3] == (r + n - 1) % n, "ring recv");
+  ct_work_free(sw);
+  ct_work_free(rw);
+  if (r == 0) {
+    RK_OK(ct_recv(pg, rv, -1, 9, &rw));
+    RK_OK(ct_work_wait(rw, 0));
+    int32_t src = -1;
+    RK_OK(ct_work_source_rank(rw, &src));
+    R_CHECK(src == n - 1 && fp(rv)[0] == n - 1, "any source: %d", src);
+    ct_work_free(rw);
+  } else if (r == n - 1) {
+    RK_OK(ct_send(pg, s, 0, 9, NULL));
+  }
+  /* a subgroup of the even ranks (every rank takes part in making it) */
+  int32_t evens[4];
+  size_t ne = 0;
+  for (int q = 0; q < n; q += 2) evens[ne++] = q;
+  ct_process_group *sub = NULL;
+  RK_OK(ct_process_group_new_subgroup(&sub, pg, evens, ne, 0));
+  if (r % 2 == 0) {
+    R_CHECK(sub != NULL && ct_process_group_rank(sub) == r / 2 &&
+                ct_process_group_size(sub) == (int)ne,
+            "subgroup rank");
+    ct_tensor *t = full_f32(2, (float)r);
+    RK_OK(ct_all_reduce(sub, t, CT_REDUCE_SUM, NULL));
+    float want = 0;
+    for (size_t q = 0; q < ne; q++) want += evens[q];
+    R_CHECK(fp(t)[0] == want, "subgroup sum %g", fp(t)[0]);
+    ct_tensor_free(t);
+  } else {
+    R_CHECK(sub == NULL, "not a member");
+  }
+  ct_process_group_free(sub);
+  RK_OK(ct_barrier(pg, NULL));
+  for (int q = 0; q < n; q++) ct_tensor_free(outs[q]), ct_tensor_free(ins[q]);
+  ct_tensor_free(in);
+  ct_tensor_free(rs);
+  ct_tensor_free(a);
+  ct_tensor_free(s);
+  ct_tensor_free(rv);
+  ct_process_group_free(pg);
+}
+
+static void case_bad_input(void) {
+  ct_process_group *pg = tcp_group(10);
+  ct_tensor *t = full_f32(4, 1), *list[2] = {t, NULL};
+  R_ERR(ct_all_reduce(NULL, t, CT_REDUCE_SUM, NULL), CT_ERR_INVALID_ARGUMENT, "'pg' is NULL");
+  R_ERR(ct_all_reduce(pg, NULL, CT_REDUCE_SUM, NULL), CT_ERR_INVALID_ARGUMENT, "NULL");
+  R_ERR(ct_all_reduce(pg, t, 42, NULL), CT_ERR_INVALID_ARGUMENT, "unknown reduce op 42");
+  R_ERR(ct_all_reduce(pg, t, CT_REDUCE_BAND, NULL), CT_ERR_INVALID_ARGUMENT, "integer");
+  R_ERR(ct_broadcast(pg, t, 5, NULL), CT_ERR_INVALID_ARGUMENT, "root 5 is outside");
+  R_ERR(ct_all_gather(pg, list, t, NULL), CT_ERR_INVALID_ARGUMENT, "outputs[1] is NULL");
+  R_ERR(ct_send(pg, t, g_rank, 0, NULL), CT_ERR_INVALID_ARGUMENT, "is this rank");
+  R_ERR(ct_recv(pg, t, -2, 0, NULL), CT_ERR_INVALID_ARGUMENT, "outside");
+  ct_tensor *other = full_f32(3, 0), *mixed[2] = {t, other};
+  R_ERR(ct_all_gather(pg, mixed, t, NULL), CT_ERR_INVALID_ARGUMENT, "like the others");
+  /* a transposed (non-contiguous) tensor */
+  ct_tensor *m = NULL, *mt = NULL;
+  int64_t sz[2] = {2, 3};
+  RK_OK(ct_tensor_zeros(&m, sz, 2, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  mt = op2("aten::t", "", m, NULL);
+  R_ERR(ct_all_reduce(pg, mt, CT_REDUCE_SUM, NULL), CT_ERR_INVALID_ARGUMENT, "contiguous");
+  ct_work *w = NULL;
+  R_ERR(ct_work_wait(NULL, 0), CT_ERR_INVALID_ARGUMENT, "NULL");
+  RK_OK(ct_barrier(pg, &w));
+  int32_t src;
+  R_ERR(ct_work_source_rank(w, &src), CT_ERR_INVALID_ARGUMENT, "not a recv from any source");
+  RK_OK(ct_work_wait(w, 0));
+  ct_work_free(w);
+  ct_process_group *bad = NULL;
+  ct_store *s = NULL;
+  RK_OK(ct_store_tcp_new(&s, "127.0.0.1", g_port, 0, g_world, 5));
+  R_ERR(ct_process_group_new(&bad, s, "nccl", g_rank, g_world, 5),
+        ct_cuda_is_compiled() ? CT_ERR_NOT_SUPPORTED : CT_ERR_NOT_SUPPORTED, "nccl");
+  R_ERR(ct_process_group_new(&bad, s, "mpi", g_rank, g_world, 5), CT_ERR_INVALID_ARGUMENT,
+        "unknown backend 'mpi'");
+  R_ERR(ct_process_group_new(&bad, s, "gloo", g_world, g_world, 5), CT_ERR_INVALID_ARGUMENT,
+        "outside");
+  R_ERR(ct_process_group_new(&bad, s, "gloo", 0, 2, 0), CT_ERR_INVALID_ARGUMENT, "timeout");
+  R_CHECK(bad == NULL, "no group");
+  int32_t dup[2] = {0, 0};
+  R_ERR(ct_process_group_new_subgroup(&bad, pg, dup, 2, 0), CT_ERR_INVALID_ARGUMENT, "twice");
+  ct_store_free(s);
+  RK_OK(ct_barrier(pg, NULL));
+  ct_tensor_free(t), ct_tensor_free(other), ct_tensor_free(m), ct_tensor_free(mt);
+  ct_process_group_free(pg);
+}
+
+static void case_store(void) {
+  /* one rank: the store alone */
+  ct_store *s = NULL, *p = NULL, *clash = NULL;
+  RK_OK(ct_store_tcp_new(&s, "127.0.0.1", 0, 1, 1, 1.5));
+  int32_t port = 0;
+  RK_OK(ct_store_port(&port, s));
+  R_CHECK(port > 0, "port %d", port);
+  R_ERR(ct_store_tcp_new(&clash, "127.0.0.1", port, 1, 1, 1), CT_ERR_IO, "127.0.0.1");
+  RK_OK(ct_store_set(s, "k", "hello", 5));
+  char buf[16];
+  size_t n = 0;
+  RK_OK(ct_store_get(s, "k", buf, sizeof buf, &n));
+  R_CHECK(n == 5 && memcmp(buf, "hello", 5) == 0, "get");
+  RK_OK(ct_store_get(s, "k", buf, 2, &n));
+  R_CHECK(n == 5, "length beyond cap");
+  int64_t v = 0;
+  RK_OK(ct_store_add(s, "c", 3, &v));
+  RK_OK(ct_store_add(s, "c", 4, &v));
+  R_CHECK(v == 7, "add");
+  RK_OK(ct_store_prefix_new(&p, s, "pre"));
+  RK_OK(ct_store_set(p, "k", "x", 1));
+  RK_OK(ct_store_get(s, "pre/k", buf, sizeof buf, &n));
+  R_CHECK(n == 1 && buf[0] == 'x', "prefix");
+  double t0 = now_s();
+  R_ERR(ct_store_get(s, "never", buf, sizeof buf, &n), CT_ERR_TIMEOUT, "never");
+  R_CHECK(now_s() - t0 < 10, "get timed out in %.1f s", now_s() - t0);
+  R_ERR(ct_store_port(&port, p), CT_ERR_NOT_SUPPORTED, "not a TCP store");
+  R_ERR(ct_store_tcp_new(&clash, "127.0.0.1", 70000, 1, 1, 1), CT_ERR_INVALID_ARGUMENT, "70000");
+  R_ERR(ct_store_tcp_new(&clash, NULL, 1, 1, 1, 1), CT_ERR_INVALID_ARGUMENT, "NULL");
+  R_ERR(ct_store_tcp_new(&clash, "127.0.0.1", 0, 0, 1, 1), CT_ERR_INVALID_ARGUMENT, "port 0");
+  /* nothing listens on a fresh port: connecting fails after the timeout */
+  t0 = now_s();
+  ct_status st = ct_store_tcp_new(&clash, "127.0.0.1", g_port, 0, 1, 1);
+  R_CHECK(st == CT_ERR_IO || st == CT_ERR_TIMEOUT, "no server: %d", st);
+  R_CHECK(clash == NULL && now_s() - t0 < 15, "no server took %.1f s", now_s() - t0);
+  R_ERR(ct_store_tcp_new(&clash, "no-such-host.invalid", 29400, 0, 1, 1), CT_ERR_IO, "no-such-host");
+  ct_store_free(p);
+  ct_store_free(s);
+  /* a file store, with a one-rank group over it */
+  char path[] = "/tmp/ctorch-filestore-XXXXXX";
+  int fd = mkstemp(path);
+  close(fd);
+  unlink(path);
+  RK_OK(ct_store_file_new(&s, path, 1));
+  ct_process_group *pg = NULL;
+  RK_OK(ct_process_group_new(&pg, s, NULL, 0, 1, 5));
+  ct_tensor *t = full_f32(3, 2);
+  RK_OK(ct_all_reduce(pg, t, CT_REDUCE_SUM, NULL));
+  R_CHECK(fp(t)[0] == 2, "one rank");
+  ct_tensor_free(t);
+  ct_process_group_free(pg);
+  ct_store_free(s);
+}
+
+/* torchrun's variables, set here as torchrun would set them. */
+static void case_env(void) {
+  char v[16];
+  unsetenv("MASTER_ADDR");
+  ct_process_group *pg = NULL;
+  R_ERR(ct_process_group_init_env(&pg, "gloo", 10), CT_ERR_INVALID_ARGUMENT, "MASTER_ADDR");
+  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  snprintf(v, sizeof v, "%d", g_port);
+  setenv("MASTER_PORT", v, 1);
+  setenv("WORLD_SIZE", "x", 1);
+  R_ERR(ct_process_group_init_env(&pg, "gloo", 10), CT_ERR_INVALID_ARGUMENT, "WORLD_SIZE='x'");
+  snprintf(v, sizeof v, "%d", g_world);
+  setenv("WORLD_SIZE", v, 1);
+  snprintf(v, sizeof v, "%d", g_rank);
+  setenv("RANK", v, 1);
+  RK_OK(ct_process_group_init_env(&pg, NULL, 20));
+  ct_tensor *t = full_f32(2, 1);
+  RK_OK(ct_all_reduce(pg, t, CT_REDUCE_SUM, NULL));
+  R_CHECK(fp(t)[0] == g_world, "env sum");
+  ct_tensor_free(t);
+  ct_process_group_free(pg);
+}
+
+/* The last rank dies after joining; the others' next collective fails
+ * within the timeout (plus a margin), never hangs. */
+static void case_peer_dies(void) {
+  ct_process_group *pg = tcp_group(4);
+  RK_OK(ct_barrier(pg, NULL));
+  if (g_rank == g_world - 1) _exit(0);
+  ct_tensor *t = full_f32(1 << 16, 1);
+  double t0 = now_s();
+  ct_status st = ct_all_reduce(pg, t, CT_REDUCE_SUM, NULL);
+  double took = now_s() - t0;
+  R_CHECK(st == CT_ERR_TIMEOUT || st == CT_ERR_IO, "status %d", st);
+  R_CHECK(strstr(ct_last_error(), "all_reduce failed on rank") != NULL, "message");
+  char who[64];
+  snprintf(who, sizeof who, "the process of rank %d has exited", g_world - 1);
+  R_CHECK(strstr(ct_last_error(), who) != NULL, "names the dead rank");
+  R_CHECK(took < 4 + 6, "failed after %.1f s", took);
+  fprintf(stderr, "rank %d, as expected after %.1f s: %s\n", g_rank, took, ct_last_error());
+  ct_tensor_free(t);
+  ct_process_group_free(pg);
+}
+
+/* Only world - 1 ranks start: joining fails after the timeout, saying so. */
+static void case_never_arrives(void) {
+  ct_store *s = NULL;
+  RK_OK(ct_store_tcp_new(&s, "127.0.0.1", g_port, g_rank == 0, g_world, 3));
+  ct_process_group *pg = NULL;
+  double t0 = now_s();
+  ct_status st = ct_process_group_new(&pg, s, "gloo", g_rank, g_world, 3);
+  R_CHECK(st == CT_ERR_TIMEOUT || st == CT_ERR_IO, "status %d", st);
+  R_CHECK(pg == NULL && strstr(ct_last_error(), "join the process group failed") != NULL,
+          "message");
+  /* rank 0 holds the store, so it can always tell who never came */
+  if (g_rank == 0) R_CHECK(strstr(ct_last_error(), "rank 2 never joined") != NULL, "names it");
+  R_CHECK(now_s() - t0 < 3 + 6, "took %.1f s", now_s() - t0);
+  fprintf(stderr, "rank %d, as expected: %s\n", g_rank, ct_last_error());
+  ct_store_free(s);
+}
+
+/* ---- data parallel -------------------------------------------------------- */
+
+static ct_tensor *op2(const char *name, const char *overload, ct_tensor *a, ct_tensor *b) {
+  ct_op *op = NULL;
+  RK_OK(ct_op_find(&op, name, overload));
+  ct_tensor *ins[2] = {a, b}, *out = NULL;
+  RK_OK(ct_op_call_tensors(&out, 1, op, (const ct_tensor *const *)ins, b ? 2 : 1));
+  ct_op_free(op);
+  return out;
+}
+
+/* Trains y = x W + b with SGD on rows [first, first + rows) of a fixed
+ * 8-row batch; with ddp the gradients are averaged across ranks. */
+static void train(ct_tensor *w, ct_tensor *bias, int first, int rows, ct_ddp *ddp, int steps) {
+  float x[8 * 3], y[8 * 2];
+  for (int i = 0; i < 8 * 3; i++) x[i] = (float)sin(0.7 * i);
+  for (int i = 0; i < 8 * 2; i++) y[i] = (float)cos(0.3 * i);
+  int64_t xs[2] = {rows, 3}, ys[2] = {rows, 2};
+  ct_tensor *xt = test_tensor_f32(x + first * 3, xs, 2), *yt = test_tensor_f32(y + first * 2, ys, 2);
+  const ct_tensor *params[2] = {w, bias};
+  ct_optimizer *opt = NULL;
+  RK_OK(ct_optimizer_new(&opt, "sgd", params, 2, NULL));
+  for (int s = 0; s < steps; s++) {
+    RK_OK(ct_optimizer_zero_grad(opt, 1));
+    ct_tensor *h = op2("aten::matmul", "", xt, w), *o = op2("aten::add", "Tensor", h, bias);
+    ct_tensor *d = op2("aten::sub", "Tensor", o, yt), *sq = op2("aten::mul", "Tensor", d, d);
+    ct_tensor *loss = op2("aten::mean", "", sq, NULL);
+    if (ddp) RK_OK(ct_ddp_prepare_backward(ddp, &o, 1));
+    RK_OK(ct_tensor_backward(loss, NULL, 0, 0));
+    RK_OK(ct_optimizer_step(opt));
+    ct_tensor_free(h), ct_tensor_free(o), ct_tensor_free(d), ct_tensor_free(sq),
+        ct_tensor_free(loss);
+  }
+  ct_optimizer_free(opt);
+  ct_tensor_free(xt), ct_tensor_free(yt);
+}
+
+static void init_params(ct_tensor **w, ct_tensor **b, float offset) {
+  float wv[6], bv[2] = {0.1f + offset, -0.2f};
+  for (int i = 0; i < 6; i++) wv[i] = 0.05f * i - 0.1f + offset;
+  int64_t ws[2] = {3, 2}, bs[1] = {2};
+  *w = test_tensor_f32(wv, ws, 2);
+  *b = test_tensor_f32(bv, bs, 1);
+  RK_OK(ct_tensor_set_requires_grad(*w, 1));
+  RK_OK(ct_tensor_set_requires_grad(*b, 1));
+}
+
+static void case_ddp(void) {
+  ct_process_group *pg = tcp_group(20);
+  ct_tensor *w, *b, *w1, *b1;
+  /* each rank starts from different values: DDP copies rank 0's */
+  init_params(&w, &b, 0.01f * g_rank);
+  ct_tensor *params[2] = {w, b};
+  ct_ddp *ddp = NULL;
+  RK_OK(ct_ddp_new(&ddp, pg, params, 2, NULL, 0, 0, 0));
+  int rows = 8 / g_world;
+  train(w, b, g_rank * rows, rows, ddp, 5);
+  /* one process, the full batch, rank 0's start */
+  init_params(&w1, &b1, 0);
+  train(w1, b1, 0, 8, NULL, 5);
+  for (int i = 0; i < 6; i++)
+    R_CHECK(fabsf(fp(w)[i] - fp(w1)[i]) < 1e-5f, "w[%d] %g vs %g", i, fp(w)[i], fp(w1)[i]);
+  for (int i = 0; i < 2; i++) R_CHECK(fabsf(fp(b)[i] - fp(b1)[i]) < 1e-5f, "b[%d]", i);
+  /* mismatched parameters across ranks: every rank gets a clean error */
+  ct_tensor *odd = NULL;
+  int64_t sz[1] = {g_rank == 0 ? 3 : 4};
+  RK_OK(ct_tensor_zeros(&odd, sz, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  RK_OK(ct_tensor_set_requires_grad(odd, 1));
+  ct_ddp *bad = NULL;
+  R_CHECK(ct_ddp_new(&bad, pg, &odd, 1, NULL, 0, 0, 0) != CT_OK && bad == NULL, "mismatch");
+  R_ERR(ct_ddp_new(&bad, pg, params, 2, NULL, 0, 0, 99), CT_ERR_INVALID_ARGUMENT, "flags");
+  ct_ddp_free(ddp);
+  ct_tensor_free(w), ct_tensor_free(b), ct_tensor_free(w1), ct_tensor_free(b1),
+      ct_tensor_free(odd);
+  ct_process_group_free(pg);
+}
+
+
+/* A rank of the mixed-language group (tests/distributed/mixed_group.py):
+ * prints each result's bytes in hex, as every language's rank does. */
+static void print_hex(const char *label, const void *p, size_t n) {
+  const unsigned char *b = p;
+  printf("%s ", label);
+  for (size_t i = 0; i < n; i++) printf("%02x", b[i]);
+  printf("\n");
+  fflush(stdout);
+}
+
+static void case_mixed(void) {
+  ct_process_group *pg = tcp_group(60);
+  int r = g_rank, n = g_world;
+  ct_tensor *x = full_f32(1000, 0);
+  for (int i = 0; i < 1000; i++) fp(x)[i] = (float)(((i * (r + 1)) % 97) / 7.0);
+  RK_OK(ct_all_reduce(pg, x, CT_REDUCE_SUM, NULL));
+  print_hex("allreduce", fp(x), 4000);
+  int64_t yv[4], sz[1] = {4};
+  for (int i = 0; i < 4; i++) yv[i] = r * 10 + i;
+  ct_tensor *y = NULL;
+  RK_OK(ct_tensor_from_data(&y, yv, sz, 1, CT_INT64, CT_DEVICE_CPU, -1));
+  RK_OK(ct_broadcast(pg, y, n - 1, NULL));
+  print_hex("broadcast", ct_tensor_data_ptr(y), 32);
+  ct_tensor *z = full_f32(2, (float)r), *outs[8];
+  fp(z)[1] = r + 0.5f;
+  for (int q = 0; q < n; q++) outs[q] = full_f32(2, -1);
+  RK_OK(ct_all_gather(pg, outs, z, NULL));
+  printf("allgather ");
+  for (int q = 0; q < n; q++)
+    for (int i = 0; i < 8; i++) printf("%02x", ((unsigned char *)fp(outs[q]))[i]);
+  printf("\n");
+  RK_OK(ct_barrier(pg, NULL));
+  printf("done\n");
+  fflush(stdout);
+  for (int q = 0; q < n; q++) ct_tensor_free(outs[q]);
+  ct_tensor_free(x), ct_tensor_free(y), ct_tensor_free(z);
+  ct_process_group_free(pg);
+}
+
+static int rank_main(const char *name) {
+  if (!strcmp(name, "collectives")) case_collectives();
+  else if (!strcmp(name, "bad_input")) case_bad_input();
+  else if (!strcmp(name, "store")) case_store();
+  else if (!strcmp(name, "env")) case_env();
+  else if (!strcmp(name, "peer_dies")) case_peer_dies();
+  else if (!strcmp(name, "never_arrives")) case_never_arrives();
+  else if (!strcmp(name, "ddp")) case_ddp();
+  else if (!strcmp(name, "mixed")) case_mixed();
+  else return 2;
+  return 0;
+}
+
+/* ---- the tests -------------------------------------------------------------- */
+
+static int skip_without_c10d(void) { return !ct_distributed_is_compiled(); }
+
+static void test_collectives_2(void **state) {
+  (void)state;
+  if (skip_without_c10d()) skip();
+  run_ranks("collectives", 2, 2, 120);
+}
+static void test_collectives_4(void **state) {
+  (void)state;
+  if (skip_without_c10d()) skip();
+  run_ranks("collectives", 4, 4, 180);
+}
+static void test_bad_input(void **state) {
+  (void)state;
+  if (skip_without_c10d()) skip();
+  run_ranks("bad_input", 2, 2, 60);
+}
+static void test_store(void **state) {
+  (void)state;
+  if (skip_without_c10d()) skip();
+  run_ranks("store", 1, 1, 60);
+}
+static void test_env(void **state) {
+  (void)state;
+  if (skip_without_c10d()) skip();
+  run_ranks("env", 2, 2, 60);
+}
+static void test_peer_dies(void **state) {
+  (void)state;
+  if (skip_without_c10d()) skip();
+  run_ranks("peer_dies", 3, 3, 60);
+}
+static void test_never_arrives(void **state) {
+  (void)state;
+  if (skip_without_c10d()) skip();
+  run_ranks("never_arrives", 3, 2, 60);
+}
+static void test_ddp(void **state) {
+  (void)state;
+  if (skip_without_c10d()) skip();
+  run_ranks("ddp", 2, 2, 120);
+}
+static void test_not_compiled_says_so(void **state) {
+  (void)state;
+  if (ct_distributed_is_compiled()) skip();
+  ct_store *s = NULL;
+  CT_EXPECT_ERROR(ct_store_tcp_new(&s, "127.0.0.1", 1, 0, 1, 1), CT_ERR_NOT_SUPPORTED, "c10d");
+}
+
+int main(int argc, char **argv) {
+  g_self = argv[0];
+  if (argc == 9 && !strcmp(argv[1], "--rank")) {
+    g_rank = atoi(argv[2]);
+    g_world = atoi(argv[4]);
+    g_port = atoi(argv[6]);
+    return rank_main(argv[8]);
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_store),          cmocka_unit_test(test_collectives_2),
+      cmocka_unit_test(test_collectives_4),  cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_env),            cmocka_unit_test(test_peer_dies),
+      cmocka_unit_test(test_never_arrives),  cmocka_unit_test(test_ddp),
+      cmocka_unit_test(test_not_compiled_says_so),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
