@@ -1713,8 +1713,10 @@ CT_API int32_t ct_distributed_is_compiled(void);
 /* A TCPStore: is_master 1 runs the store server on port (0: a free port,
  * read it back with ct_store_port) and connects to it; 0 connects to
  * host:port, retrying until timeout_s. world_size: the number of ranks that
- * will connect (-1: unknown). timeout_s > 0 also becomes the store's default
- * wait. *out: free with ct_store_free (the master's server stops when its
+ * will connect, counting the master (-1: unknown); as torch's TCPStore, each
+ * store counts itself in and the master waits until all world_size have, at
+ * most timeout_s (then LibTorch 1.13 goes on and newer ones fail with
+ * CT_ERR_IO). timeout_s > 0 also becomes the store's default wait. *out: free with ct_store_free (the master's server stops when its
  * handle is freed). Errors: CT_ERR_INVALID_ARGUMENT (NULL host, port out of
  * 0..65535, timeout <= 0), CT_ERR_IO (port in use, host unknown, nothing
  * listening until the timeout: the message says which). Any thread. */

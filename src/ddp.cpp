@@ -133,6 +133,10 @@ ct_status ct_ddp_prepare_backward(ct_ddp *ddp, ct_tensor *const *outputs, size_t
     CT_CHECK_NOT_NULL(ddp);
     auto outs = list_of(ct_fn_, "outputs", outputs, n);
     ct::dist::run_guarded(*ddp->group, ct_fn_, "prepare backward", [&] {
+      // As DDP's forward: with grad on, rebuild the buckets in the order
+      // gradients came in the first step, which also checks that the last
+      // step's reduction finished.
+      if (at::GradMode::is_enabled()) ddp->reducer->rebuild_buckets();
       ddp->reducer->prepare_for_forward();
       ddp->reducer->prepare_for_backward(ddp->find_unused ? outs : std::vector<at::Tensor>{});
     });

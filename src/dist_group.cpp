@@ -225,7 +225,9 @@ c10::intrusive_ptr<c10d::Store> tcp_store(const char *fn, const std::string &hos
   o.port = static_cast<std::uint16_t>(port);
   o.isServer = master;
   if (world_size > 0) o.numWorkers = static_cast<std::size_t>(world_size);
-  o.waitWorkers = false;  // the process group's start-up barrier waits instead
+  // As torch's TCPStore(wait_for_workers=True): every store counts itself in,
+  // and the master waits for all (a PyTorch master waits for ctorch ranks too).
+  o.waitWorkers = world_size > 0;
   o.timeout = timeout;
   o.multiTenant = multi_tenant;  // torch: False, except env:// rendezvous
   c10::intrusive_ptr<c10d::Store> s;
@@ -351,10 +353,27 @@ void run_store(const char *fn, const char *op, const char *key, const std::funct
   }
 }
 
-ct_status work_wait(const char *fn, ct_work *w, ms timeout) {
+ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll) {
   if (!w->done.load()) {
     bool completed = false;
     std::string msg;
+    if (poll) {
+      // A Gloo wait that times out ends the operation and closes the pairs;
+      // a caller's shorter wait must leave the work going, so poll until it
+      // is done and only then collect it.
+      auto deadline = std::chrono::steady_clock::now() + timeout;
+      for (int i = 0; !w->w->isCompleted(); i++) {
+        if (std::chrono::steady_clock::now() > deadline)
+          return ct::set_error(CT_ERR_TIMEOUT,
+                               "%s: %s on rank %d of %d (%s) did not finish within %.1f s; it "
+                               "goes on (wait again)",
+                               fn, w->op.c_str(), w->group->rank, w->group->size,
+                               w->group->backend.c_str(), timeout.count() / 1000.0);
+        if (i < 200) std::this_thread::yield();
+        else std::this_thread::sleep_for(std::chrono::microseconds(i < 1000 ? 50 : 1000));
+      }
+      timeout = w->group->timeout;
+    }
     try {
       w->w->wait(timeout);
       completed = true;

@@ -6,11 +6,15 @@
 #include "distributed.h"
 
 #include <chrono>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #if CT_HAS_C10D
 
@@ -95,7 +99,7 @@ ct_status collective(const char *fn, ct_process_group *pg, ct_work **work, const
   w->group = pg->g;
   w->op = opname;
   ct::dist::run_guarded(*pg->g, fn, opname, [&] { start(*w); });
-  if (work == nullptr) return ct::dist::work_wait(fn, w.get(), pg->g->timeout);
+  if (work == nullptr) return ct::dist::work_wait(fn, w.get(), pg->g->timeout, false);
   *work = w.release();
   return CT_OK;
 }
@@ -159,6 +163,13 @@ ct_status ct_store_file_new(ct_store **out, const char *path, int32_t world_size
     CT_CHECK_NOT_NULL(path);
     CT_CHECK_ARG(*path != '\0', "%s: path is empty", ct_fn_);
     CT_CHECK_ARG(world_size >= 1, "%s: world_size must be >= 1, got %d", ct_fn_, world_size);
+    // c10d's FileStore opens the file only when first used, and then
+    // retries for minutes: check here that it can be made.
+    int fd = ::open(path, O_RDWR | O_CREAT, 0644);
+    if (fd < 0)
+      return ct::set_error(CT_ERR_IO, "%s: cannot open or create the store file '%.300s': %s",
+                           ct_fn_, path, std::strerror(errno));
+    ::close(fd);
     auto s = std::make_unique<ct_store>();
     ct::dist::run_store(ct_fn_, "open the file store", path, [&] {
       s->store = c10::make_intrusive<c10d::FileStore>(path, world_size);
@@ -491,8 +502,9 @@ ct_status ct_work_wait(ct_work *work, double timeout_s) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(work);
-    return ct::dist::work_wait(ct_fn_, work,
-                               timeout_s > 0 ? timeout_ms(timeout_s) : work->group->timeout);
+    if (timeout_s > 0 && timeout_ms(timeout_s) < work->group->timeout)
+      return ct::dist::work_wait(ct_fn_, work, timeout_ms(timeout_s), true);
+    return ct::dist::work_wait(ct_fn_, work, work->group->timeout, false);
   });
 }
 

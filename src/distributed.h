@@ -5,8 +5,7 @@
 #include "internal.h"
 #include "torch_version.h"
 
-#if __has_include(<torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>) && \
-    __has_include(<gloo/config.h>)
+#if defined(CTORCH_WITH_DISTRIBUTED)  // CMakeLists.txt: Gloo's headers beside LibTorch's
 #define CT_HAS_C10D 1
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO 1  // LibTorch's c10d headers hide Gloo behind it
@@ -101,7 +100,10 @@ void check_tensor(const char *fn, const Group &g, const char *what, const at::Te
 // and this rank.
 void run_guarded(const Group &g, const char *fn, const char *op, const std::function<void()> &body);
 void run_store(const char *fn, const char *op, const char *key, const std::function<void()> &body);
-ct_status work_wait(const char *fn, ct_work *w, ms timeout);
+// Waits for w: poll=false waits inside c10d with timeout (the group's: the
+// operation fails when it runs out); poll=true polls up to timeout and
+// leaves the work going when it runs out.
+ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll);
 
 }  // namespace dist
 }  // namespace ct

@@ -206,6 +206,22 @@ static void case_collectives(void) {
   } else if (r == n - 1) {
     RK_OK(ct_send(pg, s, 0, 9, NULL));
   }
+  /* a wait shorter than the operation runs out, and the work goes on */
+  if (r == 0) {
+    ct_tensor *late = full_f32(3, -1);
+    RK_OK(ct_recv(pg, late, 1, 11, &rw));
+    R_ERR(ct_work_wait(rw, 0.2), CT_ERR_TIMEOUT, "goes on");
+    RK_OK(ct_work_wait(rw, 0));
+    R_CHECK(fp(late)[2] == 11, "late recv %g", fp(late)[2]);
+    ct_work_free(rw);
+    ct_tensor_free(late);
+  } else if (r == 1) {
+    usleep(600000);
+    ct_tensor *late = full_f32(3, 11);
+    RK_OK(ct_send(pg, late, 0, 11, NULL));
+    ct_tensor_free(late);
+  }
+  RK_OK(ct_barrier(pg, NULL));
   /* a subgroup of the even ranks (every rank takes part in making it) */
   int32_t evens[4];
   size_t ne = 0;
@@ -305,15 +321,23 @@ static void case_store(void) {
   RK_OK(ct_store_get(s, "pre/k", buf, sizeof buf, &n));
   R_CHECK(n == 1 && buf[0] == 'x', "prefix");
   double t0 = now_s();
+  ct_status st;
   R_ERR(ct_store_get(s, "never", buf, sizeof buf, &n), CT_ERR_TIMEOUT, "never");
   R_CHECK(now_s() - t0 < 10, "get timed out in %.1f s", now_s() - t0);
   R_ERR(ct_store_port(&port, p), CT_ERR_NOT_SUPPORTED, "not a TCP store");
+  /* a master for 2 that nobody joins waits its timeout (then 1.13 goes on) */
+  t0 = now_s();
+  st = ct_store_tcp_new(&clash, "127.0.0.1", 0, 1, 2, 1);
+  R_CHECK((st == CT_OK || st == CT_ERR_IO) && now_s() - t0 >= 0.9 && now_s() - t0 < 8,
+          "lonely master: %d after %.1f s", st, now_s() - t0);
+  ct_store_free(clash);
+  clash = NULL;
   R_ERR(ct_store_tcp_new(&clash, "127.0.0.1", 70000, 1, 1, 1), CT_ERR_INVALID_ARGUMENT, "70000");
   R_ERR(ct_store_tcp_new(&clash, NULL, 1, 1, 1, 1), CT_ERR_INVALID_ARGUMENT, "NULL");
   R_ERR(ct_store_tcp_new(&clash, "127.0.0.1", 0, 0, 1, 1), CT_ERR_INVALID_ARGUMENT, "port 0");
   /* nothing listens on a fresh port: connecting fails after the timeout */
   t0 = now_s();
-  ct_status st = ct_store_tcp_new(&clash, "127.0.0.1", g_port, 0, 1, 1);
+  st = ct_store_tcp_new(&clash, "127.0.0.1", g_port, 0, 1, 1);
   R_CHECK(st == CT_ERR_IO || st == CT_ERR_TIMEOUT, "no server: %d", st);
   R_CHECK(clash == NULL && now_s() - t0 < 15, "no server took %.1f s", now_s() - t0);
   R_ERR(ct_store_tcp_new(&clash, "no-such-host.invalid", 29400, 0, 1, 1), CT_ERR_IO, "no-such-host");
@@ -324,6 +348,8 @@ static void case_store(void) {
   int fd = mkstemp(path);
   close(fd);
   unlink(path);
+  R_ERR(ct_store_file_new(&clash, "/nonexistent-dir/ctorch/store", 1), CT_ERR_IO,
+        "/nonexistent-dir/ctorch/store");
   RK_OK(ct_store_file_new(&s, path, 1));
   ct_process_group *pg = NULL;
   RK_OK(ct_process_group_new(&pg, s, NULL, 0, 1, 5));
@@ -382,7 +408,8 @@ static void case_peer_dies(void) {
 /* Only world - 1 ranks start: joining fails after the timeout, saying so. */
 static void case_never_arrives(void) {
   ct_store *s = NULL;
-  RK_OK(ct_store_tcp_new(&s, "127.0.0.1", g_port, g_rank == 0, g_world, 3));
+  /* world_size -1: the master does not wait for the stores to connect */
+  RK_OK(ct_store_tcp_new(&s, "127.0.0.1", g_port, g_rank == 0, -1, 3));
   ct_process_group *pg = NULL;
   double t0 = now_s();
   ct_status st = ct_process_group_new(&pg, s, "gloo", g_rank, g_world, 3);
@@ -459,12 +486,23 @@ static void case_ddp(void) {
   for (int i = 0; i < 6; i++)
     R_CHECK(fabsf(fp(w)[i] - fp(w1)[i]) < 1e-5f, "w[%d] %g vs %g", i, fp(w)[i], fp(w1)[i]);
   for (int i = 0; i < 2; i++) R_CHECK(fabsf(fp(b)[i] - fp(b1)[i]) < 1e-5f, "b[%d]", i);
+  /* a step whose backward does not reach b: the next step says so */
+  ct_tensor *w2 = NULL, *b2 = NULL, *two[2];
+  ct_ddp *bad = NULL;
+  init_params(&w2, &b2, 0);
+  two[0] = w2, two[1] = b2;
+  RK_OK(ct_ddp_new(&bad, pg, two, 2, NULL, 0, 0, 0));
+  ct_tensor *s1 = op2("aten::sum", "", w2, NULL);
+  RK_OK(ct_ddp_prepare_backward(bad, &s1, 1));
+  RK_OK(ct_tensor_backward(s1, NULL, 0, 0));
+  R_ERR(ct_ddp_prepare_backward(bad, &s1, 1), CT_ERR_TORCH, "finished reduction");
+  ct_ddp_free(bad);
+  ct_tensor_free(s1), ct_tensor_free(w2), ct_tensor_free(b2);
   /* mismatched parameters across ranks: every rank gets a clean error */
   ct_tensor *odd = NULL;
   int64_t sz[1] = {g_rank == 0 ? 3 : 4};
   RK_OK(ct_tensor_zeros(&odd, sz, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
   RK_OK(ct_tensor_set_requires_grad(odd, 1));
-  ct_ddp *bad = NULL;
   R_CHECK(ct_ddp_new(&bad, pg, &odd, 1, NULL, 0, 0, 0) != CT_OK && bad == NULL, "mismatch");
   R_ERR(ct_ddp_new(&bad, pg, params, 2, NULL, 0, 0, 99), CT_ERR_INVALID_ARGUMENT, "flags");
   ct_ddp_free(ddp);

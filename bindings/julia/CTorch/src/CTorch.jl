@@ -45,6 +45,7 @@ include("oplibrary.jl")
 include("package.jl")
 include("runtime.jl")
 include("optim.jl")
+include("distributed.jl")   # CTorch.Distributed: stores, process groups, collectives, DDP
 
 const _LOADED = Ref(false)
 

@@ -1090,5 +1090,6 @@ end
 include("operators.jl")
 include("oplibrary.jl")
 include("package.jl")
+include("distributed.jl")
 
 end # testset CTorch

@@ -1,0 +1,433 @@
+"""Distributed training as ``torch.distributed`` has it (C: ct_store_*,
+ct_process_group_*, ct_all_reduce ..., ct_ddp_*), over LibTorch's own engine
+(c10d, backend Gloo on the CPU). Ranks using this module, C and Julia ranks,
+and PyTorch's own Python ranks (same LibTorch version) join one group::
+
+    import ctorch.distributed as dist
+    dist.init_process_group("gloo")              # under torchrun: env://
+    t = ctorch.ones(4); dist.all_reduce(t)       # in place, like torch
+    model = dist.DistributedDataParallel(module) # gradients averaged during backward
+
+Every wait ends by the group's timeout: a peer that dies or never comes
+raises ``TimeoutError`` (``ctorch.Error``) or ``OSError`` naming this rank and
+the operation, never hangs. Collectives release the GIL while they wait."""
+
+from ctypes import byref, c_int32, c_int64, c_size_t, c_void_p, create_string_buffer
+from datetime import timedelta
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+from . import _release
+from ._lib import C, G, check
+
+__all__ = ["ReduceOp", "Store", "TCPStore", "FileStore", "PrefixStore", "ProcessGroup", "Work",
+           "is_available", "init_process_group", "is_initialized", "destroy_process_group",
+           "new_group", "get_rank", "get_world_size", "all_reduce", "broadcast", "all_gather",
+           "reduce_scatter", "all_to_all", "barrier", "send", "recv", "isend", "irecv",
+           "DistributedDataParallel"]
+
+Timeout = Union[timedelta, float, int]
+_DEFAULT_TIMEOUT = timedelta(minutes=30)  # torch.distributed's default_pg_timeout
+
+
+def _seconds(t: Optional[Timeout], default: Optional[Timeout] = None) -> float:
+    t = default if t is None else t
+    if t is None:
+        return 0.0
+    return t.total_seconds() if isinstance(t, timedelta) else float(t)
+
+
+def is_available() -> bool:
+    """Whether this libctorch has LibTorch's distributed engine."""
+    return bool(G.distributed_is_compiled())
+
+
+class ReduceOp:
+    """torch.distributed.ReduceOp's members, as the C codes (CT_REDUCE_*)."""
+    SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR = range(8)
+
+
+class _Handle:
+    __slots__ = ("_p", "__weakref__")
+    _free: Any = None
+    _p: Optional[int]
+
+    def _ptr(self) -> int:
+        if not self._p:
+            raise ValueError("use of a freed %s" % type(self).__name__)
+        return self._p
+
+    def free(self) -> None:
+        """Frees the C handle now (also done when the object is collected)."""
+        _release.free_handle(self, "_p", type(self)._free)
+
+    def __del__(self) -> None:
+        try:
+            _release.free_on_del(self, "_p", type(self)._free)
+        except Exception:  # interpreter shutdown
+            pass
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a %s is a live connection and cannot be pickled" % type(self).__name__)
+
+    def __copy__(self) -> Any:
+        raise TypeError("a %s is a live connection and cannot be copied" % type(self).__name__)
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return self.__copy__()
+
+
+class Store(_Handle):
+    """A key-value store the ranks meet at (c10d's Store)."""
+    __slots__ = ()
+
+    @staticmethod
+    def _free(p: int) -> None:
+        G.store_free(p)
+
+    def set(self, key: str, value: Union[str, bytes]) -> None:
+        data = value.encode() if isinstance(value, str) else bytes(value)
+        check(C.store_set(self._ptr(), key.encode(), data, len(data)))
+
+    def get(self, key: str) -> bytes:
+        """The value under key, waiting (up to the store's timeout) until it is set."""
+        n = c_size_t()
+        buf = create_string_buffer(256)
+        check(C.store_get(self._ptr(), key.encode(), buf, len(buf), byref(n)))
+        if n.value > len(buf):
+            buf = create_string_buffer(n.value)
+            check(C.store_get(self._ptr(), key.encode(), buf, len(buf), byref(n)))
+        return buf.raw[:n.value]
+
+    def add(self, key: str, amount: int) -> int:
+        out = c_int64()
+        check(C.store_add(self._ptr(), key.encode(), int(amount), byref(out)))
+        return out.value
+
+
+def _store(p: int) -> Store:
+    s = Store.__new__(Store)
+    s._p = p
+    return s
+
+
+def TCPStore(host_name: str, port: int, world_size: Optional[int] = None,
+             is_master: bool = False, timeout: Timeout = timedelta(seconds=300)) -> Store:
+    """c10d's TCPStore, with torch.distributed.TCPStore's arguments (port 0
+    with is_master: any free port, see ``.port``)."""
+    out = c_void_p()
+    check(C.store_tcp_new(byref(out), host_name.encode(), int(port), int(bool(is_master)),
+                          -1 if world_size is None else int(world_size), _seconds(timeout)))
+    s = _store(out.value)
+    return s
+
+
+def _port(self: Store) -> int:
+    out = c_int32()
+    check(G.store_port(byref(out), self._ptr()))
+    return out.value
+
+
+Store.port = property(_port)  # type: ignore[attr-defined]
+
+
+def FileStore(file_name: str, world_size: int = 1) -> Store:
+    out = c_void_p()
+    check(C.store_file_new(byref(out), file_name.encode(), int(world_size)))
+    return _store(out.value)
+
+
+def PrefixStore(prefix: str, store: Store) -> Store:
+    out = c_void_p()
+    check(G.store_prefix_new(byref(out), store._ptr(), prefix.encode()))
+    return _store(out.value)
+
+
+class ProcessGroup(_Handle):
+    """A group of ranks (c10d's ProcessGroup); ``rank()`` and ``size()``."""
+    __slots__ = ()
+
+    @staticmethod
+    def _free(p: int) -> None:
+        G.process_group_free(p)
+
+    def rank(self) -> int:
+        return int(G.process_group_rank(self._ptr()))
+
+    def size(self) -> int:
+        return int(G.process_group_size(self._ptr()))
+
+    def __repr__(self) -> str:
+        if not self._p:
+            return "<ProcessGroup (freed)>"
+        return "<ProcessGroup rank %d of %d>" % (self.rank(), self.size())
+
+
+def _group(p: Optional[int]) -> Optional[ProcessGroup]:
+    if not p:
+        return None
+    g = ProcessGroup.__new__(ProcessGroup)
+    g._p = p
+    return g
+
+
+class Work(_Handle):
+    """An operation started with ``async_op=True``: ``wait()`` before reading
+    the tensors; the tensors stay alive until it ends."""
+    __slots__ = ("_keep",)
+
+    @staticmethod
+    def _free(p: int) -> None:
+        G.work_free(p)
+
+    def wait(self, timeout: Optional[Timeout] = None) -> bool:
+        """Waits (default: the group's timeout); raises the operation's error."""
+        check(C.work_wait(self._ptr(), _seconds(timeout)))
+        return True
+
+    def is_completed(self) -> bool:
+        out = c_int32()
+        check(G.work_is_completed(self._ptr(), byref(out)))
+        return bool(out.value)
+
+    def source_rank(self) -> int:
+        out = c_int32()
+        check(G.work_source_rank(self._ptr(), byref(out)))
+        return out.value
+
+
+# ---- the default group ------------------------------------------------------
+
+_default: Optional[ProcessGroup] = None
+
+
+def init_process_group(backend: str = "gloo", init_method: Optional[str] = None,
+                       timeout: Timeout = _DEFAULT_TIMEOUT, world_size: int = -1, rank: int = -1,
+                       store: Optional[Store] = None) -> None:
+    """torch.distributed.init_process_group: with ``store`` (and rank,
+    world_size), or from torchrun's environment (init_method None or
+    "env://"), or "tcp://host:port" (with rank and world_size)."""
+    global _default
+    if _default is not None:
+        raise RuntimeError("trying to initialize the default process group twice!")
+    out = c_void_p()
+    t = _seconds(timeout)
+    if store is not None:
+        check(C.process_group_new(byref(out), store._ptr(), backend.encode(), int(rank),
+                                  int(world_size), t))
+    elif init_method is None or init_method == "env://":
+        check(C.process_group_init_env(byref(out), backend.encode(), t))
+    elif init_method.startswith("tcp://"):
+        host, _, port = init_method[6:].rpartition(":")
+        s = TCPStore(host, int(port), world_size, rank == 0, t)
+        try:
+            check(C.process_group_new(byref(out), s._ptr(), backend.encode(), int(rank),
+                                      int(world_size), t))
+        finally:
+            s.free()
+    else:
+        raise ValueError("init_method must be None, 'env://' or 'tcp://host:port', not %r"
+                         % (init_method,))
+    _default = _group(out.value)
+
+
+def is_initialized() -> bool:
+    return _default is not None
+
+
+def _pg(group: Optional[ProcessGroup]) -> ProcessGroup:
+    g = group if group is not None else _default
+    if g is None:
+        raise RuntimeError("Default process group has not been initialized, please make sure "
+                           "to call init_process_group.")
+    return g
+
+
+def destroy_process_group(group: Optional[ProcessGroup] = None) -> None:
+    global _default
+    g = _pg(group)
+    if g is _default:
+        _default = None
+    g.free()
+
+
+def new_group(ranks: Optional[Sequence[int]] = None,
+              timeout: Optional[Timeout] = None) -> Optional[ProcessGroup]:
+    """torch.distributed.new_group: every rank of the default group calls
+    it; ranks that are not members get None."""
+    g = _pg(None)
+    rs = list(range(g.size())) if ranks is None else [int(r) for r in ranks]
+    arr = (c_int32 * len(rs))(*rs)
+    out = c_void_p()
+    check(C.process_group_new_subgroup(byref(out), g._ptr(), arr, len(rs), _seconds(timeout)))
+    return _group(out.value)
+
+
+def get_rank(group: Optional[ProcessGroup] = None) -> int:
+    return _pg(group).rank()
+
+
+def get_world_size(group: Optional[ProcessGroup] = None) -> int:
+    return _pg(group).size()
+
+
+# ---- collectives ------------------------------------------------------------
+
+def _run(start: Any, keep: List[Any], async_op: bool) -> Optional[Work]:
+    """start(work_out) calls C; blocking when async_op is False."""
+    if not async_op:
+        check(start(None))
+        return None
+    out = c_void_p()
+    check(start(byref(out)))
+    w = Work.__new__(Work)
+    w._p = out.value
+    w._keep = keep
+    return w
+
+
+def _arr(ts: Sequence[Any]) -> Any:
+    return (c_void_p * len(ts))(*[t._ptr() for t in ts])
+
+
+def all_reduce(tensor: Any, op: int = ReduceOp.SUM, group: Optional[ProcessGroup] = None,
+               async_op: bool = False) -> Optional[Work]:
+    g = _pg(group)
+    return _run(lambda w: C.all_reduce(g._ptr(), tensor._ptr(), int(op), w), [tensor], async_op)
+
+
+def broadcast(tensor: Any, src: int, group: Optional[ProcessGroup] = None,
+              async_op: bool = False) -> Optional[Work]:
+    g = _pg(group)
+    return _run(lambda w: C.broadcast(g._ptr(), tensor._ptr(), int(src), w), [tensor], async_op)
+
+
+def all_gather(tensor_list: List[Any], tensor: Any, group: Optional[ProcessGroup] = None,
+               async_op: bool = False) -> Optional[Work]:
+    g = _pg(group)
+    if len(tensor_list) != g.size():
+        raise ValueError("tensor_list has %d tensors, the group %d ranks"
+                         % (len(tensor_list), g.size()))
+    arr = _arr(tensor_list)
+    return _run(lambda w: C.all_gather(g._ptr(), arr, tensor._ptr(), w),
+                [tensor, list(tensor_list)], async_op)
+
+
+def reduce_scatter(output: Any, input_list: List[Any], op: int = ReduceOp.SUM,
+                   group: Optional[ProcessGroup] = None, async_op: bool = False) -> Optional[Work]:
+    g = _pg(group)
+    if len(input_list) != g.size():
+        raise ValueError("input_list has %d tensors, the group %d ranks"
+                         % (len(input_list), g.size()))
+    arr = _arr(input_list)
+    return _run(lambda w: C.reduce_scatter(g._ptr(), output._ptr(), arr, int(op), w),
+                [output, list(input_list)], async_op)
+
+
+def all_to_all(output_tensor_list: List[Any], input_tensor_list: List[Any],
+               group: Optional[ProcessGroup] = None, async_op: bool = False) -> Optional[Work]:
+    g = _pg(group)
+    for name, ts in (("output", output_tensor_list), ("input", input_tensor_list)):
+        if len(ts) != g.size():
+            raise ValueError("%s_tensor_list has %d tensors, the group %d ranks"
+                             % (name, len(ts), g.size()))
+    outs, ins = _arr(output_tensor_list), _arr(input_tensor_list)
+    return _run(lambda w: C.all_to_all(g._ptr(), outs, ins, w),
+                [list(output_tensor_list), list(input_tensor_list)], async_op)
+
+
+def barrier(group: Optional[ProcessGroup] = None, async_op: bool = False) -> Optional[Work]:
+    g = _pg(group)
+    return _run(lambda w: C.barrier(g._ptr(), w), [], async_op)
+
+
+def isend(tensor: Any, dst: int, group: Optional[ProcessGroup] = None, tag: int = 0) -> Work:
+    g = _pg(group)
+    w = _run(lambda w: C.send(g._ptr(), tensor._ptr(), int(dst), int(tag), w), [tensor], True)
+    assert w is not None
+    return w
+
+
+def irecv(tensor: Any, src: Optional[int] = None, group: Optional[ProcessGroup] = None,
+          tag: int = 0) -> Work:
+    g = _pg(group)
+    s = -1 if src is None else int(src)
+    w = _run(lambda w: C.recv(g._ptr(), tensor._ptr(), s, int(tag), w), [tensor], True)
+    assert w is not None
+    return w
+
+
+def send(tensor: Any, dst: int, group: Optional[ProcessGroup] = None, tag: int = 0) -> None:
+    isend(tensor, dst, group, tag).wait()
+
+
+def recv(tensor: Any, src: Optional[int] = None, group: Optional[ProcessGroup] = None,
+         tag: int = 0) -> int:
+    """Receives into tensor; returns the sender's rank (as torch does)."""
+    w = irecv(tensor, src, group, tag)
+    w.wait()
+    return w.source_rank() if src is None else int(src)
+
+
+# ---- data parallel ------------------------------------------------------------
+
+class DistributedDataParallel:
+    """torch.nn.parallel.DistributedDataParallel over c10d's Reducer: rank 0's
+    parameters and buffers are copied to every rank here, and calling the
+    wrapper runs the module and readies the gradient all-reduce, which then
+    runs in buckets while backward runs (gradients averaged over the group).
+    ``module``: anything with ``parameters()`` (and optionally ``buffers()``)
+    that is called with the inputs (a ctorch.Module, or a plain object)."""
+
+    def __init__(self, module: Any, process_group: Optional[ProcessGroup] = None,
+                 bucket_cap_mb: float = 25, find_unused_parameters: bool = False,
+                 gradient_as_bucket_view: bool = False) -> None:
+        self.module = module
+        self.process_group = _pg(process_group)
+        self._params = [p for p in module.parameters() if p.requires_grad]
+        self._buffers = list(module.buffers()) if hasattr(module, "buffers") else []
+        flags = (1 if find_unused_parameters else 0) | (2 if gradient_as_bucket_view else 0)
+        out = c_void_p()
+        check(C.ddp_new(byref(out), self.process_group._ptr(), _arr(self._params),
+                        len(self._params), _arr(self._buffers), len(self._buffers),
+                        float(bucket_cap_mb), flags))
+        self._p: Optional[int] = out.value
+
+    def _ptr(self) -> int:
+        if not self._p:
+            raise ValueError("use of a freed DistributedDataParallel")
+        return self._p
+
+    def parameters(self) -> List[Any]:
+        return list(self._params)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        out = self.module(*args, **kwargs)
+        outs = _tensors_in(out)
+        check(G.ddp_prepare_backward(self._ptr(), _arr(outs), len(outs)))
+        return out
+
+    forward = __call__
+
+    def free(self) -> None:
+        _release.free_handle(self, "_p", G.ddp_free)
+
+    def __del__(self) -> None:
+        try:
+            _release.free_on_del(self, "_p", G.ddp_free)
+        except Exception:  # interpreter shutdown
+            pass
+
+    def __reduce__(self) -> Any:
+        raise TypeError("DistributedDataParallel holds a live process group and cannot be "
+                        "pickled; pickle its module")
+
+
+def _tensors_in(x: Any) -> List[Any]:
+    """The tensors in a forward's result (tensors, lists, tuples, dicts)."""
+    if hasattr(x, "_ptr") and hasattr(x, "requires_grad"):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _tensors_in(v)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _tensors_in(v)]
+    return []
