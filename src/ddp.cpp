@@ -4,6 +4,7 @@
 // order), so gradients are all-reduced in buckets while backward runs.
 #include "distributed.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,9 @@ struct ct_ddp {
 namespace {
 
 // torch.nn.parallel.distributed's constants.
-constexpr int64_t kFirstBucketBytes = 1024 * 1024;             // dist._DEFAULT_FIRST_BUCKET_BYTES
-constexpr int64_t kDefaultBucketBytes = 25 * 1024 * 1024;      // bucket_cap_mb=25
-constexpr size_t kBroadcastBucketBytes = 250 * 1024 * 1024;    // _sync_module_states
+constexpr int64_t kFirstBucketBytes = 1024 * 1024;           // dist._DEFAULT_FIRST_BUCKET_BYTES
+constexpr int64_t kDefaultBucketBytes = 25 * 1024 * 1024;    // bucket_cap_mb=25
+constexpr size_t kBroadcastBucketBytes = 250 * 1024 * 1024;  // _sync_module_states
 
 std::unique_ptr<ct_ddp> make_ddp(const char *fn, ct_process_group *pg,
                                  std::vector<at::Tensor> params, std::vector<at::Tensor> buffers,
@@ -32,13 +33,12 @@ std::unique_ptr<ct_ddp> make_ddp(const char *fn, ct_process_group *pg,
   auto d = std::make_unique<ct_ddp>();
   d->group = pg->g;
   const ct::dist::Group &g = *pg->g;
-  if (params.empty())
-    ct::raise(CT_ERR_INVALID_ARGUMENT, "no parameters that require grad");
+  ct::dist::check_process(fn, g);
+  if (params.empty()) ct::raise(CT_ERR_INVALID_ARGUMENT, "no parameters that require grad");
   for (size_t i = 0; i < params.size(); i++) {
     const at::Tensor &p = params[i];
     if (!p.defined() || !p.requires_grad() || !p.is_leaf())
-      ct::raise(CT_ERR_INVALID_ARGUMENT,
-                "params[%zu] must be a leaf tensor that requires grad", i);
+      ct::raise(CT_ERR_INVALID_ARGUMENT, "params[%zu] must be a leaf tensor that requires grad", i);
     ct::dist::check_tensor(fn, g, "params[]", p);
   }
   for (auto &b : buffers) ct::dist::check_tensor(fn, g, "buffers[]", b);
@@ -59,16 +59,10 @@ std::unique_ptr<ct_ddp> make_ddp(const char *fn, ct_process_group *pg,
     std::reverse(buckets.begin(), buckets.end());
     std::reverse(limits.begin(), limits.end());
     std::unordered_map<size_t, std::string> names;
-#if CT_TORCH_AT_LEAST(2, 0)
-    (void)limits;
-    d->reducer = std::make_shared<c10d::Reducer>(params, buckets, g.pg, sparse, cap,
-                                                 d->find_unused, as_view, names,
-                                                 kFirstBucketBytes);
-#else
+    // The Reducer of LibTorch 1.13 and 2.6 (the versions built with c10d here).
     d->reducer = std::make_shared<c10d::Reducer>(params, buckets, limits, g.pg, sparse, cap,
                                                  d->find_unused, as_view, names,
                                                  kFirstBucketBytes);
-#endif
   });
   d->params = std::move(params);
   d->buffers = std::move(buffers);
@@ -91,14 +85,15 @@ std::vector<at::Tensor> list_of(const char *fn, const char *what, ct_tensor *con
 
 extern "C" {
 
-ct_status ct_ddp_new(ct_ddp **out, ct_process_group *pg, ct_tensor *const *params,
-                     size_t n_params, ct_tensor *const *buffers, size_t n_buffers,
-                     double bucket_mb, int32_t flags) {
+ct_status ct_ddp_new(ct_ddp **out, ct_process_group *pg, ct_tensor *const *params, size_t n_params,
+                     ct_tensor *const *buffers, size_t n_buffers, double bucket_mb, int32_t flags) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     *out = nullptr;
     CT_CHECK_NOT_NULL(pg);
+    CT_CHECK_ARG(std::isfinite(bucket_mb) && bucket_mb <= 1e6,
+                 "%s: bucket_mb must be finite and at most 1e6 (got %g)", ct_fn_, bucket_mb);
     CT_CHECK_ARG((flags & ~(CT_DDP_FIND_UNUSED | CT_DDP_GRAD_AS_BUCKET_VIEW)) == 0,
                  "%s: unknown flags 0x%x", ct_fn_, (unsigned)flags);
     auto ps = list_of(ct_fn_, "params", params, n_params);
@@ -108,14 +103,16 @@ ct_status ct_ddp_new(ct_ddp **out, ct_process_group *pg, ct_tensor *const *param
   });
 }
 
-ct_status ct_ddp_new_module(ct_ddp **out, ct_process_group *pg, ct_module *module,
-                            double bucket_mb, int32_t flags) {
+ct_status ct_ddp_new_module(ct_ddp **out, ct_process_group *pg, ct_module *module, double bucket_mb,
+                            int32_t flags) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     *out = nullptr;
     CT_CHECK_NOT_NULL(pg);
     CT_CHECK_NOT_NULL(module);
+    CT_CHECK_ARG(std::isfinite(bucket_mb) && bucket_mb <= 1e6,
+                 "%s: bucket_mb must be finite and at most 1e6 (got %g)", ct_fn_, bucket_mb);
     CT_CHECK_ARG((flags & ~(CT_DDP_FIND_UNUSED | CT_DDP_GRAD_AS_BUCKET_VIEW)) == 0,
                  "%s: unknown flags 0x%x", ct_fn_, (unsigned)flags);
     std::vector<at::Tensor> ps, bs;
@@ -132,6 +129,7 @@ ct_status ct_ddp_prepare_backward(ct_ddp *ddp, ct_tensor *const *outputs, size_t
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(ddp);
     auto outs = list_of(ct_fn_, "outputs", outputs, n);
+    ct::dist::check_process(ct_fn_, *ddp->group);
     ct::dist::run_guarded(*ddp->group, ct_fn_, "prepare backward", [&] {
       // As DDP's forward: with grad on, rebuild the buckets in the order
       // gradients came in the first step, which also checks that the last
@@ -153,22 +151,4 @@ void ct_ddp_free(ct_ddp *ddp) {
 
 }  // extern "C"
 
-#else
-
-extern "C" {
-ct_status ct_ddp_new(ct_ddp **out, ct_process_group *, ct_tensor *const *, size_t,
-                     ct_tensor *const *, size_t, double, int32_t) {
-  if (out) *out = nullptr;
-  return ct::set_error(CT_ERR_NOT_SUPPORTED, "ct_ddp_new: this ctorch has no c10d");
-}
-ct_status ct_ddp_new_module(ct_ddp **out, ct_process_group *, ct_module *, double, int32_t) {
-  if (out) *out = nullptr;
-  return ct::set_error(CT_ERR_NOT_SUPPORTED, "ct_ddp_new_module: this ctorch has no c10d");
-}
-ct_status ct_ddp_prepare_backward(ct_ddp *, ct_tensor *const *, size_t) {
-  return ct::set_error(CT_ERR_NOT_SUPPORTED, "ct_ddp_prepare_backward: this ctorch has no c10d");
-}
-void ct_ddp_free(ct_ddp *) {}
-}
-
-#endif
+#endif  // CT_HAS_C10D

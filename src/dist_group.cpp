@@ -106,7 +106,6 @@ std::string missing_ranks(const Group &g) {
          " never joined";
 }
 
-
 // Gloo devices as torch's Python makes them: one per GLOO_SOCKET_IFNAME
 // interface, else the default (this host's name, or loopback).
 c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(ms timeout) {
@@ -116,7 +115,8 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(ms timeout) {
     std::stringstream ss(ifnames);
     std::string name;
     while (std::getline(ss, name, ','))
-      if (!name.empty()) o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
+      if (!name.empty())
+        o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
   } else {
     o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
   }
@@ -126,8 +126,8 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(ms timeout) {
 
 // torch's _store_based_barrier: every rank of the world adds 1, then waits
 // for the count to reach the world's size.
-void store_barrier(const char *fn, World &w, int count, ms timeout) {
-  std::string key = std::string(kBarrierPrefix) + ":" + std::to_string(count);
+void store_barrier(const char *fn, World &w, const std::string &suffix, ms timeout) {
+  std::string key = std::string(kBarrierPrefix) + ":" + suffix;
   w.store->add(key, 1);
   auto start = std::chrono::steady_clock::now();
   int64_t arrived = w.store->add(key, 0);
@@ -135,7 +135,8 @@ void store_barrier(const char *fn, World &w, int count, ms timeout) {
     if (std::chrono::steady_clock::now() - start > timeout)
       ct::raise(CT_ERR_TIMEOUT,
                 "rank %d timed out after %.1f s waiting for all %d ranks to join the process "
-                "group: %lld arrived (store key '%s')", w.rank, timeout.count() / 1000.0, w.size, (long long)arrived, key.c_str());
+                "group: %lld arrived (store key '%s')",
+                w.rank, timeout.count() / 1000.0, w.size, (long long)arrived, key.c_str());
     std::this_thread::sleep_for(ms(10));
     arrived = w.store->add(key, 0);
   }
@@ -144,10 +145,12 @@ void store_barrier(const char *fn, World &w, int count, ms timeout) {
 // Makes the backend for `rank` of `size` over `store` (already prefixed with
 // the group's name) and the ProcessGroup around it.
 void make_backend(Group &g, const c10::intrusive_ptr<c10d::Store> &store) {
+  g.pid = static_cast<int>(getpid());
   leave_card(*store, g.rank);
 #if CT_TORCH_AT_LEAST(2, 0)
-  // torch 2.x: ProcessGroup(prefix_store) with the backend registered for
-  // the CPU under PrefixStore("cpu/", prefix_store).
+  // torch 2.x (_new_process_group_helper): ProcessGroup(prefix_store) and one
+  // Gloo backend under PrefixStore("cpu/", prefix_store), registered for the
+  // CPU and CUDA alike.
   auto backend_store = c10::make_intrusive<c10d::PrefixStore>("cpu/", store);
   g.store = store;
   g.backend_store = backend_store;
@@ -156,7 +159,9 @@ void make_backend(Group &g, const c10::intrusive_ptr<c10d::Store> &store) {
   gloo->setSequenceNumberForGroup();
   auto pg = c10::make_intrusive<c10d::ProcessGroup>(store, g.rank, g.size);
   pg->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
-  pg->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, gloo);
+  c10::intrusive_ptr<c10d::Backend> backend = gloo;
+  pg->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
+  pg->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::GLOO, backend);
   g.impl = gloo;
   g.pg = pg;
 #else
@@ -169,12 +174,34 @@ void make_backend(Group &g, const c10::intrusive_ptr<c10d::Store> &store) {
 #endif
 }
 
+// The store of group `name` (torch 1.13: PrefixStore(name); 2.x: name + "/").
+c10::intrusive_ptr<c10d::Store> group_store(const World &w, const std::string &name) {
+#if CT_TORCH_AT_LEAST(2, 0)
+  return c10::make_intrusive<c10d::PrefixStore>(name + "/", w.store);
+#else
+  return c10::make_intrusive<c10d::PrefixStore>(name, w.store);
+#endif
+}
+
+// The start-up barrier after a group is made: always on 1.13; on 2.x only
+// with TORCH_DIST_INIT_BARRIER=1, as torch does.
+void startup_barrier(const char *fn, World &w, const std::string &name, ms timeout) {
+#if CT_TORCH_AT_LEAST(2, 0)
+  const char *on = std::getenv("TORCH_DIST_INIT_BARRIER");
+  if (on != nullptr && std::strcmp(on, "1") == 0) store_barrier(fn, w, name, timeout);
+#else
+  (void)name;
+  store_barrier(fn, w, std::to_string(w.group_count), timeout);
+#endif
+}
+
 ct_status classify(const std::string &msg) {
   if (msg.find("imed out") != std::string::npos || msg.find("imeout") != std::string::npos ||
       msg.find("timed out") != std::string::npos)
     return CT_ERR_TIMEOUT;
   if (msg.find("onnection") != std::string::npos || msg.find("Broken pipe") != std::string::npos ||
-      msg.find("ECONNREFUSED") != std::string::npos || msg.find("ddress already in use") != std::string::npos ||
+      msg.find("ECONNREFUSED") != std::string::npos ||
+      msg.find("ddress already in use") != std::string::npos ||
       msg.find("Socket") != std::string::npos || msg.find("socket") != std::string::npos ||
       msg.find("peer") != std::string::npos || msg.find("resolve") != std::string::npos)
     return CT_ERR_IO;
@@ -214,8 +241,7 @@ std::string backend_name(const char *fn, const char *backend) {
     ct::raise(CT_ERR_NOT_SUPPORTED,
               "backend 'nccl' is not in this ctorch build (use 'gloo'; nccl needs a CUDA "
               "build of ctorch with NCCL)");
-  ct::raise(CT_ERR_INVALID_ARGUMENT, "unknown backend '%.40s' (\"gloo\" or \"nccl\")",
-            b.c_str());
+  ct::raise(CT_ERR_INVALID_ARGUMENT, "unknown backend '%.40s' (\"gloo\" or \"nccl\")", b.c_str());
 }
 
 c10::intrusive_ptr<c10d::Store> tcp_store(const char *fn, const std::string &host, int port,
@@ -230,6 +256,11 @@ c10::intrusive_ptr<c10d::Store> tcp_store(const char *fn, const std::string &hos
   o.waitWorkers = world_size > 0;
   o.timeout = timeout;
   o.multiTenant = multi_tenant;  // torch: False, except env:// rendezvous
+#if CT_TORCH_AT_LEAST(2, 4)
+  // The classic server (LibTorch builds without libuv refuse the other; both
+  // speak the same protocol, so Python's stores of either kind connect).
+  o.useLibUV = false;
+#endif
   c10::intrusive_ptr<c10d::Store> s;
   try {
     run_store(fn, master ? "start the TCP store server on" : "connect to the TCP store at",
@@ -276,9 +307,9 @@ std::unique_ptr<ct_process_group> make_default_group(const char *fn, std::shared
   std::lock_guard<std::mutex> lk(world->mu);
   std::string name = std::to_string(world->group_count++);
   run_guarded(*g, fn, "join the process group", [&] {
-    make_backend(*g, c10::make_intrusive<c10d::PrefixStore>(name, world->store));
+    make_backend(*g, group_store(*world, name));
+    startup_barrier(fn, *world, name, timeout);
 #if !CT_TORCH_AT_LEAST(2, 0)
-    store_barrier(fn, *world, world->group_count, timeout);
     g->impl->setSequenceNumberForGroup();
 #endif
   });
@@ -303,10 +334,10 @@ std::unique_ptr<ct_process_group> make_subgroup(const char *fn, const Group &par
       g->backend = parent.backend;
       g->timeout = timeout;
       g->world_ranks = ranks;
-      make_backend(*g, c10::make_intrusive<c10d::PrefixStore>(name, world->store));
+      make_backend(*g, group_store(*world, name));
     }
+    startup_barrier(fn, *world, name, timeout);
 #if !CT_TORCH_AT_LEAST(2, 0)
-    store_barrier(fn, *world, world->group_count, timeout);
     if (g) g->impl->setSequenceNumberForGroup();
 #endif
   });
@@ -316,6 +347,14 @@ std::unique_ptr<ct_process_group> make_subgroup(const char *fn, const Group &par
   return out;
 }
 
+void check_process(const char *fn, const Group &g) {
+  if (g.pid != static_cast<int>(getpid()))
+    ct::raise(CT_ERR_INVALID_ARGUMENT,
+              "this process group was made in process %d, and this is %d (a fork): its "
+              "connections and threads are not here; make a group in this process",
+              g.pid, static_cast<int>(getpid()));
+}
+
 void check_tensor(const char *fn, const Group &g, const char *what, const at::Tensor &t) {
   if (!t.defined()) ct::raise(CT_ERR_INVALID_ARGUMENT, "%s is an undefined tensor", what);
   if (t.layout() != c10::kStrided)
@@ -323,12 +362,15 @@ void check_tensor(const char *fn, const Group &g, const char *what, const at::Te
   if (!t.is_contiguous())
     ct::raise(CT_ERR_INVALID_ARGUMENT,
               "%s must be contiguous (collectives write in place; use ct_contiguous and copy "
-              "back)", what);
+              "back)",
+              what);
   if (g.backend == "gloo" && !t.device().is_cpu())
-    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s is on %s, but backend gloo here takes CPU tensors", what, t.device().str().c_str());
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s is on %s, but backend gloo here takes CPU tensors", what,
+              t.device().str().c_str());
 }
 
-void run_guarded(const Group &g, const char *fn, const char *op, const std::function<void()> &body) {
+void run_guarded(const Group &g, const char *fn, const char *op,
+                 const std::function<void()> &body) {
   try {
     body();
   } catch (const ct::Error &) {
@@ -337,8 +379,8 @@ void run_guarded(const Group &g, const char *fn, const char *op, const std::func
     std::string msg = first_lines(current_message());
     ct_status code = classify(msg);
     std::string who = g.impl ? gone_peers(g) : missing_ranks(g);
-    ct::raise(code, "%s failed on rank %d of %d (%s): %s%s", op, g.rank, g.size,
-              g.backend.c_str(), msg.c_str(), who.c_str());
+    ct::raise(code, "%s failed on rank %d of %d (%s): %s%s", op, g.rank, g.size, g.backend.c_str(),
+              msg.c_str(), who.c_str());
   }
 }
 
@@ -369,8 +411,10 @@ ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll) {
                                "goes on (wait again)",
                                fn, w->op.c_str(), w->group->rank, w->group->size,
                                w->group->backend.c_str(), timeout.count() / 1000.0);
-        if (i < 200) std::this_thread::yield();
-        else std::this_thread::sleep_for(std::chrono::microseconds(i < 1000 ? 50 : 1000));
+        if (i < 200)
+          std::this_thread::yield();
+        else
+          std::this_thread::sleep_for(std::chrono::microseconds(i < 1000 ? 50 : 1000));
       }
       timeout = w->group->timeout;
     }
@@ -397,8 +441,8 @@ ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll) {
       }
       if (!msg.empty()) {
         w->code = classify(msg);
-        w->msg = std::string(w->op) + " failed on rank " + std::to_string(w->group->rank) +
-                 " of " + std::to_string(w->group->size) + " (" + w->group->backend + "): " + msg +
+        w->msg = std::string(w->op) + " failed on rank " + std::to_string(w->group->rank) + " of " +
+                 std::to_string(w->group->size) + " (" + w->group->backend + "): " + msg +
                  gone_peers(*w->group);
       }
       w->done.store(true);

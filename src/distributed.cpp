@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -29,13 +30,17 @@ namespace {
 
 ms timeout_ms(double seconds) { return ms(static_cast<int64_t>(seconds * 1000.0 + 0.5)); }
 
+// A timeout a caller gives: finite, positive, at most ~116 days.
+bool valid_timeout(double s) { return std::isfinite(s) && s > 0 && s <= 1e7; }
+// The most ranks a group may have (Gloo connects every pair).
+constexpr int32_t kMaxWorld = 1 << 16;
+
 // How many tensors a collective over this group takes per list.
 void check_list(const char *fn, const char *what, ct_tensor *const *list, int n) {
   if (list == nullptr) ct::raise(CT_ERR_INVALID_ARGUMENT, "argument '%s' is NULL", what);
   for (int i = 0; i < n; i++)
     if (list[i] == nullptr)
-      ct::raise(CT_ERR_INVALID_ARGUMENT, "%s[%d] is NULL (the group has %d ranks)", what,
-                i, n);
+      ct::raise(CT_ERR_INVALID_ARGUMENT, "%s[%d] is NULL (the group has %d ranks)", what, i, n);
 }
 
 std::vector<at::Tensor> tensors_of(ct_tensor *const *list, int n) {
@@ -48,8 +53,8 @@ std::vector<at::Tensor> tensors_of(ct_tensor *const *list, int n) {
 void check_like(const char *fn, const char *what, int i, const at::Tensor &t,
                 const at::Tensor &ref) {
   if (t.scalar_type() != ref.scalar_type() || t.sizes() != ref.sizes())
-    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s[%d] is %s%s but must be %s%s like the others",
-              what, i, c10::toString(t.scalar_type()), c10::str(t.sizes()).c_str(),
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s[%d] is %s%s but must be %s%s like the others", what, i,
+              c10::toString(t.scalar_type()), c10::str(t.sizes()).c_str(),
               c10::toString(ref.scalar_type()), c10::str(ref.sizes()).c_str());
 }
 
@@ -65,9 +70,12 @@ void reduce_rows(at::Tensor &output, const at::Tensor &stacked, int32_t op, int 
     default: {
       r = stacked[0].clone();
       for (int i = 1; i < n; i++) {
-        if (op == CT_REDUCE_BAND) r.bitwise_and_(stacked[i]);
-        else if (op == CT_REDUCE_BOR) r.bitwise_or_(stacked[i]);
-        else r.bitwise_xor_(stacked[i]);
+        if (op == CT_REDUCE_BAND)
+          r.bitwise_and_(stacked[i]);
+        else if (op == CT_REDUCE_BOR)
+          r.bitwise_or_(stacked[i]);
+        else
+          r.bitwise_xor_(stacked[i]);
       }
     }
   }
@@ -82,9 +90,10 @@ c10d::ReduceOp c10d_op(const char *fn, int32_t op, const at::Tensor &t, bool bac
       !at::isComplexType(t.scalar_type()))
     ct::raise(CT_ERR_INVALID_ARGUMENT, "CT_REDUCE_AVG needs a floating dtype, not %s",
               c10::toString(t.scalar_type()));
-  if (op >= CT_REDUCE_BAND && (at::isFloatingType(t.scalar_type()) ||
-                               at::isComplexType(t.scalar_type())))
-    ct::raise(CT_ERR_INVALID_ARGUMENT, "bitwise reduce ops need an integer or bool dtype, not %s", c10::toString(t.scalar_type()));
+  if (op >= CT_REDUCE_BAND &&
+      (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type())))
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "bitwise reduce ops need an integer or bool dtype, not %s",
+              c10::toString(t.scalar_type()));
   if (op == CT_REDUCE_AVG && !backend_avg) return c10d::ReduceOp(c10d::ReduceOp::SUM);
   return c10d::ReduceOp(static_cast<c10d::ReduceOp::RedOpType>(op));
 }
@@ -106,13 +115,14 @@ ct_status collective(const char *fn, ct_process_group *pg, ct_work **work, const
 
 ct_process_group *checked(const char *fn, ct_process_group *pg) {
   if (pg == nullptr) ct::raise(CT_ERR_INVALID_ARGUMENT, "argument 'pg' is NULL");
+  ct::dist::check_process(fn, *pg->g);
   return pg;
 }
 
 void check_rank(const char *fn, const char *what, int32_t r, const Group &g, bool any_ok) {
   if ((r < 0 || r >= g.size) && !(any_ok && r == -1))
-    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s %d is outside the group's ranks 0..%d%s", what,
-              r, g.size - 1, any_ok ? " (or -1: any)" : "");
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s %d is outside the group's ranks 0..%d%s", what, r,
+              g.size - 1, any_ok ? " (or -1: any)" : "");
 }
 
 const char *env_or(const char *name) { return std::getenv(name); }
@@ -120,11 +130,14 @@ const char *env_or(const char *name) { return std::getenv(name); }
 int32_t env_int(const char *fn, const char *name, int64_t lo, int64_t hi) {
   const char *v = env_or(name);
   if (v == nullptr || *v == '\0')
-    ct::raise(CT_ERR_INVALID_ARGUMENT, "environment variable %s is not set (torchrun sets it)", name);
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "environment variable %s is not set (torchrun sets it)",
+              name);
   char *end = nullptr;
   long long x = std::strtoll(v, &end, 10);
   if (*end != '\0' || x < lo || x > hi)
-    ct::raise(CT_ERR_INVALID_ARGUMENT, "environment variable %s='%.40s' is not an integer in %lld..%lld", name, v, (long long)lo, (long long)hi);
+    ct::raise(CT_ERR_INVALID_ARGUMENT,
+              "environment variable %s='%.40s' is not an integer in %lld..%lld", name, v,
+              (long long)lo, (long long)hi);
   return static_cast<int32_t>(x);
 }
 
@@ -142,9 +155,11 @@ ct_status ct_store_tcp_new(ct_store **out, const char *host, int32_t port, int32
     *out = nullptr;
     CT_CHECK_NOT_NULL(host);
     CT_CHECK_ARG(port >= 0 && port <= 65535, "%s: port %d is outside 0..65535", ct_fn_, port);
-    CT_CHECK_ARG(timeout_s > 0, "%s: timeout_s must be > 0 (got %g)", ct_fn_, timeout_s);
-    CT_CHECK_ARG(world_size == -1 || world_size >= 1,
-                 "%s: world_size must be >= 1 or -1 (unknown), got %d", ct_fn_, world_size);
+    CT_CHECK_ARG(valid_timeout(timeout_s), "%s: timeout_s must be finite and in (0, 1e7] (got %g)",
+                 ct_fn_, timeout_s);
+    CT_CHECK_ARG(world_size == -1 || (world_size >= 1 && world_size <= kMaxWorld),
+                 "%s: world_size must be in 1..%d or -1 (unknown), got %d", ct_fn_, kMaxWorld,
+                 world_size);
     CT_CHECK_ARG(port != 0 || is_master, "%s: port 0 (any free port) needs is_master=1", ct_fn_);
     auto s = std::make_unique<ct_store>();
     s->store = ct::dist::tcp_store(ct_fn_, host, port, is_master != 0,
@@ -171,9 +186,8 @@ ct_status ct_store_file_new(ct_store **out, const char *path, int32_t world_size
                            ct_fn_, path, std::strerror(errno));
     ::close(fd);
     auto s = std::make_unique<ct_store>();
-    ct::dist::run_store(ct_fn_, "open the file store", path, [&] {
-      s->store = c10::make_intrusive<c10d::FileStore>(path, world_size);
-    });
+    ct::dist::run_store(ct_fn_, "open the file store", path,
+                        [&] { s->store = c10::make_intrusive<c10d::FileStore>(path, world_size); });
     *out = s.release();
     return CT_OK;
   });
@@ -259,10 +273,12 @@ ct_status ct_process_group_new(ct_process_group **out, ct_store *store, const ch
     CT_CHECK_NOT_NULL(out);
     *out = nullptr;
     CT_CHECK_NOT_NULL(store);
-    CT_CHECK_ARG(world_size >= 1, "%s: world_size must be >= 1, got %d", ct_fn_, world_size);
+    CT_CHECK_ARG(world_size >= 1 && world_size <= kMaxWorld,
+                 "%s: world_size must be in 1..%d, got %d", ct_fn_, kMaxWorld, world_size);
     CT_CHECK_ARG(rank >= 0 && rank < world_size, "%s: rank %d is outside 0..%d", ct_fn_, rank,
                  world_size - 1);
-    CT_CHECK_ARG(timeout_s > 0, "%s: timeout_s must be > 0 (got %g)", ct_fn_, timeout_s);
+    CT_CHECK_ARG(valid_timeout(timeout_s), "%s: timeout_s must be finite and in (0, 1e7] (got %g)",
+                 ct_fn_, timeout_s);
     std::string be = ct::dist::backend_name(ct_fn_, backend);
     auto world = std::make_shared<ct::dist::World>();
     world->store = store->store;
@@ -274,13 +290,13 @@ ct_status ct_process_group_new(ct_process_group **out, ct_store *store, const ch
   });
 }
 
-ct_status ct_process_group_init_env(ct_process_group **out, const char *backend,
-                                    double timeout_s) {
+ct_status ct_process_group_init_env(ct_process_group **out, const char *backend, double timeout_s) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     *out = nullptr;
-    CT_CHECK_ARG(timeout_s > 0, "%s: timeout_s must be > 0 (got %g)", ct_fn_, timeout_s);
+    CT_CHECK_ARG(valid_timeout(timeout_s), "%s: timeout_s must be finite and in (0, 1e7] (got %g)",
+                 ct_fn_, timeout_s);
     std::string be = ct::dist::backend_name(ct_fn_, backend);
     const char *addr = env_or("MASTER_ADDR");
     if (addr == nullptr || *addr == '\0')
@@ -288,7 +304,7 @@ ct_status ct_process_group_init_env(ct_process_group **out, const char *backend,
                            "%s: environment variable MASTER_ADDR is not set (torchrun sets it)",
                            ct_fn_);
     int32_t port = env_int(ct_fn_, "MASTER_PORT", 0, 65535);
-    int32_t size = env_int(ct_fn_, "WORLD_SIZE", 1, 1 << 20);
+    int32_t size = env_int(ct_fn_, "WORLD_SIZE", 1, kMaxWorld);
     int32_t rank = env_int(ct_fn_, "RANK", 0, size - 1);
     auto world = std::make_shared<ct::dist::World>();
     world->rank = rank;
@@ -309,6 +325,7 @@ ct_status ct_process_group_new_subgroup(ct_process_group **out, ct_process_group
     CT_CHECK_NOT_NULL(pg);
     CT_CHECK_NOT_NULL(ranks);
     const Group &g = *pg->g;
+    ct::dist::check_process(ct_fn_, g);
     CT_CHECK_ARG(g.world_ranks.empty(),
                  "%s: pg must be a default group (subgroups of subgroups: list the ranks of the "
                  "default group instead)",
@@ -323,6 +340,8 @@ ct_status ct_process_group_new_subgroup(ct_process_group **out, ct_process_group
       CT_CHECK_ARG(i == 0 || sorted[i] != sorted[i - 1], "%s: rank %d is listed twice", ct_fn_,
                    sorted[i]);
     }
+    CT_CHECK_ARG(timeout_s <= 0 || valid_timeout(timeout_s),
+                 "%s: timeout_s must be finite and at most 1e7 (got %g)", ct_fn_, timeout_s);
     ms t = timeout_s > 0 ? timeout_ms(timeout_s) : g.timeout;
     *out = ct::dist::make_subgroup(ct_fn_, g, sorted, t).release();
     return CT_OK;
@@ -400,8 +419,8 @@ ct_status ct_all_gather(ct_process_group *pg, ct_tensor *const *outputs, ct_tens
   });
 }
 
-ct_status ct_all_to_all(ct_process_group *pg, ct_tensor *const *outputs,
-                        ct_tensor *const *inputs, ct_work **work) {
+ct_status ct_all_to_all(ct_process_group *pg, ct_tensor *const *outputs, ct_tensor *const *inputs,
+                        ct_work **work) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     checked(ct_fn_, pg);
@@ -419,8 +438,7 @@ ct_status ct_all_to_all(ct_process_group *pg, ct_tensor *const *outputs,
       // One staging buffer each way: alltoall_base is what every backend has.
       at::Tensor send = at::stack(ins), recv = at::empty_like(send);
       std::vector<int64_t> split;  // empty: equal splits
-      w.w = pg->g->backend_impl()->alltoall_base(recv, send, split, split,
-                                                 c10d::AllToAllOptions());
+      w.w = pg->g->backend_impl()->alltoall_base(recv, send, split, split, c10d::AllToAllOptions());
       w.finish = [outs, recv]() mutable {
         for (size_t i = 0; i < outs.size(); i++) outs[i].copy_(recv[i]);
       };
@@ -447,8 +465,7 @@ ct_status ct_reduce_scatter(ct_process_group *pg, ct_tensor *output, ct_tensor *
     return collective(ct_fn_, pg, work, "reduce_scatter", [&](ct_work &w) {
       at::Tensor send = at::stack(ins), recv = at::empty_like(send);
       std::vector<int64_t> split;
-      w.w = pg->g->backend_impl()->alltoall_base(recv, send, split, split,
-                                                 c10d::AllToAllOptions());
+      w.w = pg->g->backend_impl()->alltoall_base(recv, send, split, split, c10d::AllToAllOptions());
       w.finish = [out, recv, op, n]() mutable { reduce_rows(out, recv, op, n); };
     });
   });
@@ -502,6 +519,9 @@ ct_status ct_work_wait(ct_work *work, double timeout_s) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(work);
+    ct::dist::check_process(ct_fn_, *work->group);
+    CT_CHECK_ARG(timeout_s <= 0 || valid_timeout(timeout_s),
+                 "%s: timeout_s must be finite and at most 1e7 (got %g)", ct_fn_, timeout_s);
     if (timeout_s > 0 && timeout_ms(timeout_s) < work->group->timeout)
       return ct::dist::work_wait(ct_fn_, work, timeout_ms(timeout_s), true);
     return ct::dist::work_wait(ct_fn_, work, work->group->timeout, false);
@@ -513,6 +533,7 @@ ct_status ct_work_is_completed(ct_work *work, int32_t *done) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(work);
     CT_CHECK_NOT_NULL(done);
+    ct::dist::check_process(ct_fn_, *work->group);
     *done = (work->done.load() || work->w->isCompleted()) ? 1 : 0;
     return CT_OK;
   });
@@ -538,70 +559,6 @@ void ct_work_free(ct_work *work) {
   });
 }
 
-}  // extern "C"
-
-#else  // !CT_HAS_C10D: this LibTorch has no c10d headers; every call says so.
-
-#define CT_NO_C10D(...)                                                                    \
-  return ct::set_error(CT_ERR_NOT_SUPPORTED,                                               \
-                       "%s: this ctorch was built against a LibTorch without its "         \
-                       "distributed engine (c10d)",                                        \
-                       __func__)
-extern "C" {
-int32_t ct_distributed_is_compiled(void) { return 0; }
-ct_status ct_store_tcp_new(ct_store **out, const char *, int32_t, int32_t, int32_t, double) {
-  if (out) *out = nullptr;
-  CT_NO_C10D();
-}
-ct_status ct_store_file_new(ct_store **out, const char *, int32_t) {
-  if (out) *out = nullptr;
-  CT_NO_C10D();
-}
-ct_status ct_store_prefix_new(ct_store **out, ct_store *, const char *) {
-  if (out) *out = nullptr;
-  CT_NO_C10D();
-}
-ct_status ct_store_port(int32_t *, const ct_store *) { CT_NO_C10D(); }
-ct_status ct_store_set(ct_store *, const char *, const void *, size_t) { CT_NO_C10D(); }
-ct_status ct_store_get(ct_store *, const char *, void *, size_t, size_t *) { CT_NO_C10D(); }
-ct_status ct_store_add(ct_store *, const char *, int64_t, int64_t *) { CT_NO_C10D(); }
-void ct_store_free(ct_store *) {}
-ct_status ct_process_group_new(ct_process_group **out, ct_store *, const char *, int32_t, int32_t,
-                               double) {
-  if (out) *out = nullptr;
-  CT_NO_C10D();
-}
-ct_status ct_process_group_init_env(ct_process_group **out, const char *, double) {
-  if (out) *out = nullptr;
-  CT_NO_C10D();
-}
-ct_status ct_process_group_new_subgroup(ct_process_group **out, ct_process_group *,
-                                        const int32_t *, size_t, double) {
-  if (out) *out = nullptr;
-  CT_NO_C10D();
-}
-int32_t ct_process_group_rank(const ct_process_group *) { return -1; }
-int32_t ct_process_group_size(const ct_process_group *) { return -1; }
-void ct_process_group_free(ct_process_group *) {}
-ct_status ct_all_reduce(ct_process_group *, ct_tensor *, int32_t, ct_work **) { CT_NO_C10D(); }
-ct_status ct_broadcast(ct_process_group *, ct_tensor *, int32_t, ct_work **) { CT_NO_C10D(); }
-ct_status ct_all_gather(ct_process_group *, ct_tensor *const *, ct_tensor *, ct_work **) {
-  CT_NO_C10D();
-}
-ct_status ct_all_to_all(ct_process_group *, ct_tensor *const *, ct_tensor *const *, ct_work **) {
-  CT_NO_C10D();
-}
-ct_status ct_reduce_scatter(ct_process_group *, ct_tensor *, ct_tensor *const *, int32_t,
-                            ct_work **) {
-  CT_NO_C10D();
-}
-ct_status ct_barrier(ct_process_group *, ct_work **) { CT_NO_C10D(); }
-ct_status ct_send(ct_process_group *, ct_tensor *, int32_t, int32_t, ct_work **) { CT_NO_C10D(); }
-ct_status ct_recv(ct_process_group *, ct_tensor *, int32_t, int32_t, ct_work **) { CT_NO_C10D(); }
-ct_status ct_work_wait(ct_work *, double) { CT_NO_C10D(); }
-ct_status ct_work_is_completed(ct_work *, int32_t *) { CT_NO_C10D(); }
-ct_status ct_work_source_rank(ct_work *, int32_t *) { CT_NO_C10D(); }
-void ct_work_free(ct_work *) {}
 }  // extern "C"
 
 #endif  // CT_HAS_C10D

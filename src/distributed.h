@@ -10,6 +10,7 @@
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO 1  // LibTorch's c10d headers hide Gloo behind it
 #endif
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -47,13 +48,14 @@ struct World {
 struct Group {
   std::shared_ptr<World> world;
   c10::intrusive_ptr<Impl> impl;
-  c10::intrusive_ptr<c10d::ProcessGroup> pg;  // for the Reducer
+  c10::intrusive_ptr<c10d::ProcessGroup> pg;      // for the Reducer
   c10::intrusive_ptr<c10d::Store> store;          // the group's (prefixed) store
   c10::intrusive_ptr<c10d::Store> backend_store;  // the one Gloo was given
   int rank = 0, size = 0;
   std::string backend;
   ms timeout{0};
   std::vector<int> world_ranks;  // members' ranks in the default group; empty: it is one
+  int pid = 0;                   // the process that made it (Gloo's threads do not fork)
   Impl *backend_impl() const { return impl.get(); }
 };
 
@@ -90,11 +92,13 @@ c10::intrusive_ptr<c10d::Store> tcp_store(const char *fn, const std::string &hos
 int tcp_port(c10d::Store &store);
 c10::intrusive_ptr<c10d::Store> env_store(const char *fn, const std::string &host, int port,
                                           int rank, int size, ms timeout);
-std::unique_ptr<ct_process_group> make_default_group(const char *fn,
-                                                     std::shared_ptr<World> world, ms timeout);
+std::unique_ptr<ct_process_group> make_default_group(const char *fn, std::shared_ptr<World> world,
+                                                     ms timeout);
 std::unique_ptr<ct_process_group> make_subgroup(const char *fn, const Group &parent,
                                                 const std::vector<int> &ranks, ms timeout);
 void check_tensor(const char *fn, const Group &g, const char *what, const at::Tensor &t);
+// Fails (CT_ERR_INVALID_ARGUMENT) in a process forked from the one that made g.
+void check_process(const char *fn, const Group &g);
 // Runs body; an exception becomes a ct::Error with a status for its kind
 // (timeout, broken connection, other) and a message naming fn, the operation
 // and this rank.

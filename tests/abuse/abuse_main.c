@@ -25,6 +25,14 @@ ct_cuda_graph *g_cuda_graph; /* NULL without a CUDA device */
 ct_optimizer *g_optimizer;   /* SGD over g_tensor */
 ct_grad_scaler *g_grad_scaler;
 ct_library *g_library; /* namespace "abuse" */
+/* A one-rank group (NULL where ctorch has no c10d): store with key "k", its
+ * group (timeouts of 2 s, so a forked child, which has no Gloo threads,
+ * times out instead of waiting long), a finished barrier, DDP over one
+ * parameter. */
+ct_store *g_store;
+ct_process_group *g_process_group;
+ct_work *g_work;
+ct_ddp *g_ddp;
 ct_tensor_info g_info = {sizeof(ct_tensor_info)};
 ct_tensor *g_tensor_array[4];
 ct_value *g_value_array[4];
@@ -112,6 +120,16 @@ static void setup(void) {
   if (ct_grad_scaler_new(&g_grad_scaler, CT_DEVICE_CPU, 65536.0, 2.0, 0.5, 2000, 1))
     die("grad scaler");
   if (ct_library_new(&g_library, "abuse")) die("library");
+  if (ct_distributed_is_compiled()) {
+    ct_tensor *p = NULL;
+    int64_t one = 1;
+    if (ct_store_tcp_new(&g_store, "127.0.0.1", 0, 1, 1, 2.0)) die("store");
+    if (ct_store_set(g_store, "k", "v", 1)) die("store set");
+    if (ct_process_group_new(&g_process_group, g_store, "gloo", 0, 1, 2.0)) die("group");
+    if (ct_barrier(g_process_group, &g_work) || ct_work_wait(g_work, 0)) die("work");
+    if (ct_tensor_zeros(&p, &one, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 1)) die("ddp param");
+    if (ct_ddp_new(&g_ddp, g_process_group, &p, 1, NULL, 0, 0, 0)) die("ddp");
+  }
   if (ct_cuda_is_available()) {
     if (ct_cuda_event_new(&g_cuda_event, 1)) die("cuda event");
     if (ct_cuda_graph_new(&g_cuda_graph)) die("cuda graph");

@@ -35,6 +35,10 @@ HANDLE_VALID = {
     "ct_optimizer": "g_optimizer",
     "ct_grad_scaler": "g_grad_scaler",
     "ct_library": "g_library",
+    "ct_store": "g_store",  # NULL where ctorch has no c10d (PyPI wheels)
+    "ct_process_group": "g_process_group",
+    "ct_work": "g_work",
+    "ct_ddp": "g_ddp",
 }
 
 # Name-based valid values for strings.
@@ -54,6 +58,9 @@ STRING_VALID = {
     "model_name": '"model"',
     "ns": '"abuse"',
     "dispatch_key": '"CPU"',
+    "host": '"127.0.0.1"',
+    "prefix": '"p"',
+    "backend": '"gloo"',
 }
 
 INT32_VALID = {
@@ -63,6 +70,8 @@ INT32_VALID = {
     "device": "-1",
     "enabled": "0",
     "on": "1",
+    "world_size": "1",
+    "is_master": "1",
 }
 
 INT_BAD = {

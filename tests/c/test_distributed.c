@@ -50,8 +50,8 @@ static double run_ranks(const char *name, int world, int started, double deadlin
   double t0 = now_s();
   for (int r = 0; r < started; r++) {
     snprintf(rank_s, sizeof rank_s, "%d", r);
-    char *argv[] = {(char *)g_self, "--rank", rank_s, "--world", world_s, "--port", port_s,
-                    "--case", (char *)name, NULL};
+    char *argv[] = {(char *)g_self, "--rank", rank_s,   "--world",    world_s,
+                    "--port",       port_s,   "--case", (char *)name, NULL};
     assert_int_equal(posix_spawn(&pids[r], g_self, NULL, NULL, argv, environ), 0);
   }
   int failed = 0;
@@ -80,20 +80,20 @@ static double run_ranks(const char *name, int world, int started, double deadlin
 
 static int g_rank, g_world, g_port;
 
-#define R_CHECK(cond, ...)                                        \
-  do {                                                            \
-    if (!(cond)) {                                                \
+#define R_CHECK(cond, ...)                                           \
+  do {                                                               \
+    if (!(cond)) {                                                   \
       fprintf(stderr, "rank %d: check failed: %s: ", g_rank, #cond); \
-      fprintf(stderr, __VA_ARGS__);                               \
-      fprintf(stderr, " [%s]\n", ct_last_error());                \
-      exit(1);                                                    \
-    }                                                             \
+      fprintf(stderr, __VA_ARGS__);                                  \
+      fprintf(stderr, " [%s]\n", ct_last_error());                   \
+      exit(1);                                                       \
+    }                                                                \
   } while (0)
 #define RK_OK(call) R_CHECK((call) == CT_OK, "%s", #call)
-#define R_ERR(call, code, needle)                                                      \
-  do {                                                                                 \
-    ct_status st_ = (call);                                                            \
-    R_CHECK(st_ == (code) && strstr(ct_last_error(), needle) != NULL,                  \
+#define R_ERR(call, code, needle)                                                       \
+  do {                                                                                  \
+    ct_status st_ = (call);                                                             \
+    R_CHECK(st_ == (code) && strstr(ct_last_error(), needle) != NULL,                   \
             "%s gave %d, expected %d with '%s'", #call, (int)st_, (int)(code), needle); \
   } while (0)
 
@@ -132,8 +132,8 @@ static void case_collectives(void) {
       double sum = 0, prod = 1;
       for (int q = 0; q < n; q++) sum += (q + 1) * (i + 1), prod *= (q + 1) * (i + 1);
       double want[] = {sum, sum / n, prod, (i + 1), (double)n * (i + 1)};
-      R_CHECK(fabs(fp(t)[i] - want[k]) < 1e-4 * fabs(want[k]), "op %d elem %d: %g vs %g", ops[k],
-              i, fp(t)[i], want[k]);
+      R_CHECK(fabs(fp(t)[i] - want[k]) < 1e-4 * fabs(want[k]), "op %d elem %d: %g vs %g", ops[k], i,
+              fp(t)[i], want[k]);
     }
     ct_tensor_free(t);
   }
@@ -229,9 +229,9 @@ static void case_collectives(void) {
   ct_process_group *sub = NULL;
   RK_OK(ct_process_group_new_subgroup(&sub, pg, evens, ne, 0));
   if (r % 2 == 0) {
-    R_CHECK(sub != NULL && ct_process_group_rank(sub) == r / 2 &&
-                ct_process_group_size(sub) == (int)ne,
-            "subgroup rank");
+    R_CHECK(
+        sub != NULL && ct_process_group_rank(sub) == r / 2 && ct_process_group_size(sub) == (int)ne,
+        "subgroup rank");
     ct_tensor *t = full_f32(2, (float)r);
     RK_OK(ct_all_reduce(sub, t, CT_REDUCE_SUM, NULL));
     float want = 0;
@@ -340,7 +340,8 @@ static void case_store(void) {
   st = ct_store_tcp_new(&clash, "127.0.0.1", g_port, 0, 1, 1);
   R_CHECK(st == CT_ERR_IO || st == CT_ERR_TIMEOUT, "no server: %d", st);
   R_CHECK(clash == NULL && now_s() - t0 < 15, "no server took %.1f s", now_s() - t0);
-  R_ERR(ct_store_tcp_new(&clash, "no-such-host.invalid", 29400, 0, 1, 1), CT_ERR_IO, "no-such-host");
+  R_ERR(ct_store_tcp_new(&clash, "no-such-host.invalid", 29400, 0, 1, 1), CT_ERR_IO,
+        "no-such-host");
   ct_store_free(p);
   ct_store_free(s);
   /* a file store, with a one-rank group over it */
@@ -441,7 +442,8 @@ static void train(ct_tensor *w, ct_tensor *bias, int first, int rows, ct_ddp *dd
   for (int i = 0; i < 8 * 3; i++) x[i] = (float)sin(0.7 * i);
   for (int i = 0; i < 8 * 2; i++) y[i] = (float)cos(0.3 * i);
   int64_t xs[2] = {rows, 3}, ys[2] = {rows, 2};
-  ct_tensor *xt = test_tensor_f32(x + first * 3, xs, 2), *yt = test_tensor_f32(y + first * 2, ys, 2);
+  ct_tensor *xt = test_tensor_f32(x + first * 3, xs, 2),
+            *yt = test_tensor_f32(y + first * 2, ys, 2);
   const ct_tensor *params[2] = {w, bias};
   ct_optimizer *opt = NULL;
   RK_OK(ct_optimizer_new(&opt, "sgd", params, 2, NULL));
@@ -506,11 +508,9 @@ static void case_ddp(void) {
   R_CHECK(ct_ddp_new(&bad, pg, &odd, 1, NULL, 0, 0, 0) != CT_OK && bad == NULL, "mismatch");
   R_ERR(ct_ddp_new(&bad, pg, params, 2, NULL, 0, 0, 99), CT_ERR_INVALID_ARGUMENT, "flags");
   ct_ddp_free(ddp);
-  ct_tensor_free(w), ct_tensor_free(b), ct_tensor_free(w1), ct_tensor_free(b1),
-      ct_tensor_free(odd);
+  ct_tensor_free(w), ct_tensor_free(b), ct_tensor_free(w1), ct_tensor_free(b1), ct_tensor_free(odd);
   ct_process_group_free(pg);
 }
-
 
 /* A rank of the mixed-language group (tests/distributed/mixed_group.py):
  * prints each result's bytes in hex, as every language's rank does. */
@@ -552,15 +552,24 @@ static void case_mixed(void) {
 }
 
 static int rank_main(const char *name) {
-  if (!strcmp(name, "collectives")) case_collectives();
-  else if (!strcmp(name, "bad_input")) case_bad_input();
-  else if (!strcmp(name, "store")) case_store();
-  else if (!strcmp(name, "env")) case_env();
-  else if (!strcmp(name, "peer_dies")) case_peer_dies();
-  else if (!strcmp(name, "never_arrives")) case_never_arrives();
-  else if (!strcmp(name, "ddp")) case_ddp();
-  else if (!strcmp(name, "mixed")) case_mixed();
-  else return 2;
+  if (!strcmp(name, "collectives"))
+    case_collectives();
+  else if (!strcmp(name, "bad_input"))
+    case_bad_input();
+  else if (!strcmp(name, "store"))
+    case_store();
+  else if (!strcmp(name, "env"))
+    case_env();
+  else if (!strcmp(name, "peer_dies"))
+    case_peer_dies();
+  else if (!strcmp(name, "never_arrives"))
+    case_never_arrives();
+  else if (!strcmp(name, "ddp"))
+    case_ddp();
+  else if (!strcmp(name, "mixed"))
+    case_mixed();
+  else
+    return 2;
   return 0;
 }
 
@@ -624,10 +633,14 @@ int main(int argc, char **argv) {
     return rank_main(argv[8]);
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_store),          cmocka_unit_test(test_collectives_2),
-      cmocka_unit_test(test_collectives_4),  cmocka_unit_test(test_bad_input),
-      cmocka_unit_test(test_env),            cmocka_unit_test(test_peer_dies),
-      cmocka_unit_test(test_never_arrives),  cmocka_unit_test(test_ddp),
+      cmocka_unit_test(test_store),
+      cmocka_unit_test(test_collectives_2),
+      cmocka_unit_test(test_collectives_4),
+      cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_env),
+      cmocka_unit_test(test_peer_dies),
+      cmocka_unit_test(test_never_arrives),
+      cmocka_unit_test(test_ddp),
       cmocka_unit_test(test_not_compiled_says_so),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,7 +9,11 @@ import torch.distributed as dist
 
 
 def main(rank: int, world: int, port: int) -> None:
-    store = dist.TCPStore("127.0.0.1", port, world, rank == 0, timedelta(seconds=60))
+    try:  # torch >= 2.4 defaults to a libuv server, which Debian's build lacks
+        store = dist.TCPStore("127.0.0.1", port, world, rank == 0, timedelta(seconds=60),
+                              use_libuv=False)
+    except TypeError:
+        store = dist.TCPStore("127.0.0.1", port, world, rank == 0, timedelta(seconds=60))
     dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
                             timeout=timedelta(seconds=60))
     x = torch.tensor([((i * (rank + 1)) % 97) / 7.0 for i in range(1000)], dtype=torch.float32)
