@@ -92,6 +92,12 @@ def main() -> None:
     ap.add_argument("--ctorch-python", default=sys.executable)
     ap.add_argument("--julia", default=None, help="scripts/julia, or omit to leave Julia out")
     a = ap.parse_args()
+    lib = os.environ.get("CTORCH_LIBRARY")
+    if lib:
+        import ctypes
+        if not ctypes.CDLL(lib).ct_distributed_is_compiled():
+            print("SKIP: this libctorch has no distributed engine (c10d with Gloo)")
+            sys.exit(77)
     probe = subprocess.run([a.torch_python, "-c", "import torch.distributed as d; "
                             "assert d.is_available() and d.is_gloo_available()"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
