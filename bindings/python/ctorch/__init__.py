@@ -21,7 +21,8 @@ from . import _lib
 from ._lib import (ABI_VERSION, LIBRARY_PATH, Error, InvalidArgumentError, CTorchTypeError,
                    CTorchIndexError, NotFoundError, CTorchIOError, CTorchMemoryError,
                    NotSupportedError, TorchError, CallbackError, InternalError,
-                   LibraryNotFoundError, CTorchFileNotFoundError, ItemError)
+                   LibraryNotFoundError, CTorchFileNotFoundError, ItemError,
+                   CTorchTimeoutError)
 from ._types import (dtype, device, bool_, uint8, int8, int16, int32, int64, float16,
                      bfloat16, float32, float64, complex64, complex128, uint16, uint32, uint64,
                      float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, qint8, quint8,
@@ -85,7 +86,7 @@ __all__ = ["Tensor", "Module", "Value", "Script", "dtype", "device", "tensor", "
     "LIBRARY_PATH", "Error", "InvalidArgumentError", "CTorchTypeError", "CTorchIndexError",
     "NotFoundError", "CTorchIOError", "CTorchMemoryError", "NotSupportedError", "TorchError",
     "CallbackError", "InternalError", "LibraryNotFoundError", "CTorchFileNotFoundError",
-    "ItemError", "bool_", "uint8", "int8", "int16",
+    "ItemError", "CTorchTimeoutError", "bool_", "uint8", "int8", "int16",
     "int32", "int64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
     "uint16", "uint32", "uint64", "bool", "half", "float", "double", "long", "int", "short",
     "cfloat", "cdouble", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",

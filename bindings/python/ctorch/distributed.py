@@ -14,10 +14,10 @@ the operation, never hangs. Collectives release the GIL while they wait."""
 
 from ctypes import byref, c_int32, c_int64, c_size_t, c_void_p, create_string_buffer
 from datetime import timedelta
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, List, Optional, Sequence, Union
 
 from . import _release
-from ._lib import C, G, check
+from ._lib import C, G, InvalidArgumentError, check
 
 __all__ = ["ReduceOp", "Store", "TCPStore", "FileStore", "PrefixStore", "ProcessGroup", "Work",
            "is_available", "init_process_group", "is_initialized", "destroy_process_group",
@@ -104,7 +104,7 @@ class Store(_Handle):
         return out.value
 
 
-def _store(p: int) -> Store:
+def _store(p: Optional[int]) -> Store:
     s = Store.__new__(Store)
     s._p = p
     return s
@@ -143,8 +143,13 @@ def PrefixStore(prefix: str, store: Store) -> Store:
 
 
 class ProcessGroup(_Handle):
-    """A group of ranks (c10d's ProcessGroup); ``rank()`` and ``size()``."""
-    __slots__ = ()
+    """A group of ranks (c10d's ProcessGroup); ``rank()`` and ``size()`` (this
+    rank in the group, as ``get_rank(group)``). As in torch.distributed, the
+    ranks passed with a group (``src``, ``dst``) and returned by ``recv`` are
+    global ranks (of the default group); ``ranks`` lists the group's members
+    as global ranks, in group-rank order."""
+    __slots__ = ("_ranks",)
+    _ranks: Optional[List[int]]  # None: the default group (group ranks are global ones)
 
     @staticmethod
     def _free(p: int) -> None:
@@ -156,24 +161,46 @@ class ProcessGroup(_Handle):
     def size(self) -> int:
         return int(G.process_group_size(self._ptr()))
 
+    @property
+    def ranks(self) -> List[int]:
+        return list(range(self.size())) if self._ranks is None else list(self._ranks)
+
     def __repr__(self) -> str:
         if not self._p:
             return "<ProcessGroup (freed)>"
         return "<ProcessGroup rank %d of %d>" % (self.rank(), self.size())
 
 
-def _group(p: Optional[int]) -> Optional[ProcessGroup]:
+def _group(p: Optional[int], ranks: Optional[List[int]] = None) -> Optional[ProcessGroup]:
     if not p:
         return None
     g = ProcessGroup.__new__(ProcessGroup)
     g._p = p
+    g._ranks = ranks
     return g
+
+
+def _group_rank(g: ProcessGroup, rank: int, what: str) -> int:
+    """The group rank of global rank ``rank`` (torch.distributed's
+    src/dst arguments are global ranks, also with a group)."""
+    rank = int(rank)
+    if g._ranks is None:
+        return rank
+    if rank not in g._ranks:
+        raise InvalidArgumentError("%s %d is not a member of the group (its global ranks: %s)"
+                                   % (what, rank, g._ranks))
+    return g._ranks.index(rank)
+
+
+def _global_rank(g: ProcessGroup, group_rank: int) -> int:
+    return group_rank if g._ranks is None else g._ranks[group_rank]
 
 
 class Work(_Handle):
     """An operation started with ``async_op=True``: ``wait()`` before reading
     the tensors; the tensors stay alive until it ends."""
     __slots__ = ("_keep",)
+    _keep: List[Any]  # the tensors the operation uses, alive until it ends
 
     @staticmethod
     def _free(p: int) -> None:
@@ -190,6 +217,8 @@ class Work(_Handle):
         return bool(out.value)
 
     def source_rank(self) -> int:
+        """The sender of a finished recv from any source, as a rank of the
+        work's group (``recv`` returns it as a global rank)."""
         out = c_int32()
         check(G.work_source_rank(self._ptr(), byref(out)))
         return out.value
@@ -259,7 +288,7 @@ def new_group(ranks: Optional[Sequence[int]] = None,
     arr = (c_int32 * len(rs))(*rs)
     out = c_void_p()
     check(C.process_group_new_subgroup(byref(out), g._ptr(), arr, len(rs), _seconds(timeout)))
-    return _group(out.value)
+    return _group(out.value, sorted(rs))
 
 
 def get_rank(group: Optional[ProcessGroup] = None) -> int:
@@ -298,7 +327,8 @@ def all_reduce(tensor: Any, op: int = ReduceOp.SUM, group: Optional[ProcessGroup
 def broadcast(tensor: Any, src: int, group: Optional[ProcessGroup] = None,
               async_op: bool = False) -> Optional[Work]:
     g = _pg(group)
-    return _run(lambda w: C.broadcast(g._ptr(), tensor._ptr(), int(src), w), [tensor], async_op)
+    root = _group_rank(g, src, "src")
+    return _run(lambda w: C.broadcast(g._ptr(), tensor._ptr(), root, w), [tensor], async_op)
 
 
 def all_gather(tensor_list: List[Any], tensor: Any, group: Optional[ProcessGroup] = None,
@@ -342,7 +372,8 @@ def barrier(group: Optional[ProcessGroup] = None, async_op: bool = False) -> Opt
 
 def isend(tensor: Any, dst: int, group: Optional[ProcessGroup] = None, tag: int = 0) -> Work:
     g = _pg(group)
-    w = _run(lambda w: C.send(g._ptr(), tensor._ptr(), int(dst), int(tag), w), [tensor], True)
+    d = _group_rank(g, dst, "dst")
+    w = _run(lambda w: C.send(g._ptr(), tensor._ptr(), d, int(tag), w), [tensor], True)
     assert w is not None
     return w
 
@@ -350,7 +381,7 @@ def isend(tensor: Any, dst: int, group: Optional[ProcessGroup] = None, tag: int 
 def irecv(tensor: Any, src: Optional[int] = None, group: Optional[ProcessGroup] = None,
           tag: int = 0) -> Work:
     g = _pg(group)
-    s = -1 if src is None else int(src)
+    s = -1 if src is None else _group_rank(g, src, "src")
     w = _run(lambda w: C.recv(g._ptr(), tensor._ptr(), s, int(tag), w), [tensor], True)
     assert w is not None
     return w
@@ -362,10 +393,10 @@ def send(tensor: Any, dst: int, group: Optional[ProcessGroup] = None, tag: int =
 
 def recv(tensor: Any, src: Optional[int] = None, group: Optional[ProcessGroup] = None,
          tag: int = 0) -> int:
-    """Receives into tensor; returns the sender's rank (as torch does)."""
+    """Receives into tensor; returns the sender's global rank (as torch does)."""
     w = irecv(tensor, src, group, tag)
     w.wait()
-    return w.source_rank() if src is None else int(src)
+    return _global_rank(_pg(group), w.source_rank()) if src is None else int(src)
 
 
 # ---- data parallel ------------------------------------------------------------
