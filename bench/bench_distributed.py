@@ -2,7 +2,7 @@
 binding (ctypes over the C ABI) against torch.distributed in PyTorch's own
 Python, same store protocol and backend, side by side in one run.
 
-  CTORCH_LIBRARY=build/libctorch.so /usr/bin/python3 bench/bench_distributed.py [--quick]
+  CTORCH_LIBRARY=build/libctorch.so /usr/bin/python3 bench/bench_distributed.py [--quick] [--json F]
 
 Prints one row per case: median seconds per call of each, and the ratio
 ctorch / torch (targets: <= 1.05 for 64 MiB, <= 1.2 for 1 KiB, <= 1.1 for a
@@ -126,6 +126,9 @@ def main() -> None:
         return
     quick = "--quick" in sys.argv
     c, t = run("ctorch", quick), run("torch", quick)
+    if "--json" in sys.argv:
+        with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
+            json.dump({"ctorch": c, "torch": t}, f, indent=1)
     print("%-46s %12s %12s %7s" % ("2 ranks, gloo, loopback", "ctorch (s)", "torch (s)", "ratio"))
     for k in c:
         print("%-46s %12.6f %12.6f %7.2f" % (k, c[k], t[k], c[k] / t[k]))

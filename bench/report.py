@@ -546,6 +546,37 @@ def package_group(rep, out):
     rep.p()
 
 
+DIST_TARGETS = (("all_reduce 64 MiB", 1.05), ("all_reduce 1 KiB", 1.2), ("DDP step", 1.1))
+
+
+def distributed_group(rep, dist):
+    rep.p("## 7. Distributed (2 ranks on loopback, Gloo: ctorch's Python binding vs torch.distributed)")
+    rep.p()
+    if not dist:
+        rep.p("_skipped: no distributed.json (bench/bench_distributed.py, a libctorch with c10d "
+              "and /usr/bin/python3 with torch are needed)_")
+        rep.p()
+        return
+    rep.p("| case | ctorch (Python) | torch.distributed | ratio | target | |")
+    rep.p("|---|---:|---:|---:|---|---|")
+    for name, c in dist.get("ctorch", {}).items():
+        t = dist.get("torch", {}).get(name)
+        ratio = c / t if t else None
+        tgt = next((v for k, v in DIST_TARGETS if name.startswith(k)), None)
+        met = None
+        if tgt and ratio is not None:
+            met = ratio <= tgt
+            rep.target("distributed/" + name, "Distributed: " + name,
+                       "ratio %.3f, target <= %.2f" % (ratio, tgt), met)
+        if ratio is not None:
+            rep.ratios.append(("Distributed vs torch.distributed", name, ratio, tgt, False))
+        rep.p("| %s | %s | %s | %s | %s | %s |" % (
+            name, fmt_ns(c * 1e9), fmt_ns(t * 1e9) if t else "-",
+            "%.2fx" % ratio if ratio else "-", "<= %.2fx" % tgt if tgt else "",
+            "" if met is None else ("met" if met else "**missed**")))
+    rep.p()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", help="folder with the raw results of bench/run.sh")
@@ -560,6 +591,7 @@ def main():
     ov = merge_cpp(a.out)
     py = load_json(os.path.join(a.out, "python.json"))
     jl = load_json(os.path.join(a.out, "julia.json"))
+    dist = load_json(os.path.join(a.out, "distributed.json"))
     causes = load_causes(a.causes)
 
     rep = Report()
@@ -608,6 +640,7 @@ def main():
     package_group(body, a.out)
     scale_group(body, ov)
     memory_group(body, ov, a.out)
+    distributed_group(body, dist)
 
     if a.chart:
         why = chart(a.chart, body.ratios)

@@ -66,6 +66,13 @@ step "C++: small-op breakdown (bench_c)"
 if [ -n "$QUICK" ]; then R=40; else R=120; fi
 "$BUILD/bench/bench_c" $R 2000 2>&1 | tee "$OUT/bench_c.txt"
 
+step "Distributed (bench/bench_distributed.py, 2 ranks on loopback)"
+if /usr/bin/python3 -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then
+  CTORCH_LIBRARY=$LIB timeout 900 /usr/bin/python3 bench/bench_distributed.py $QUICK \
+    --json "$OUT/distributed.json" 2>&1 | grep -v 'socket.cpp' | tee "$OUT/distributed.txt"
+else
+  echo "skipped: /usr/bin/python3 has no torch.distributed with Gloo" | tee "$OUT/distributed.txt"
+fi
 step "Python (bench/bench_python.py)"
 if [ -f bench/bench_python.py ] && /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then
   CTORCH_LIBRARY=$LIB timeout 300 /usr/bin/python3 bench/bench_python.py $QUICK \
