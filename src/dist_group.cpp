@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <sstream>
 #include <thread>
 
@@ -174,6 +175,32 @@ void make_backend(Group &g, const c10::intrusive_ptr<c10d::Store> &store) {
 #endif
 }
 
+// make_backend with a bound: Gloo's rendezvous times out by itself, except
+// that its TCP connect retries without end when a peer advertised an address
+// this host cannot reach (a wrong GLOO_SOCKET_IFNAME). It runs on a thread of
+// its own; past the group's timeout and a margin the caller gets
+// CT_ERR_TIMEOUT and the thread is left to finish or spin (it owns what it uses).
+void make_backend_bounded(const std::shared_ptr<Group> &g,
+                          const c10::intrusive_ptr<c10d::Store> &store) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> result = done->get_future();
+  std::thread([g, store, done] {
+    try {
+      make_backend(*g, store);
+      done->set_value();
+    } catch (...) {
+      done->set_exception(std::current_exception());
+    }
+  }).detach();
+  ms limit = g->timeout + ms(10000);
+  if (result.wait_for(limit) != std::future_status::ready)
+    ct::raise(CT_ERR_TIMEOUT,
+              "Gloo did not connect rank %d of %d within %.1f s (its connect to a peer's "
+              "advertised address keeps failing: check GLOO_SOCKET_IFNAME on every host)",
+              g->rank, g->size, limit.count() / 1000.0);
+  result.get();  // rethrows Gloo's error
+}
+
 // The store of group `name` (torch 1.13: PrefixStore(name); 2.x: name + "/").
 c10::intrusive_ptr<c10d::Store> group_store(const World &w, const std::string &name) {
 #if CT_TORCH_AT_LEAST(2, 0)
@@ -307,7 +334,7 @@ std::unique_ptr<ct_process_group> make_default_group(const char *fn, std::shared
   std::lock_guard<std::mutex> lk(world->mu);
   std::string name = std::to_string(world->group_count++);
   run_guarded(*g, fn, "join the process group", [&] {
-    make_backend(*g, group_store(*world, name));
+    make_backend_bounded(g, group_store(*world, name));
     startup_barrier(fn, *world, name, timeout);
 #if !CT_TORCH_AT_LEAST(2, 0)
     g->impl->setSequenceNumberForGroup();
@@ -334,7 +361,7 @@ std::unique_ptr<ct_process_group> make_subgroup(const char *fn, const Group &par
       g->backend = parent.backend;
       g->timeout = timeout;
       g->world_ranks = ranks;
-      make_backend(*g, group_store(*world, name));
+      make_backend_bounded(g, group_store(*world, name));
     }
     startup_barrier(fn, *world, name, timeout);
 #if !CT_TORCH_AT_LEAST(2, 0)

@@ -5,6 +5,11 @@
 #   is found, a Julia rank: all results must agree bit for bit.
 # distributed.ddp_vs_torch ctorch's DistributedDataParallel (2 ranks) against
 #   PyTorch's DDP and one process on the full batch.
+# distributed.two_hosts    two network namespaces joined by a veth pair, one rank
+#   in each (root; skipped without namespaces).
+add_test(NAME distributed.two_hosts
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/distributed/two_hosts.sh $<TARGET_FILE:test_distributed>)
+set_tests_properties(distributed.two_hosts PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 400)
 if(EXISTS ${CTORCH_TEST_PYTHON})
   set(_mixed_args --c-rank $<TARGET_FILE:test_distributed> --torch-python ${CTORCH_TEST_PYTHON})
   set(_mixed_env "CTORCH_LIBRARY=$<TARGET_FILE:ctorch>;PYTHONDONTWRITEBYTECODE=1")

@@ -107,9 +107,15 @@ static float *fp(ct_tensor *t) { return (float *)ct_tensor_data_ptr(t); }
 
 static ct_tensor *op2(const char *name, const char *overload, ct_tensor *a, ct_tensor *b);
 
+/* The master's address: loopback, or CTORCH_TEST_MASTER_ADDR (two_hosts.sh). */
+static const char *master_addr(void) {
+  const char *a = getenv("CTORCH_TEST_MASTER_ADDR");
+  return (a && *a) ? a : "127.0.0.1";
+}
+
 static ct_process_group *tcp_group(double timeout_s) {
   ct_store *s = NULL;
-  RK_OK(ct_store_tcp_new(&s, "127.0.0.1", g_port, g_rank == 0, g_world, timeout_s));
+  RK_OK(ct_store_tcp_new(&s, master_addr(), g_port, g_rank == 0, g_world, timeout_s));
   ct_process_group *pg = NULL;
   RK_OK(ct_process_group_new(&pg, s, "gloo", g_rank, g_world, timeout_s));
   ct_store_free(s); /* the group keeps it */
@@ -552,6 +558,7 @@ static void case_mixed(void) {
 }
 
 static int rank_main(const char *name) {
+  if (!strcmp(name, "compiled")) return ct_distributed_is_compiled() ? 0 : 77;
   if (!strcmp(name, "collectives"))
     case_collectives();
   else if (!strcmp(name, "bad_input"))
