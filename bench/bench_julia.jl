@@ -2,7 +2,10 @@
 # forward, as median times, next to the C++ floor measured in the same
 # process: bench_julia_floor.cpp (built as libbench_julia_floor.so in the
 # build tree's bench/ directory, or CTORCH_BENCH_FLOOR) runs torch::add and
-# Module::forward between Julia's samples. Writes JSON to ARGS[1] if given.
+# Module::forward between Julia's samples. The custom-operator rows time a
+# Julia kernel (CTorch.Library) against the C++ TORCH_LIBRARY kernel of
+# bench_custom_ext.cpp (libbench_custom_ext.so, same directory), both called
+# through the same op handle. Writes JSON to ARGS[1] if given.
 #
 #   CTORCH_LIBRARY=build/libctorch.so scripts/julia bench/bench_julia.jl [out.json]
 
@@ -109,6 +112,90 @@ end
 push!(results, "train step conv net 32x3x32x32 (Adam)" =>
               bench(train_step, 2; samples = 41, floor = floor_fn(:ctb_train_step_ns)))
 
+# Custom operators (issue 24): softsign as a Julia kernel registered through
+# CTorch.Library, against the same loop in a C++ TORCH_LIBRARY extension
+# (bench_custom_ext.cpp, built as libbench_custom_ext.so next to the floor
+# library, or CTORCH_BENCH_CUSTOM_EXT), loaded with CTorch.load_library. Both
+# are called the same way, through torch's dispatcher on a cached op handle
+# (call_tensor: ct_op_call_tensors), interleaved in this process, so the two
+# rows differ only in the kernel: on 4 floats the cost of the boxed Julia
+# kernel (values, handles, the trampoline), on 1M floats a loop kernel where
+# that cost should vanish. The caller frees each result at once, as C++ does.
+const CUSTOM_EXT = let p = get(ENV, "CTORCH_BENCH_CUSTOM_EXT", "")
+    isempty(p) ? joinpath(dirname(C.library_path()), "bench", "libbench_custom_ext.so") : p
+end
+const JL_LIB = C.Library("ctbench_jl")
+C.define(JL_LIB, "softsign(Tensor x) -> Tensor")
+# The loop behind a function barrier (the kernel's arguments arrive untyped).
+function softsign_loop!(ya::Array{T}, xa::Array{T}) where {T}
+    @inbounds for i in eachindex(xa, ya)
+        ya[i] = xa[i] / (one(T) + abs(xa[i]))
+    end
+end
+C.impl(JL_LIB, "softsign", :CPU) do x
+    y = C.empty_like(x)
+    softsign_loop!(unsafe_array(y), unsafe_array(x))   # zero-copy views
+    y
+end
+
+# Interleaved medians of two functions: per sample, `inner` calls of each, the
+# order alternating. Returns (median f, min f, median g), in ns. gc_each: a
+# young collection (GC.gc(false), untimed) after each sample's calls, so the
+# garbage of one sample is gone before the next (see the 1M row).
+function bench_pair(f, g, inner::Int; samples::Int = 41, gc_each::Bool = false)
+    for _ in 1:inner
+        f(); g()
+    end
+    ts, gs = Float64[], Float64[]
+    GC.gc()
+    function timed(h)
+        t0 = time_ns()
+        for _ in 1:inner
+            h()
+        end
+        t = (time_ns() - t0) / inner
+        gc_each && GC.gc(false)
+        return t
+    end
+    for s in 1:samples
+        if isodd(s)
+            push!(ts, timed(f)); push!(gs, timed(g))
+        else
+            push!(gs, timed(g)); push!(ts, timed(f))
+        end
+    end
+    sort!(ts); sort!(gs)
+    med(v) = v[(length(v) + 1) ÷ 2]
+    return (med(ts), ts[1], med(gs))
+end
+
+const FLOOR_NAMES = Dict{String,String}()
+if isfile(CUSTOM_EXT)
+    C.load_library(CUSTOM_EXT)
+    let jl_op = C.op("ctbench_jl::softsign"), cpp_op = C.op("ctbench_cpp::softsign")
+        # One call and its result freed at once (the C++ row frees at scope end).
+        call_free(o, x) = (C.free!(C.call_tensor(o, x)); nothing)
+        # The 1M row: the kernel's own handle to its result (`y` above) keeps the
+        # 4 MB storage alive until Julia's GC finalizes it, and Julia's GC does not
+        # see torch's memory, so calls in a loop pile results up (fresh pages, RSS
+        # growing ~4 MB a call) until a collection. One call per sample and a
+        # young collection after it, untimed, in both variants: the rows time the
+        # call and kernel with memory reused as in C++, not the collection.
+        for (n, label, inner, samples, gc_each) in ((4, "4 floats", 2000, 101, false),
+                                                     (1 << 20, "1M floats", 1, 101, true))
+            x = C.randn(n)
+            Array(C.call_tensor(jl_op, x)) ≈ Array(C.call_tensor(cpp_op, x)) ||
+                error("bench_julia.jl: the Julia and C++ softsign kernels differ")
+            name = "custom op softsign $label: Julia kernel"
+            push!(results, name => bench_pair(() -> call_free(jl_op, x), () -> call_free(cpp_op, x), inner;
+                                              samples = samples, gc_each = gc_each))
+            FLOOR_NAMES[name] = "C++ TORCH_LIBRARY kernel, same call path"
+        end
+    end
+else
+    println("custom op rows skipped: no $(CUSTOM_EXT) (ninja -C build bench_custom_ext)")
+end
+
 # Start-up, each in a fresh julia process (this one's `using` made the
 # precompile cache): the time `using CTorch` takes, and the time to first
 # forward (from before `using` to the output of a saved model's first forward,
@@ -152,7 +239,8 @@ for (name, (med, mn, fl)) in results
 end
 println("-"^96)
 FLOOR === nothing && println("no C++ floor: $(FLOOR_LIB) not found (ninja -C build bench_julia_floor)")
-println("C++ floors: torch::add and Module::forward, measured between the samples in this process")
+println("C++ floors: torch::add and Module::forward, measured between the samples in this process;")
+println("custom op rows: the C++ TORCH_LIBRARY kernel through the same call, interleaved")
 
 if !isempty(ARGS)
     open(ARGS[1], "w") do io
@@ -165,6 +253,7 @@ if !isempty(ARGS)
             print(io, "    {\"name\": \"", name, "\", \"median_ns\": ", round(med; digits = 1),
                   ", \"min_ns\": ", round(mn; digits = 1))
             isnan(fl) || print(io, ", \"floor_ns\": ", round(fl; digits = 1))
+            haskey(FLOOR_NAMES, name) && print(io, ", \"floor_name\": \"", FLOOR_NAMES[name], "\"")
             print(io, "}")
             println(io, i < length(results) ? "," : "")
         end

@@ -9,9 +9,6 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include <cerrno>
-#include <csignal>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <future>
@@ -27,85 +24,6 @@ namespace {
 
 // torch.distributed's key for the start-up barrier (STORE_BASED_BARRIER_PREFIX).
 const char *const kBarrierPrefix = "store_based_barrier_key";
-
-// Who is there. Each ctorch rank leaves "<host> <pid>" under
-// ctorch/rank/<r> in its group's store when it joins; after a failure ctorch
-// names the peers whose process on this host is gone, and after a failed
-// join the ranks that never reached the rendezvous (Gloo's key "0/<r>").
-std::string host_name() {
-  char h[256] = {0};
-  gethostname(h, sizeof h - 1);
-  return h;
-}
-
-void leave_card(c10d::Store &store, int rank) {
-  std::string card = host_name() + " " + std::to_string(getpid());
-  store.set("ctorch/rank/" + std::to_string(rank), std::vector<uint8_t>(card.begin(), card.end()));
-}
-
-std::string ranks_text(const std::vector<int> &rs) {
-  std::string t;
-  for (int r : rs) t += (t.empty() ? "" : ", ") + std::to_string(r);
-  return t;
-}
-
-// Exited: no such process, or a zombie its parent has not reaped yet.
-bool process_gone(pid_t pid) {
-  if (kill(pid, 0) != 0) return errno == ESRCH;
-  std::FILE *f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
-  if (f == nullptr) return false;
-  char state = 0;
-  int n = std::fscanf(f, "%*d (%*[^)]) %c", &state);
-  std::fclose(f);
-  return n == 1 && (state == 'Z' || state == 'X');
-}
-
-// Peers whose process (on this host) has exited, found from their cards.
-std::string gone_peers(const Group &g) {
-  if (!g.store) return "";
-  std::vector<int> gone;
-  std::string here = host_name();
-  for (int r = 0; r < g.size; r++) {
-    if (r == g.rank) continue;
-    try {
-      std::string key = "ctorch/rank/" + std::to_string(r);
-      if (!g.store->check({key})) continue;  // not a ctorch rank, or gone before joining
-      auto v = g.store->get(key);
-      std::string card(v.begin(), v.end());
-      size_t sp = card.rfind(' ');
-      if (sp == std::string::npos || card.substr(0, sp) != here) continue;
-      pid_t pid = static_cast<pid_t>(std::atol(card.c_str() + sp + 1));
-      // A peer that broke the connection may still be exiting: look a while.
-      for (int i = 0; i < 25 && pid > 0; i++) {
-        if (process_gone(pid)) {
-          gone.push_back(r);
-          break;
-        }
-        std::this_thread::sleep_for(ms(20));
-      }
-    } catch (...) {
-      return "";  // the store itself is gone (it lived with rank 0's process)
-    }
-  }
-  if (gone.empty()) return "";
-  return std::string("; the process of rank") + (gone.size() > 1 ? "s " : " ") + ranks_text(gone) +
-         (gone.size() > 1 ? " have" : " has") + " exited";
-}
-
-// Ranks whose Gloo rendezvous key never appeared.
-std::string missing_ranks(const Group &g) {
-  if (!g.backend_store) return "";
-  std::vector<int> missing;
-  try {
-    for (int r = 0; r < g.size; r++)
-      if (!g.backend_store->check({"0/" + std::to_string(r)})) missing.push_back(r);
-  } catch (...) {
-    return "";
-  }
-  if (missing.empty() || static_cast<int>(missing.size()) == g.size) return "";
-  return std::string("; rank") + (missing.size() > 1 ? "s " : " ") + ranks_text(missing) +
-         " never joined";
-}
 
 // Gloo devices as torch's Python makes them: one per GLOO_SOCKET_IFNAME
 // interface, else the default (this host's name, or loopback).
@@ -148,6 +66,7 @@ void store_barrier(const char *fn, World &w, const std::string &suffix, ms timeo
 void make_backend(Group &g, const c10::intrusive_ptr<c10d::Store> &store) {
   g.pid = static_cast<int>(getpid());
   leave_card(*store, g.rank);
+  g.heartbeat = start_heartbeat(store, g.rank);
 #if CT_TORCH_AT_LEAST(2, 0)
   // torch 2.x (_new_process_group_helper): ProcessGroup(prefix_store) and one
   // Gloo backend under PrefixStore("cpu/", prefix_store), registered for the
@@ -168,8 +87,8 @@ void make_backend(Group &g, const c10::intrusive_ptr<c10d::Store> &store) {
 #else
   g.store = store;
   g.backend_store = store;
-  auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(store, g.rank, g.size,
-                                                          gloo_options(g.timeout));
+  auto gloo =
+      c10::make_intrusive<c10d::ProcessGroupGloo>(store, g.rank, g.size, gloo_options(g.timeout));
   g.impl = gloo;
   g.pg = gloo;
 #endif
@@ -405,7 +324,7 @@ void run_guarded(const Group &g, const char *fn, const char *op,
   } catch (...) {
     std::string msg = first_lines(current_message());
     ct_status code = classify(msg);
-    std::string who = g.impl ? gone_peers(g) : missing_ranks(g);
+    std::string who = g.impl ? who_failed(g) : missing_ranks(g);
     ct::raise(code, "%s failed on rank %d of %d (%s): %s%s", op, g.rank, g.size, g.backend.c_str(),
               msg.c_str(), who.c_str());
   }
@@ -451,11 +370,13 @@ ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll) {
     } catch (...) {
       msg = first_lines(current_message());
       completed = w->w->isCompleted();
-      if (!completed)  // this wait ran out; the work goes on
-        return ct::set_error(CT_ERR_TIMEOUT,
-                             "%s: %s on rank %d of %d (%s) did not finish within %.1f s: %s", fn,
-                             w->op.c_str(), w->group->rank, w->group->size,
-                             w->group->backend.c_str(), timeout.count() / 1000.0, msg.c_str());
+      if (!completed) {  // this wait ran out (the group's timeout): say who is missing
+        std::string who = who_failed(*w->group);
+        return ct::set_error(
+            CT_ERR_TIMEOUT, "%s: %s on rank %d of %d (%s) did not finish within %.1f s: %s%s", fn,
+            w->op.c_str(), w->group->rank, w->group->size, w->group->backend.c_str(),
+            timeout.count() / 1000.0, msg.c_str(), who.c_str());
+      }
     }
     std::lock_guard<std::mutex> lk(w->mu);
     if (!w->done.load()) {
@@ -470,7 +391,7 @@ ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll) {
         w->code = classify(msg);
         w->msg = std::string(w->op) + " failed on rank " + std::to_string(w->group->rank) + " of " +
                  std::to_string(w->group->size) + " (" + w->group->backend + "): " + msg +
-                 gone_peers(*w->group);
+                 who_failed(*w->group);
       }
       w->done.store(true);
     }

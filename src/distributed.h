@@ -45,6 +45,8 @@ struct World {
   int group_count = 0;
 };
 
+struct Heartbeat;  // dist_health.cpp
+
 struct Group {
   std::shared_ptr<World> world;
   c10::intrusive_ptr<Impl> impl;
@@ -54,8 +56,9 @@ struct Group {
   int rank = 0, size = 0;
   std::string backend;
   ms timeout{0};
-  std::vector<int> world_ranks;  // members' ranks in the default group; empty: it is one
-  int pid = 0;                   // the process that made it (Gloo's threads do not fork)
+  std::vector<int> world_ranks;          // members' ranks in the default group; empty: it is one
+  int pid = 0;                           // the process that made it (Gloo's threads do not fork)
+  std::shared_ptr<Heartbeat> heartbeat;  // this rank's beat in the group's store
   Impl *backend_impl() const { return impl.get(); }
 };
 
@@ -83,6 +86,18 @@ struct ct_work {
 
 namespace ct {
 namespace dist {
+
+// dist_health.cpp: who is there.
+// Leaves this rank's card ("<host> <pid>") in the group's store.
+void leave_card(c10d::Store &store, int rank);
+// Starts this rank's heartbeat (a counter in the store, bumped twice a
+// second by a thread of its own until the group is freed).
+std::shared_ptr<Heartbeat> start_heartbeat(const c10::intrusive_ptr<c10d::Store> &store, int rank);
+// After a failure: "; the process of rank 2 has exited", "; rank 3 stopped
+// responding ...", or "" when ctorch cannot tell (PyTorch ranks have no card).
+std::string who_failed(const Group &g);
+// After a failed join: "; rank 2 never joined" from Gloo's rendezvous keys.
+std::string missing_ranks(const Group &g);
 
 // dist_group.cpp
 std::string backend_name(const char *fn, const char *backend);

@@ -42,7 +42,16 @@ static double now_s(void) {
 
 /* Runs `world` ranks of case `name` (only the first `started` of them) and
  * returns how long they took; every rank must exit 0 within deadline_s. */
+static double run_ranks_ex(const char *name, int world, int started, double deadline_s,
+                           int stopped_rank);
 static double run_ranks(const char *name, int world, int started, double deadline_s) {
+  return run_ranks_ex(name, world, started, deadline_s, -1);
+}
+
+/* As run_ranks; stopped_rank (>= 0) stops itself and is killed once the
+ * others have finished, its status ignored. */
+static double run_ranks_ex(const char *name, int world, int started, double deadline_s,
+                           int stopped_rank) {
   pid_t pids[8];
   char rank_s[8], world_s[8], port_s[8];
   snprintf(world_s, sizeof world_s, "%d", world);
@@ -57,6 +66,7 @@ static double run_ranks(const char *name, int world, int started, double deadlin
   int failed = 0;
   for (int r = 0; r < started; r++) {
     int status = 0;
+    if (r == stopped_rank) continue;
     for (;;) {
       pid_t got = waitpid(pids[r], &status, WNOHANG);
       if (got == pids[r]) break;
@@ -71,6 +81,11 @@ static double run_ranks(const char *name, int world, int started, double deadlin
       print_error("case %s: rank %d ended with status 0x%x\n", name, r, status);
       failed = 1;
     }
+  }
+  if (stopped_rank >= 0) {
+    int status = 0;
+    kill(pids[stopped_rank], SIGKILL);
+    waitpid(pids[stopped_rank], &status, 0);
   }
   if (failed) fail_msg("case %s: a rank failed (its message is above)", name);
   return now_s() - t0;
@@ -412,6 +427,27 @@ static void case_peer_dies(void) {
   ct_process_group_free(pg);
 }
 
+/* The last rank stops (SIGSTOP: all its threads, as a host that is gone);
+ * the others' next collective times out, naming it from its heartbeat. */
+static void case_peer_stops(void) {
+  ct_process_group *pg = tcp_group(3);
+  RK_OK(ct_barrier(pg, NULL));
+  usleep(1200000); /* a few heartbeats */
+  if (g_rank == g_world - 1) raise(SIGSTOP);
+  ct_tensor *t = full_f32(16, 1);
+  double t0 = now_s();
+  ct_status st = ct_all_reduce(pg, t, CT_REDUCE_SUM, NULL);
+  double took = now_s() - t0;
+  R_CHECK(st == CT_ERR_TIMEOUT, "status %d", st);
+  char who[64];
+  snprintf(who, sizeof who, "rank %d has stopped responding", g_world - 1);
+  R_CHECK(strstr(ct_last_error(), who) != NULL, "names the stopped rank");
+  R_CHECK(took < 3 + 6, "failed after %.1f s", took);
+  fprintf(stderr, "rank %d, as expected after %.1f s: %s\n", g_rank, took, ct_last_error());
+  ct_tensor_free(t);
+  ct_process_group_free(pg);
+}
+
 /* Only world - 1 ranks start: joining fails after the timeout, saying so. */
 static void case_never_arrives(void) {
   ct_store *s = NULL;
@@ -571,6 +607,8 @@ static int rank_main(const char *name) {
     case_peer_dies();
   else if (!strcmp(name, "never_arrives"))
     case_never_arrives();
+  else if (!strcmp(name, "peer_stops"))
+    case_peer_stops();
   else if (!strcmp(name, "ddp"))
     case_ddp();
   else if (!strcmp(name, "mixed"))
@@ -614,6 +652,11 @@ static void test_peer_dies(void **state) {
   if (skip_without_c10d()) skip();
   run_ranks("peer_dies", 3, 3, 60);
 }
+static void test_peer_stops(void **state) {
+  (void)state;
+  if (skip_without_c10d()) skip();
+  run_ranks_ex("peer_stops", 3, 3, 60, 2);
+}
 static void test_never_arrives(void **state) {
   (void)state;
   if (skip_without_c10d()) skip();
@@ -640,15 +683,11 @@ int main(int argc, char **argv) {
     return rank_main(argv[8]);
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_store),
-      cmocka_unit_test(test_collectives_2),
-      cmocka_unit_test(test_collectives_4),
-      cmocka_unit_test(test_bad_input),
-      cmocka_unit_test(test_env),
-      cmocka_unit_test(test_peer_dies),
-      cmocka_unit_test(test_never_arrives),
-      cmocka_unit_test(test_ddp),
-      cmocka_unit_test(test_not_compiled_says_so),
+      cmocka_unit_test(test_store),         cmocka_unit_test(test_collectives_2),
+      cmocka_unit_test(test_collectives_4), cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_env),           cmocka_unit_test(test_peer_dies),
+      cmocka_unit_test(test_never_arrives), cmocka_unit_test(test_peer_stops),
+      cmocka_unit_test(test_ddp),           cmocka_unit_test(test_not_compiled_says_so),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

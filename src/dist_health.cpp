@@ -1,0 +1,194 @@
+// Who is there, for error messages that name a rank: each ctorch rank's card
+// ("<host> <pid>") and heartbeat (a counter a thread bumps in the group's
+// store), read after a failure to name peers whose process exited or that
+// stopped responding, and Gloo's rendezvous keys to name ranks that never
+// joined.
+#include "distributed.h"
+
+#if CT_HAS_C10D
+
+#include <cerrno>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include <unistd.h>
+
+namespace ct {
+namespace dist {
+
+namespace {
+
+const ms kBeatPeriod(500);
+
+std::string host_name() {
+  char h[256] = {0};
+  gethostname(h, sizeof h - 1);
+  return h;
+}
+
+std::string card_key(int rank) { return "ctorch/rank/" + std::to_string(rank); }
+std::string beat_key(int rank) { return "ctorch/beat/" + std::to_string(rank); }
+
+std::string ranks_text(const std::vector<int> &rs) {
+  std::string t;
+  for (int r : rs) t += (t.empty() ? "" : ", ") + std::to_string(r);
+  return t;
+}
+
+// Exited: no such process, or a zombie its parent has not reaped yet.
+bool process_gone(pid_t pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  std::FILE *f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (f == nullptr) return false;
+  char state = 0;
+  int n = std::fscanf(f, "%*d (%*[^)]) %c", &state);
+  std::fclose(f);
+  return n == 1 && (state == 'Z' || state == 'X');
+}
+
+// The heartbeats' shared state: the thread exits when stop is set.
+struct BeatState {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false, exited = false;
+};
+
+// Live heartbeats, stopped at exit (their threads must not outlive LibTorch's
+// statics); never freed.
+std::mutex g_beats_mu;
+std::vector<std::weak_ptr<BeatState>> &g_beats = *new std::vector<std::weak_ptr<BeatState>>();
+
+// Sets stop and waits up to `wait` for the thread to say it exited.
+bool stop_beat(BeatState &st, ms wait) {
+  std::unique_lock<std::mutex> lk(st.mu);
+  st.stop = true;
+  st.cv.notify_all();
+  return st.cv.wait_for(lk, wait, [&] { return st.exited; });
+}
+
+void stop_all_beats() {
+  std::lock_guard<std::mutex> lk(g_beats_mu);
+  for (auto &w : g_beats)
+    if (auto st = w.lock()) stop_beat(*st, ms(200));
+}
+
+}  // namespace
+
+struct Heartbeat {
+  std::shared_ptr<BeatState> st = std::make_shared<BeatState>();
+  std::thread th;
+  pid_t pid = getpid();
+  ~Heartbeat() {
+    // In a forked child the thread does not exist: nothing to stop. A beat
+    // stuck in a store call (its master unreachable) is left to end by the
+    // store's timeout; it owns what it uses.
+    if (pid == getpid() && stop_beat(*st, ms(2000)))
+      th.join();
+    else
+      th.detach();
+  }
+};
+
+void leave_card(c10d::Store &store, int rank) {
+  std::string card = host_name() + " " + std::to_string(getpid());
+  store.set(card_key(rank), std::vector<uint8_t>(card.begin(), card.end()));
+}
+
+std::shared_ptr<Heartbeat> start_heartbeat(const c10::intrusive_ptr<c10d::Store> &store, int rank) {
+  static const bool at_exit = std::atexit(stop_all_beats) == 0;
+  (void)at_exit;
+  auto hb = std::make_shared<Heartbeat>();
+  std::shared_ptr<BeatState> st = hb->st;
+  std::string key = beat_key(rank);
+  hb->th = std::thread([st, store, key] {
+    std::unique_lock<std::mutex> lk(st->mu);
+    while (!st->stop) {
+      lk.unlock();
+      try {
+        store->add(key, 1);
+      } catch (...) {  // the store is gone: nothing to report to
+      }
+      lk.lock();
+      st->cv.wait_for(lk, kBeatPeriod, [&] { return st->stop; });
+    }
+    st->exited = true;
+    st->cv.notify_all();
+  });
+  std::lock_guard<std::mutex> lk(g_beats_mu);
+  g_beats.erase(std::remove_if(g_beats.begin(), g_beats.end(),
+                               [](const std::weak_ptr<BeatState> &w) { return w.expired(); }),
+                g_beats.end());
+  g_beats.push_back(st);
+  return hb;
+}
+
+std::string who_failed(const Group &g) {
+  if (!g.store) return "";
+  std::vector<int> gone, stale;
+  try {
+    std::string here = host_name();
+    std::vector<int64_t> before(g.size, -1);
+    for (int r = 0; r < g.size; r++) {
+      if (r == g.rank || !g.store->check({card_key(r)})) continue;  // not a ctorch rank
+      auto v = g.store->get(card_key(r));
+      std::string card(v.begin(), v.end());
+      size_t sp = card.rfind(' ');
+      if (sp != std::string::npos && card.substr(0, sp) == here) {
+        pid_t pid = static_cast<pid_t>(std::atol(card.c_str() + sp + 1));
+        // A peer that broke the connection may still be exiting: look a while.
+        bool is_gone = false;
+        for (int i = 0; i < 25 && pid > 0 && !is_gone; i++) {
+          is_gone = process_gone(pid);
+          if (!is_gone) std::this_thread::sleep_for(ms(20));
+        }
+        if (is_gone) {
+          gone.push_back(r);
+          continue;
+        }
+      }
+      if (g.store->check({beat_key(r)})) before[r] = g.store->add(beat_key(r), 0);
+    }
+    bool any = false;
+    for (int64_t b : before) any = any || b >= 0;
+    if (any) {
+      std::this_thread::sleep_for(kBeatPeriod * 3);
+      for (int r = 0; r < g.size; r++)
+        if (before[r] >= 0 && g.store->add(beat_key(r), 0) == before[r]) stale.push_back(r);
+    }
+  } catch (...) {
+    return "; the store is unreachable (it lives in the process of rank 0 of the default "
+           "group, which may be gone)";
+  }
+  std::string out;
+  if (!gone.empty())
+    out += std::string("; the process of rank") + (gone.size() > 1 ? "s " : " ") +
+           ranks_text(gone) + (gone.size() > 1 ? " have" : " has") + " exited";
+  if (!stale.empty())
+    out += std::string("; rank") + (stale.size() > 1 ? "s " : " ") + ranks_text(stale) +
+           (stale.size() > 1 ? " have" : " has") +
+           " stopped responding (no heartbeat for 1.5 s: stopped, hung, or its host is "
+           "unreachable)";
+  return out;
+}
+
+std::string missing_ranks(const Group &g) {
+  if (!g.backend_store) return "";
+  std::vector<int> missing;
+  try {
+    for (int r = 0; r < g.size; r++)
+      if (!g.backend_store->check({"0/" + std::to_string(r)})) missing.push_back(r);
+  } catch (...) {
+    return "";
+  }
+  if (missing.empty() || static_cast<int>(missing.size()) == g.size) return "";
+  return std::string("; rank") + (missing.size() > 1 ? "s " : " ") + ranks_text(missing) +
+         " never joined";
+}
+
+}  // namespace dist
+}  // namespace ct
+
+#endif  // CT_HAS_C10D
