@@ -1702,7 +1702,11 @@ CT_API ct_status ct_package_device(int32_t *device_type, int32_t *device_index,
  * Threads: a store may be used from any thread. Collectives on one process
  * group must be issued in the same order on every rank (as in torch); issue
  * them from one thread at a time per group. Work handles may be waited on
- * from any thread. */
+ * from any thread. Each group has a thread of ctorch's own besides Gloo's:
+ * it bumps this rank's heartbeat in the store (ctorch/beat/<rank>) twice a
+ * second, so that after a timeout the ranks that stopped responding can be
+ * named; it ends when the group is freed or the process exits. A group made
+ * before fork() cannot be used in the child (CT_ERR_INVALID_ARGUMENT). */
 typedef struct ct_store ct_store;
 typedef struct ct_process_group ct_process_group;
 typedef struct ct_work ct_work;
