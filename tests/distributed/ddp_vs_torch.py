@@ -167,6 +167,12 @@ def main() -> int:
     except ImportError as e:
         print("SKIP: %s: %s" % (sys.executable, e))
         return 77
+    lib = os.environ.get("CTORCH_LIBRARY")
+    if lib:
+        import ctypes
+        if not ctypes.CDLL(lib).ct_distributed_is_compiled():
+            print("SKIP: this libctorch has no distributed engine (c10d with Gloo)")
+            return 77
 
     t0 = time.time()
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
