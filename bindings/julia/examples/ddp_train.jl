@@ -10,6 +10,10 @@
 using CTorch
 const C = CTorch
 const dist = CTorch.Distributed
+if !dist.is_available()                            # a libctorch built without c10d
+    println(stderr, "this libctorch has no distributed engine (c10d)")
+    exit(0)
+end
 
 pg = dist.init_process_group(; timeout = 60)      # env:// (torchrun's variables)
 r, n = dist.rank(pg), dist.world_size(pg)
