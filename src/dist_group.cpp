@@ -301,6 +301,14 @@ void check_process(const char *fn, const Group &g) {
               g.pid, static_cast<int>(getpid()));
 }
 
+void check_store_process(const ct_store &s) {
+  if (s.pid != static_cast<int>(getpid()))
+    ct::raise(CT_ERR_INVALID_ARGUMENT,
+              "this store was made in process %d, and this is %d (a fork): its connection is "
+              "the parent's; make a store in this process",
+              s.pid, static_cast<int>(getpid()));
+}
+
 void check_tensor(const char *fn, const Group &g, const char *what, const at::Tensor &t) {
   if (!t.defined()) ct::raise(CT_ERR_INVALID_ARGUMENT, "%s is an undefined tensor", what);
   if (t.layout() != c10::kStrided)

@@ -199,6 +199,7 @@ ct_status ct_store_prefix_new(ct_store **out, ct_store *store, const char *prefi
     CT_CHECK_NOT_NULL(out);
     *out = nullptr;
     CT_CHECK_NOT_NULL(store);
+    ct::dist::check_store_process(*store);
     CT_CHECK_NOT_NULL(prefix);
     auto s = std::make_unique<ct_store>();
     s->store = c10::make_intrusive<c10d::PrefixStore>(prefix, store->store);
@@ -223,6 +224,7 @@ ct_status ct_store_set(ct_store *store, const char *key, const void *data, size_
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(store);
+    ct::dist::check_store_process(*store);
     CT_CHECK_NOT_NULL(key);
     CT_CHECK_ARG(data != nullptr || n == 0, "%s: data is NULL but n is %zu", ct_fn_, n);
     const auto *p = static_cast<const uint8_t *>(data);
@@ -236,6 +238,7 @@ ct_status ct_store_get(ct_store *store, const char *key, void *buf, size_t cap, 
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(store);
+    ct::dist::check_store_process(*store);
     CT_CHECK_NOT_NULL(key);
     CT_CHECK_NOT_NULL(n);
     CT_CHECK_ARG(buf != nullptr || cap == 0, "%s: buf is NULL but cap is %zu", ct_fn_, cap);
@@ -251,6 +254,7 @@ ct_status ct_store_add(ct_store *store, const char *key, int64_t delta, int64_t 
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(store);
+    ct::dist::check_store_process(*store);
     CT_CHECK_NOT_NULL(key);
     int64_t v = 0;
     ct::dist::run_store(ct_fn_, "add", key, [&] { v = store->store->add(key, delta); });
@@ -273,6 +277,7 @@ ct_status ct_process_group_new(ct_process_group **out, ct_store *store, const ch
     CT_CHECK_NOT_NULL(out);
     *out = nullptr;
     CT_CHECK_NOT_NULL(store);
+    ct::dist::check_store_process(*store);
     CT_CHECK_ARG(world_size >= 1 && world_size <= kMaxWorld,
                  "%s: world_size must be in 1..%d, got %d", ct_fn_, kMaxWorld, world_size);
     CT_CHECK_ARG(rank >= 0 && rank < world_size, "%s: rank %d is outside 0..%d", ct_fn_, rank,

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 namespace ct {
 namespace dist {
 
@@ -68,6 +70,7 @@ struct Group {
 struct ct_store {
   c10::intrusive_ptr<c10d::Store> store;
   int32_t tcp_port = -1;
+  int pid = static_cast<int>(getpid());  // a TCP store's socket is not for a forked child
 };
 struct ct_process_group {
   std::shared_ptr<ct::dist::Group> g;
@@ -114,6 +117,8 @@ std::unique_ptr<ct_process_group> make_subgroup(const char *fn, const Group &par
 void check_tensor(const char *fn, const Group &g, const char *what, const at::Tensor &t);
 // Fails (CT_ERR_INVALID_ARGUMENT) in a process forked from the one that made g.
 void check_process(const char *fn, const Group &g);
+// The same for a store handle.
+void check_store_process(const ct_store &s);
 // Runs body; an exception becomes a ct::Error with a status for its kind
 // (timeout, broken connection, other) and a message naming fn, the operation
 // and this rank.

@@ -120,7 +120,11 @@ def rank_torch(rank: int, port: int) -> list:
     import torch
     import torch.distributed as dist
     torch.set_num_threads(1)
-    store = dist.TCPStore("127.0.0.1", port, WORLD, rank == 0, timedelta(seconds=60))
+    try:  # torch >= 2.4 asks for a libuv server, which Debian's torch 2.6 lacks
+        store = dist.TCPStore("127.0.0.1", port, WORLD, rank == 0, timedelta(seconds=60),
+                              use_libuv=False)
+    except TypeError:
+        store = dist.TCPStore("127.0.0.1", port, WORLD, rank == 0, timedelta(seconds=60))
     dist.init_process_group("gloo", store=store, rank=rank, world_size=WORLD,
                             timeout=timedelta(seconds=60))
     net = torch_model(initial_weights(rank))

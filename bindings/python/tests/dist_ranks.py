@@ -33,6 +33,16 @@ if PKG_ROOT not in sys.path:
 N_ELEMS = 37  # odd, so no even chunking by accident
 
 
+
+def torch_tcp_store(host, port, world, is_master, timeout):
+    """torch.distributed.TCPStore with the classic server: torch >= 2.4 asks
+    for libuv by default, which Debian's torch 2.6 lacks."""
+    import torch.distributed as tdist
+    try:
+        return tdist.TCPStore(host, port, world, is_master, timeout, use_libuv=False)
+    except TypeError:
+        return tdist.TCPStore(host, port, world, is_master, timeout)
+
 def f32_vals(r: int) -> List[float]:
     return [((i * (r + 1)) % 97) / 7.0 + r * 0.25 - 3.0 for i in range(N_ELEMS)]
 
@@ -195,8 +205,8 @@ def case_torch_collectives(a: argparse.Namespace) -> Dict[str, Any]:
         print("torch.distributed with Gloo is not available in %s" % sys.executable,
               file=sys.stderr)
         sys.exit(77)
-    store = dist.TCPStore("127.0.0.1", a.port, a.world, a.rank == 0,
-                          timedelta(seconds=a.timeout))
+    store = torch_tcp_store("127.0.0.1", a.port, a.world, a.rank == 0,
+                            timedelta(seconds=a.timeout))
     dist.init_process_group("gloo", store=store, rank=a.rank, world_size=a.world,
                             timeout=timedelta(seconds=a.timeout))
     res = collectives(dist, lambda v, dt: torch.tensor(v, dtype=getattr(torch, dt)),
