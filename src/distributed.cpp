@@ -98,6 +98,16 @@ c10d::ReduceOp c10d_op(const char *fn, int32_t op, const at::Tensor &t, bool bac
   return c10d::ReduceOp(static_cast<c10d::ReduceOp::RedOpType>(op));
 }
 
+// Starts an all-to-all of `ins` (one tensor per rank) through one staging
+// buffer each way (alltoall_base is what every backend has); returns the
+// buffer whose row r will hold what rank r sent, once w is done.
+at::Tensor start_staged_all_to_all(const Group &g, ct_work &w, const std::vector<at::Tensor> &ins) {
+  at::Tensor send = at::stack(ins), recv = at::empty_like(send);
+  std::vector<int64_t> split;  // empty: equal splits
+  w.w = g.backend_impl()->alltoall_base(recv, send, split, split, c10d::AllToAllOptions());
+  return recv;
+}
+
 // Starts `start` (which returns c10d work) and either waits for it (work
 // NULL) or hands it out.
 template <class Start>
@@ -440,10 +450,7 @@ ct_status ct_all_to_all(ct_process_group *pg, ct_tensor *const *outputs, ct_tens
       check_like(ct_fn_, "outputs", i, outs[i], ins[0]);
     }
     return collective(ct_fn_, pg, work, "all_to_all", [&](ct_work &w) {
-      // One staging buffer each way: alltoall_base is what every backend has.
-      at::Tensor send = at::stack(ins), recv = at::empty_like(send);
-      std::vector<int64_t> split;  // empty: equal splits
-      w.w = pg->g->backend_impl()->alltoall_base(recv, send, split, split, c10d::AllToAllOptions());
+      at::Tensor recv = start_staged_all_to_all(*pg->g, w, ins);
       w.finish = [outs, recv]() mutable {
         for (size_t i = 0; i < outs.size(); i++) outs[i].copy_(recv[i]);
       };
@@ -468,9 +475,7 @@ ct_status ct_reduce_scatter(ct_process_group *pg, ct_tensor *output, ct_tensor *
     }
     c10d_op(ct_fn_, op, out, false);  // validates op against the dtype
     return collective(ct_fn_, pg, work, "reduce_scatter", [&](ct_work &w) {
-      at::Tensor send = at::stack(ins), recv = at::empty_like(send);
-      std::vector<int64_t> split;
-      w.w = pg->g->backend_impl()->alltoall_base(recv, send, split, split, c10d::AllToAllOptions());
+      at::Tensor recv = start_staged_all_to_all(*pg->g, w, ins);
       w.finish = [out, recv, op, n]() mutable { reduce_rows(out, recv, op, n); };
     });
   });
