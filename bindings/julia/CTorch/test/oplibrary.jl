@@ -106,6 +106,37 @@ end
         @test OPLIB_CALLS[:scale_mul] == 2
     end
 
+    @testset "a kernel's handles are freed when it returns, unless kept" begin
+        seen = Any[]
+        C.define(lib, "seen(Tensor x) -> Tensor")
+        C.impl(lib, "seen", :CPU) do x
+            y = C.empty_like(x)
+            unsafe_array(y) .= 2 .* unsafe_array(x)
+            t = C.tensor([7.0])
+            push!(seen, x, y, t, C.keep!(C.tensor([8.0])))
+            y
+        end
+        y = C.ops.myjl.seen(C.tensor([1.0, 2.0]))
+        @test Array(y) == [2.0, 4.0]               # the result outlives the Julia handle
+        @test C.isfreed(seen[1]) && C.isfreed(seen[2]) && C.isfreed(seen[3])
+        @test !C.isfreed(seen[4]) && Array(seen[4]) == [8.0]
+        # a scope around the call is untouched by the kernel's own scope
+        z = C.withscope() do
+            C.ops.myjl.seen(C.tensor([3.0]))
+        end
+        @test Array(z) == [6.0]
+        # autograd backward: the handles it is given are freed too
+        grads_seen = Any[]
+        C.impl_autograd(lib, "seen") do args, result, grads
+            push!(grads_seen, args[1], result, grads[1])
+            2 .* grads[1]
+        end
+        x = C.requires_grad!(C.tensor([1.0, 2.0]))
+        C.backward(C.ops.aten.sum(C.ops.myjl.seen(x)))
+        @test Array(C.grad(x)) == [2.0, 2.0]
+        @test length(grads_seen) == 3 && all(C.isfreed, grads_seen)
+    end
+
     @testset "meta: shapes only, the CPU kernel is not called" begin
         ncpu = OPLIB_CALLS[:cpu]
         m = C.empty(Float32, (3, 7); device = :meta)
@@ -222,7 +253,7 @@ end
     @testset "freeing the library" begin
         GC.gc(); GC.gc(); C.release_unused!()
         kstates() = [v for v in values(C._ROOTS) if v isa C._KernelState]
-        @test length(kstates()) == 9     # every kernel and backward registered above
+        @test length(kstates()) == 11    # every kernel and backward registered above
         # a graph that still uses the autograd kernel (made and used in
         # functions, so no stack slot of this block keeps it)
         graph = Ref{Any}(nothing)
