@@ -156,20 +156,23 @@ CT_API ct_status ct_manual_seed(uint64_t seed);
  * Errors: CT_ERR_INVALID_ARGUMENT (out NULL, unknown flag, value other than
  * 0 or 1), CT_ERR_NOT_SUPPORTED (a flag this LibTorch does not have; the
  * message names the version it needs). */
-#define CT_FLAG_CUDNN_ENABLED 0          /* torch.backends.cudnn.enabled */
-#define CT_FLAG_CUDNN_BENCHMARK 1        /* torch.backends.cudnn.benchmark */
-#define CT_FLAG_CUDNN_DETERMINISTIC 2    /* torch.backends.cudnn.deterministic */
-#define CT_FLAG_CUDNN_ALLOW_TF32 3       /* torch.backends.cudnn.allow_tf32 */
-#define CT_FLAG_MATMUL_ALLOW_TF32 4      /* torch.backends.cuda.matmul.allow_tf32 */
-#define CT_FLAG_MATMUL_ALLOW_FP16_REDUCTION 5 /* ...matmul.allow_fp16_reduced_precision_reduction */
-#define CT_FLAG_MATMUL_ALLOW_BF16_REDUCTION 6 /* ...matmul.allow_bf16_reduced_precision_reduction (>= 2.0) */
+#define CT_FLAG_CUDNN_ENABLED 0       /* torch.backends.cudnn.enabled */
+#define CT_FLAG_CUDNN_BENCHMARK 1     /* torch.backends.cudnn.benchmark */
+#define CT_FLAG_CUDNN_DETERMINISTIC 2 /* torch.backends.cudnn.deterministic */
+#define CT_FLAG_CUDNN_ALLOW_TF32 3    /* torch.backends.cudnn.allow_tf32 */
+#define CT_FLAG_MATMUL_ALLOW_TF32 4   /* torch.backends.cuda.matmul.allow_tf32 */
+#define CT_FLAG_MATMUL_ALLOW_FP16_REDUCTION             \
+  5 /* ...matmul.allow_fp16_reduced_precision_reduction \
+     */
+#define CT_FLAG_MATMUL_ALLOW_BF16_REDUCTION \
+  6 /* ...matmul.allow_bf16_reduced_precision_reduction (>= 2.0) */
 #define CT_FLAG_DETERMINISTIC_ALGORITHMS 7 /* torch.use_deterministic_algorithms(mode) */
 #define CT_FLAG_DETERMINISTIC_WARN_ONLY 8  /* its warn_only (setting one keeps the other) */
-#define CT_FLAG_MKLDNN_ENABLED 9         /* torch.backends.mkldnn.enabled */
-#define CT_FLAG_SDPA_FLASH 10            /* torch.backends.cuda.flash_sdp_enabled() */
-#define CT_FLAG_SDPA_MATH 11             /* ...math_sdp_enabled() */
-#define CT_FLAG_SDPA_MEM_EFFICIENT 12    /* ...mem_efficient_sdp_enabled() (>= 2.0) */
-#define CT_FLAG_SDPA_CUDNN 13            /* ...cudnn_sdp_enabled() (>= 2.5) */
+#define CT_FLAG_MKLDNN_ENABLED 9           /* torch.backends.mkldnn.enabled */
+#define CT_FLAG_SDPA_FLASH 10              /* torch.backends.cuda.flash_sdp_enabled() */
+#define CT_FLAG_SDPA_MATH 11               /* ...math_sdp_enabled() */
+#define CT_FLAG_SDPA_MEM_EFFICIENT 12      /* ...mem_efficient_sdp_enabled() (>= 2.0) */
+#define CT_FLAG_SDPA_CUDNN 13              /* ...cudnn_sdp_enabled() (>= 2.5) */
 CT_API ct_status ct_backend_flag_get(int32_t *out, int32_t flag);
 CT_API ct_status ct_backend_flag_set(int32_t flag, int32_t value);
 /* torch.get_float32_matmul_precision / set_float32_matmul_precision:
@@ -300,8 +303,8 @@ CT_API int32_t ct_dtype_is_supported(int32_t dtype);
  * the others are ctorch's own (DLPack export maps them, or refuses).
  * CT_DEVICE_META tensors have shapes and dtypes but no memory (data pointer
  * NULL) and work in every build; the other devices give CT_ERR_NOT_SUPPORTED
- * where the LibTorch in use has no backend registered for them. The CPU device index is -1 or 0 (anything else:
- * CT_ERR_INVALID_ARGUMENT). */
+ * where the LibTorch in use has no backend registered for them. The CPU device index is -1 or 0
+ * (anything else: CT_ERR_INVALID_ARGUMENT). */
 #define CT_DEVICE_KEEP 0 /* in "to"/"load": leave the device as it is */
 #define CT_DEVICE_CPU 1
 #define CT_DEVICE_CUDA 2
@@ -326,11 +329,11 @@ CT_API const char *ct_device_type_name(int32_t device_type);
 /* Handles                                                               */
 /* ===================================================================== */
 
-typedef struct ct_tensor ct_tensor; /* a torch::Tensor reference */
-typedef struct ct_value ct_value;   /* a TorchScript value (c10::IValue) */
-typedef struct ct_module ct_module; /* a torch::jit::Module */
-typedef struct ct_script ct_script; /* a compiled TorchScript unit */
-typedef struct ct_op ct_op;         /* a resolved operator (or overload set) */
+typedef struct ct_tensor ct_tensor;   /* a torch::Tensor reference */
+typedef struct ct_value ct_value;     /* a TorchScript value (c10::IValue) */
+typedef struct ct_module ct_module;   /* a torch::jit::Module */
+typedef struct ct_script ct_script;   /* a compiled TorchScript unit */
+typedef struct ct_op ct_op;           /* a resolved operator (or overload set) */
 typedef struct ct_package ct_package; /* an AOTInductor package (.pt2) */
 
 /* ===================================================================== */
@@ -390,10 +393,9 @@ typedef void (*ct_deleter)(void *data, void *ctx);
  * overflow-safe arithmetic). Errors: CT_ERR_INVALID_ARGUMENT (NULL out/data,
  * negative size/stride, overflowing count/extent/byte size), CT_ERR_TYPE
  * (unknown dtype), CT_ERR_NOT_SUPPORTED. */
-CT_API ct_status ct_tensor_from_blob(ct_tensor **out, void *data, const int64_t *sizes,
-                                     size_t ndim, const int64_t *strides, int32_t dtype,
-                                     int32_t device_type, int32_t device_index,
-                                     ct_deleter deleter, void *ctx);
+CT_API ct_status ct_tensor_from_blob(ct_tensor **out, void *data, const int64_t *sizes, size_t ndim,
+                                     const int64_t *strides, int32_t dtype, int32_t device_type,
+                                     int32_t device_index, ct_deleter deleter, void *ctx);
 
 /* Like ct_tensor_from_blob, for garbage-collected hosts that must not be
  * called back from foreign threads. Instead of calling a deleter, ctorch
@@ -402,8 +404,7 @@ CT_API ct_status ct_tensor_from_blob(ct_tensor **out, void *data, const int64_t 
  * un-roots its buffer. If this call fails, nothing is queued. */
 CT_API ct_status ct_tensor_from_blob_queued(ct_tensor **out, void *data, const int64_t *sizes,
                                             size_t ndim, const int64_t *strides, int32_t dtype,
-                                            int32_t device_type, int32_t device_index,
-                                            void *ctx);
+                                            int32_t device_type, int32_t device_index, void *ctx);
 /* Moves up to `capacity` released ctx values (oldest first) into `ctxs` and
  * stores how many in *n. ctxs may be NULL when capacity is 0. n: not NULL.
  * Thread-safe. */
@@ -549,7 +550,7 @@ CT_API ct_status ct_tensor_allclose(int32_t *out, const ct_tensor *a, const ct_t
 CT_API ct_status ct_tensor_layout(int32_t *out, const ct_tensor *t);
 
 /* Frozen memory format codes. */
-#define CT_MEMORY_FORMAT_CONTIGUOUS 0     /* row-major */
+#define CT_MEMORY_FORMAT_CONTIGUOUS 0       /* row-major */
 #define CT_MEMORY_FORMAT_CHANNELS_LAST 1    /* 4-d NCHW stored as NHWC */
 #define CT_MEMORY_FORMAT_CHANNELS_LAST_3D 2 /* 5-d NCDHW stored as NDHWC */
 /* *out = 1 if the tensor is contiguous in `memory_format` (t.is_contiguous(
@@ -607,8 +608,7 @@ CT_API ct_status ct_tensor_quantize_per_channel(ct_tensor **out, const ct_tensor
  * result does not share int_repr's memory. */
 CT_API ct_status ct_tensor_make_per_tensor_quantized(ct_tensor **out, const ct_tensor *int_repr,
                                                      double scale, int64_t zero_point);
-CT_API ct_status ct_tensor_make_per_channel_quantized(ct_tensor **out,
-                                                      const ct_tensor *int_repr,
+CT_API ct_status ct_tensor_make_per_channel_quantized(ct_tensor **out, const ct_tensor *int_repr,
                                                       const ct_tensor *scales,
                                                       const ct_tensor *zero_points, int64_t axis);
 
@@ -643,8 +643,8 @@ CT_API ct_status ct_tensor_set_requires_grad(ct_tensor *t, int32_t requires_grad
  * t. Errors raised by foreign backward callbacks come back here with code
  * CT_ERR_CALLBACK and the callback's message. Runs CPU backward on the
  * calling thread. */
-CT_API ct_status ct_tensor_backward(const ct_tensor *t, const ct_tensor *grad,
-                                    int32_t retain_graph, int32_t create_graph);
+CT_API ct_status ct_tensor_backward(const ct_tensor *t, const ct_tensor *grad, int32_t retain_graph,
+                                    int32_t create_graph);
 /* t.grad: *out is a new handle, or NULL when t has no gradient. */
 CT_API ct_status ct_tensor_grad(ct_tensor **out, const ct_tensor *t);
 /* Sets t.grad (grad NULL clears it). */
@@ -660,10 +660,9 @@ CT_API ct_status ct_tensor_grad_fn_name(char **out, const ct_tensor *t);
  * new handle (NULL for an unused input when allow_unused=1). grad_outputs:
  * NULL or an array of n_outputs handles (each may be NULL). */
 CT_API ct_status ct_autograd_grad(ct_tensor **grads, const ct_tensor *const *outputs,
-                                  size_t n_outputs, const ct_tensor *const *inputs,
-                                  size_t n_inputs, const ct_tensor *const *grad_outputs,
-                                  int32_t retain_graph, int32_t create_graph,
-                                  int32_t allow_unused);
+                                  size_t n_outputs, const ct_tensor *const *inputs, size_t n_inputs,
+                                  const ct_tensor *const *grad_outputs, int32_t retain_graph,
+                                  int32_t create_graph, int32_t allow_unused);
 
 /* Custom autograd functions written in the host language.
  *
@@ -684,8 +683,7 @@ CT_API ct_status ct_autograd_grad(ct_tensor **grads, const ct_tensor *const *out
  *   graph are freed), or before apply returns when no graph was recorded or
  *   apply failed. It may run on any thread. */
 typedef ct_status (*ct_autograd_forward_fn)(void *ctx, const ct_tensor *const *inputs,
-                                            size_t n_inputs, ct_tensor **outputs,
-                                            size_t n_outputs);
+                                            size_t n_inputs, ct_tensor **outputs, size_t n_outputs);
 typedef ct_status (*ct_autograd_backward_fn)(void *ctx, const ct_tensor *const *grad_outputs,
                                              size_t n_outputs, ct_tensor **grad_inputs,
                                              size_t n_inputs);
@@ -798,8 +796,8 @@ typedef struct DLManagedTensorVersioned {
  * or other non-strided layouts). */
 CT_API ct_status ct_tensor_to_dlpack(DLManagedTensor **out, const ct_tensor *t, int32_t copy,
                                      int64_t stream);
-CT_API ct_status ct_tensor_to_dlpack_versioned(DLManagedTensorVersioned **out,
-                                               const ct_tensor *t, int32_t copy, int64_t stream);
+CT_API ct_status ct_tensor_to_dlpack_versioned(DLManagedTensorVersioned **out, const ct_tensor *t,
+                                               int32_t copy, int64_t stream);
 /* Imports a DLPack tensor, taking ownership of `src` in every case: on
  * success its deleter runs exactly once, when the last tensor using the
  * memory is freed; on failure it runs before this call returns. src may be
@@ -807,9 +805,9 @@ CT_API ct_status ct_tensor_to_dlpack_versioned(DLManagedTensorVersioned **out,
  * NULL strides mean contiguous. Refused with CT_ERR_INVALID_ARGUMENT: negative
  * strides (torch has none: import a contiguous copy instead), shapes whose
  * element count, byte size or stride extent overflow int64 or the address
- * space, and data + byte_offset not aligned to the element type. A READ_ONLY versioned tensor is copied (and
- * its deleter run at once), since torch tensors are always writable.
- * Versions with a major other than 1 are refused (CT_ERR_NOT_SUPPORTED). */
+ * space, and data + byte_offset not aligned to the element type. A READ_ONLY versioned tensor is
+ * copied (and its deleter run at once), since torch tensors are always writable. Versions with a
+ * major other than 1 are refused (CT_ERR_NOT_SUPPORTED). */
 CT_API ct_status ct_tensor_from_dlpack(ct_tensor **out, DLManagedTensor *src);
 CT_API ct_status ct_tensor_from_dlpack_versioned(ct_tensor **out, DLManagedTensorVersioned *src);
 
@@ -876,8 +874,7 @@ CT_API ct_status ct_value_to_double(double *out, const ct_value *v);
  * same string) lives. len may be NULL. */
 CT_API ct_status ct_value_to_string(const char **out, size_t *len, const ct_value *v);
 CT_API ct_status ct_value_to_tensor(ct_tensor **out, const ct_value *v);
-CT_API ct_status ct_value_to_device(int32_t *device_type, int32_t *device_index,
-                                    const ct_value *v);
+CT_API ct_status ct_value_to_device(int32_t *device_type, int32_t *device_index, const ct_value *v);
 /* A CT_VALUE_OBJECT that is a module, as a module handle. */
 CT_API ct_status ct_value_to_module(ct_module **out, const ct_value *v);
 /* Length of a list, tuple, dict or string. */
@@ -886,8 +883,7 @@ CT_API ct_status ct_value_len(size_t *out, const ct_value *v);
 CT_API ct_status ct_value_get(ct_value **out, const ct_value *v, size_t i);
 /* The i-th entry of a dict in iteration order: new handles for key and value
  * (either out-parameter may be NULL). CT_ERR_INDEX. */
-CT_API ct_status ct_value_dict_item(ct_value **key, ct_value **value, const ct_value *v,
-                                    size_t i);
+CT_API ct_status ct_value_dict_item(ct_value **key, ct_value **value, const ct_value *v, size_t i);
 /* Dict lookup. CT_ERR_NOT_FOUND when the key is absent. */
 CT_API ct_status ct_value_dict_get(ct_value **out, const ct_value *v, const ct_value *key);
 /* Dict lookup by string key. */
@@ -912,8 +908,8 @@ CT_API ct_status ct_value_type_str(char **out, const ct_value *v);
  * walks a value -- ct_value_to_repr, ct_value_type_str, ct_pickle_save, the
  * bindings, destructors -- recurses once per level, and 256 levels fit a
  * 256 KB thread stack, besides what glibc takes from it for the loaded
- * libraries' thread-local storage: about 215 KB with a CUDA LibTorch); no list, tuple or dict contains itself (a Python
- * object may refer back to itself); every tensor fits its storage, which
+ * libraries' thread-local storage: about 215 KB with a CUDA LibTorch); no list, tuple or dict
+ * contains itself (a Python object may refer back to itself); every tensor fits its storage, which
  * fits the file. Errors: CT_ERR_IO. ct_pickle_save refuses a value nested
  * deeper than 256 or containing itself (CT_ERR_INVALID_ARGUMENT).
  * Buffers: data borrowed; *data_out caller-owned (ct_free). */
@@ -984,9 +980,8 @@ CT_API ct_status ct_module_forward(ct_value **out, ct_module *m, const ct_value 
  * with its coercions: an int argument named dtype takes a ctorch dtype code.
  * CT_ERR_NOT_FOUND for an unknown method. */
 CT_API ct_status ct_module_call(ct_value **out, ct_module *m, const char *method,
-                                const ct_value *const *args, size_t n,
-                                const char *const *kwnames, const ct_value *const *kwvalues,
-                                size_t nkw);
+                                const ct_value *const *args, size_t n, const char *const *kwnames,
+                                const ct_value *const *kwvalues, size_t nkw);
 /* Tensors in, tensors out: the module twin of ct_op_call_tensors, with no
  * value boxing. Runs `method` (NULL: "forward") with the n_inputs tensors as
  * its positional arguments (the others take their defaults; the same
@@ -1025,13 +1020,11 @@ CT_API ct_status ct_module_method_results(int32_t *kind, int64_t *count, const c
 CT_API ct_status ct_module_methods(ct_value **out, const ct_module *m);
 /* Dict[str, Tensor] with Python's dotted names; recurse=1 includes children.
  * The tensors are the module's own (no copy). */
-CT_API ct_status ct_module_named_parameters(ct_value **out, const ct_module *m,
-                                            int32_t recurse);
+CT_API ct_status ct_module_named_parameters(ct_value **out, const ct_module *m, int32_t recurse);
 CT_API ct_status ct_module_named_buffers(ct_value **out, const ct_module *m, int32_t recurse);
 /* Dict[str, Any]: every attribute (parameters, buffers, submodules as
  * objects, plain attributes), dotted when recurse=1. */
-CT_API ct_status ct_module_named_attributes(ct_value **out, const ct_module *m,
-                                            int32_t recurse);
+CT_API ct_status ct_module_named_attributes(ct_value **out, const ct_module *m, int32_t recurse);
 /* Dict[str, Object] of child modules; recurse=1 gives all descendants with
  * dotted names (named_modules without the root). */
 CT_API ct_status ct_module_named_children(ct_value **out, const ct_module *m, int32_t recurse);
@@ -1052,8 +1045,7 @@ CT_API int32_t ct_module_is_training(const ct_module *m);
 CT_API ct_status ct_module_clone(ct_module **out, const ct_module *m);
 /* Saves a TorchScript archive that Python's torch.jit.load reads.
  * extra_files: NULL or a Dict[str, str] value stored as _extra_files. */
-CT_API ct_status ct_module_save(const ct_module *m, const char *path,
-                                const ct_value *extra_files);
+CT_API ct_status ct_module_save(const ct_module *m, const char *path, const ct_value *extra_files);
 CT_API ct_status ct_module_save_buffer(void **data_out, size_t *size_out, const ct_module *m,
                                        const ct_value *extra_files);
 /* torch.jit.freeze (module is put in eval mode first; the input is left
@@ -1072,11 +1064,10 @@ CT_API ct_status ct_module_optimize_for_inference(ct_module **out, const ct_modu
  * more than 64 deep, more than 512 operators, calls, subscripts, attributes
  * and and/or/not/in/is/if/else/for in one statement (also ct_script_compile). */
 CT_API ct_status ct_module_new(ct_module **out, const char *class_name);
-CT_API ct_status ct_module_register_parameter(ct_module *m, const char *name,
-                                              const ct_tensor *t, int32_t requires_grad);
+CT_API ct_status ct_module_register_parameter(ct_module *m, const char *name, const ct_tensor *t,
+                                              int32_t requires_grad);
 CT_API ct_status ct_module_register_buffer(ct_module *m, const char *name, const ct_tensor *t);
-CT_API ct_status ct_module_register_module(ct_module *m, const char *name,
-                                           const ct_module *child);
+CT_API ct_status ct_module_register_module(ct_module *m, const char *name, const ct_module *child);
 CT_API ct_status ct_module_define(ct_module *m, const char *source);
 
 /* TorchScript functions compiled from source (no module). */
@@ -1086,9 +1077,8 @@ CT_API void ct_script_free(ct_script *s);
 CT_API ct_status ct_script_functions(ct_value **out, const ct_script *s);
 /* Calls a function by name, like ct_module_call. */
 CT_API ct_status ct_script_call(ct_value **out, const ct_script *s, const char *function,
-                                const ct_value *const *args, size_t n,
-                                const char *const *kwnames, const ct_value *const *kwvalues,
-                                size_t nkw);
+                                const ct_value *const *args, size_t n, const char *const *kwnames,
+                                const ct_value *const *kwvalues, size_t nkw);
 
 /* ===================================================================== */
 /* Operators by name                                                     */
@@ -1112,8 +1102,7 @@ CT_API ct_status ct_op_num_arguments(size_t *out, const ct_op *op, size_t overlo
  * (valid while op lives); *default_value is NULL when there is no default,
  * else its TorchScript repr ("1", "None", "[0, 1]"). */
 CT_API ct_status ct_op_argument(const char **name, const char **type, const char **default_value,
-                                int32_t *kwarg_only, const ct_op *op, size_t overload,
-                                size_t i);
+                                int32_t *kwarg_only, const ct_op *op, size_t overload, size_t i);
 CT_API ct_status ct_op_num_returns(size_t *out, const ct_op *op, size_t overload);
 CT_API ct_status ct_op_return(const char **name, const char **type, const ct_op *op,
                               size_t overload, size_t i);
@@ -1130,9 +1119,9 @@ CT_API ct_status ct_op_return(const char **name, const char **type, const ct_op 
  * in-place op returns a value referring to the same tensor it mutated.
  * Errors: CT_ERR_TYPE / CT_ERR_INVALID_ARGUMENT (message names the op and
  * shows its schema), CT_ERR_TORCH, CT_ERR_CALLBACK (foreign op failed). */
-CT_API ct_status ct_op_call(ct_value **out, const ct_op *op, const ct_value *const *args,
-                            size_t n, const char *const *kwnames,
-                            const ct_value *const *kwvalues, size_t nkw);
+CT_API ct_status ct_op_call(ct_value **out, const ct_op *op, const ct_value *const *args, size_t n,
+                            const char *const *kwnames, const ct_value *const *kwvalues,
+                            size_t nkw);
 /* Fast path for the common case: tensors in, tensors out. inputs: the first
  * n_inputs arguments (all the others take their defaults); outputs: a caller
  * array of n_outputs slots, each receiving a new handle, where n_outputs must
@@ -1173,9 +1162,8 @@ CT_API ct_status ct_op_call_tensors_values(ct_tensor **outputs, size_t n_outputs
 /* One-shot call by qualified name: "aten::add.Tensor", "aten::add" (overload
  * set) or "myns::scale". Lookups are cached. */
 CT_API ct_status ct_op_call_name(ct_value **out, const char *qualified_name,
-                                 const ct_value *const *args, size_t n,
-                                 const char *const *kwnames, const ct_value *const *kwvalues,
-                                 size_t nkw);
+                                 const ct_value *const *args, size_t n, const char *const *kwnames,
+                                 const ct_value *const *kwvalues, size_t nkw);
 /* List[str] of every registered operator, as "ns::name" or
  * "ns::name.overload". */
 CT_API ct_status ct_op_list(ct_value **out);
@@ -1259,6 +1247,27 @@ CT_API ct_status ct_library_impl(ct_library *lib, const char *name, const char *
                                  ct_op_fn kernel, void *ctx, ct_ctx_destroy_fn destroy,
                                  int32_t flags);
 
+/* A tensors-only kernel: inputs are the operator's n_inputs Tensor arguments
+ * in schema order (borrowed handles, valid during the call only; do not free
+ * them); outputs has n_outputs slots, NULL on entry: store a NEW handle in
+ * each (ctorch takes it, also when the kernel fails). Returns CT_OK or an
+ * error status after ct_set_error(), as a ct_op_fn kernel. */
+typedef ct_status (*ct_tensor_kernel_fn)(void *ctx, const ct_tensor *const *inputs, size_t n_inputs,
+                                         ct_tensor **outputs, size_t n_outputs);
+
+/* ct_library_impl for an operator whose arguments and returns are all
+ * Tensor ("softsign(Tensor x) -> Tensor"): the kernel gets handles instead
+ * of values and stores handles, which saves the value wrapping and the
+ * schema check of each result (bench_custom: a 4-float kernel at 0.96x of a
+ * C++ TORCH_LIBRARY kernel's time, 1.19x through values). Keys, flags,
+ * ownership of ctx, threads and errors as ct_library_impl, and
+ * CT_ERR_INVALID_ARGUMENT when an argument or return is not a plain Tensor
+ * (Tensor?, Tensor[], numbers: use ct_library_impl). A kernel that stores
+ * NULL in a slot fails the call with CT_ERR_CALLBACK. */
+CT_API ct_status ct_library_impl_tensors(ct_library *lib, const char *name,
+                                         const char *dispatch_key, ct_tensor_kernel_fn kernel,
+                                         void *ctx, ct_ctx_destroy_fn destroy, int32_t flags);
+
 /* Backward of an operator's autograd formula.
  * args: the n_args arguments of the forward call (borrowed; tensors detached);
  * result: its result (borrowed; one tensor, or a tuple of tensors);
@@ -1269,9 +1278,8 @@ CT_API ct_status ct_library_impl(ct_library *lib, const char *name, const char *
  * an error status after ct_set_error(). Grad mode is on only when backward was
  * asked to create a graph. */
 typedef ct_status (*ct_op_backward_fn)(void *ctx, const ct_value *const *args, size_t n_args,
-                                       const ct_value *result,
-                                       const ct_tensor *const *grad_outputs, size_t n_outputs,
-                                       ct_tensor **grad_inputs);
+                                       const ct_value *result, const ct_tensor *const *grad_outputs,
+                                       size_t n_outputs, ct_tensor **grad_inputs);
 
 /* Gives operator `name` an autograd formula (dispatch key "Autograd"): the
  * forward runs the operator's device kernel below autograd, and when an input
@@ -1637,17 +1645,15 @@ CT_API void ct_package_free(ct_package *p);
  * runners (ct_package_load_with; one for ct_package_load), the others wait
  * inside LibTorch. A CUDA package runs on torch's current stream. */
 CT_API ct_status ct_package_run(ct_tensor **outputs, size_t n_outputs, size_t *n_returned,
-                                ct_package *p, const ct_tensor *const *inputs,
-                                size_t n_inputs);
+                                ct_package *p, const ct_tensor *const *inputs, size_t n_inputs);
 /* ct_package_run on a caller's CUDA stream (a cudaStream_t, borrowed; NULL:
  * torch's current stream): the model's kernels are queued there and the
  * call returns without waiting for them. Errors as ct_package_run, and
  * CT_ERR_INVALID_ARGUMENT (a stream for a CPU package), CT_ERR_NOT_SUPPORTED
  * (a LibTorch whose loader takes no stream). */
-CT_API ct_status ct_package_run_on_stream(ct_tensor **outputs, size_t n_outputs,
-                                          size_t *n_returned, ct_package *p,
-                                          const ct_tensor *const *inputs, size_t n_inputs,
-                                          void *stream);
+CT_API ct_status ct_package_run_on_stream(ct_tensor **outputs, size_t n_outputs, size_t *n_returned,
+                                          ct_package *p, const ct_tensor *const *inputs,
+                                          size_t n_inputs, void *stream);
 /* The package's metadata as a Dict[str, str] value (AOTI_DEVICE_KEY and
  * what the exporter stored). */
 CT_API ct_status ct_package_metadata(ct_value **out, const ct_package *p);
@@ -1720,12 +1726,12 @@ CT_API int32_t ct_distributed_is_compiled(void);
  * will connect, counting the master (-1: unknown); as torch's TCPStore, each
  * store counts itself in and the master waits until all world_size have, at
  * most timeout_s (then LibTorch 1.13 goes on and newer ones fail with
- * CT_ERR_IO). timeout_s > 0 also becomes the store's default wait. *out: free with ct_store_free (the master's server stops when its
- * handle is freed). Errors: CT_ERR_INVALID_ARGUMENT (NULL host, port out of
- * 0..65535, timeout <= 0), CT_ERR_IO (port in use, host unknown, nothing
- * listening until the timeout: the message says which). Any thread. */
-CT_API ct_status ct_store_tcp_new(ct_store **out, const char *host, int32_t port,
-                                  int32_t is_master, int32_t world_size, double timeout_s);
+ * CT_ERR_IO). timeout_s > 0 also becomes the store's default wait. *out: free with ct_store_free
+ * (the master's server stops when its handle is freed). Errors: CT_ERR_INVALID_ARGUMENT (NULL host,
+ * port out of 0..65535, timeout <= 0), CT_ERR_IO (port in use, host unknown, nothing listening
+ * until the timeout: the message says which). Any thread. */
+CT_API ct_status ct_store_tcp_new(ct_store **out, const char *host, int32_t port, int32_t is_master,
+                                  int32_t world_size, double timeout_s);
 /* A FileStore on a shared file (created if missing) for world_size ranks;
  * the file is removed when the last rank frees its handle. Errors:
  * CT_ERR_INVALID_ARGUMENT, CT_ERR_IO. */
@@ -1742,8 +1748,7 @@ CT_API ct_status ct_store_set(ct_store *store, const char *key, const void *data
  * cap bytes into buf (may be NULL when cap is 0); *n gets the full length, so
  * a second call with a larger buffer reads a long value. Errors:
  * CT_ERR_TIMEOUT (the key never came; the message names it), CT_ERR_IO. */
-CT_API ct_status ct_store_get(ct_store *store, const char *key, void *buf, size_t cap,
-                              size_t *n);
+CT_API ct_status ct_store_get(ct_store *store, const char *key, void *buf, size_t cap, size_t *n);
 /* Adds delta to the integer under key (created as 0) and writes the new
  * value into *out (may be NULL). */
 CT_API ct_status ct_store_add(ct_store *store, const char *key, int64_t delta, int64_t *out);
@@ -1761,9 +1766,8 @@ CT_API void ct_store_free(ct_store *store);
  * 0..world_size-1, timeout <= 0, unknown backend), CT_ERR_NOT_SUPPORTED
  * ("nccl" without CUDA and NCCL), CT_ERR_TIMEOUT, CT_ERR_IO. Collective:
  * every rank calls it. */
-CT_API ct_status ct_process_group_new(ct_process_group **out, ct_store *store,
-                                      const char *backend, int32_t rank, int32_t world_size,
-                                      double timeout_s);
+CT_API ct_status ct_process_group_new(ct_process_group **out, ct_store *store, const char *backend,
+                                      int32_t rank, int32_t world_size, double timeout_s);
 /* The same from torchrun's environment (init_method "env://"): MASTER_ADDR,
  * MASTER_PORT, RANK and WORLD_SIZE must be set; under torchrun's agent store
  * (TORCHELASTIC_USE_AGENT_STORE) it joins that store as torch does, else
@@ -1777,8 +1781,7 @@ CT_API ct_status ct_process_group_init_env(ct_process_group **out, const char *b
  * not; on a rank that is not a member, *out is NULL and the call returns
  * CT_OK. timeout_s <= 0: pg's timeout. Errors: as ct_process_group_new. */
 CT_API ct_status ct_process_group_new_subgroup(ct_process_group **out, ct_process_group *pg,
-                                               const int32_t *ranks, size_t n,
-                                               double timeout_s);
+                                               const int32_t *ranks, size_t n, double timeout_s);
 /* This rank in the group, and the group's size; -1 for NULL. */
 CT_API int32_t ct_process_group_rank(const ct_process_group *pg);
 CT_API int32_t ct_process_group_size(const ct_process_group *pg);
@@ -1808,14 +1811,13 @@ CT_API void ct_process_group_free(ct_process_group *pg);
 #define CT_REDUCE_BOR 6
 #define CT_REDUCE_BXOR 7
 /* tensor becomes the reduction of every rank's tensor. */
-CT_API ct_status ct_all_reduce(ct_process_group *pg, ct_tensor *tensor, int32_t op,
-                               ct_work **work);
+CT_API ct_status ct_all_reduce(ct_process_group *pg, ct_tensor *tensor, int32_t op, ct_work **work);
 /* tensor becomes root's tensor on every rank. */
 CT_API ct_status ct_broadcast(ct_process_group *pg, ct_tensor *tensor, int32_t root,
                               ct_work **work);
 /* outputs[r] becomes rank r's input (size outputs, each like input). */
-CT_API ct_status ct_all_gather(ct_process_group *pg, ct_tensor *const *outputs,
-                               ct_tensor *input, ct_work **work);
+CT_API ct_status ct_all_gather(ct_process_group *pg, ct_tensor *const *outputs, ct_tensor *input,
+                               ct_work **work);
 /* output becomes the reduction over ranks of their inputs[this rank] (size
  * inputs, each like output). Gloo has no reduce_scatter: ctorch sends
  * inputs[r] to rank r (all_to_all) and reduces what arrives. */

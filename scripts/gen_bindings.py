@@ -30,7 +30,7 @@ HANDLES = {"ct_tensor", "ct_value", "ct_module", "ct_script", "ct_op", "ct_packa
            "ct_cuda_event", "ct_cuda_graph", "ct_optimizer", "ct_grad_scaler", "ct_library", "ct_store", "ct_process_group", "ct_work", "ct_ddp", "DLManagedTensor", "DLManagedTensorVersioned", "void"}
 CALLBACKS = {"ct_deleter": "DELETER", "ct_op_fn": "OP_FN", "ct_autograd_forward_fn": "AG_FORWARD",
              "ct_autograd_backward_fn": "AG_BACKWARD", "ct_ctx_destroy_fn": "CTX_DESTROY",
-             "ct_op_backward_fn": "OP_BACKWARD"}
+             "ct_op_backward_fn": "OP_BACKWARD", "ct_tensor_kernel_fn": "TENSOR_KERNEL"}
 SCALARS = {"ct_status": ("S", "Int32"), "int32_t": ("I32", "Int32"), "int64_t": ("I64", "Int64"),
            "uint64_t": ("U64", "UInt64"), "size_t": ("SZ", "Csize_t"),
            "double": ("D", "Cdouble")}

@@ -62,6 +62,7 @@ void on_exit() { g_exiting.store(true); }
 struct KernelEntry {
   std::string name;  // "myns::scale (CPU kernel)"
   ct_op_fn fn = nullptr;
+  ct_tensor_kernel_fn tensor_fn = nullptr;
   ct_op_backward_fn backward = nullptr;
   void *ctx = nullptr;
   ct_ctx_destroy_fn destroy = nullptr;
@@ -111,6 +112,55 @@ struct ValueKernel final : c10::OperatorKernel {
       }
     }
     ct::call_value_kernel(hold->name, hold->fn, hold->ctx, op.schema(), *stack);
+  }
+};
+
+// A tensors-only kernel (ct_library_impl_tensors): the schema's arguments and
+// returns are all Tensor, checked at registration; the arguments are passed as
+// handles built on this frame (no allocation, no values), the results are
+// handles the kernel made, moved onto the stack.
+struct TensorKernel final : c10::OperatorKernel {
+  EntryPtr e;
+  bool below_autograd;
+  TensorKernel(EntryPtr entry, bool below) : e(std::move(entry)), below_autograd(below) {}
+  void operator()(const c10::OperatorHandle &op, c10::DispatchKeySet, Stack *stack) {
+    EntryPtr hold = e;
+    hold->check_thread();
+    const auto &schema = op.schema();
+    const size_t n = schema.arguments().size(), m = schema.returns().size();
+    if (stack->size() < n)
+      ct::raise(CT_ERR_INTERNAL, "%s: stack has %zu values, expected %zu", hold->name.c_str(),
+                stack->size(), n);
+    const size_t base = stack->size() - n;
+    c10::SmallVector<ct_tensor, 4> ins;
+    ins.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      at::Tensor t = std::move((*stack)[base + i]).toTensor();
+      if (below_autograd && t.requires_grad()) t = t.detach();
+      ins.push_back(ct_tensor{std::move(t)});
+    }
+    c10::SmallVector<const ct_tensor *, 4> in_ptrs;
+    for (const ct_tensor &t : ins) in_ptrs.push_back(&t);
+    c10::SmallVector<ct_tensor *, 4> outs(m, nullptr);
+    struct FreeOuts {
+      c10::SmallVector<ct_tensor *, 4> &o;
+      ~FreeOuts() {
+        for (ct_tensor *t : o) delete t;
+      }
+    } free_outs{outs};
+    ct_status rc =
+        hold->tensor_fn(hold->ctx, n ? in_ptrs.data() : nullptr, n, m ? outs.data() : nullptr, m);
+    if (rc != CT_OK) {
+      const char *msg = ct_last_error();
+      ct::raise(CT_ERR_CALLBACK, "%s: kernel failed (status %d): %s", hold->name.c_str(),
+                static_cast<int>(rc), (msg && *msg) ? msg : "(no message)");
+    }
+    for (size_t i = 0; i < m; ++i)
+      if (outs[i] == nullptr || !outs[i]->t.defined())
+        ct::raise(CT_ERR_CALLBACK, "%s: the kernel stored no tensor in outputs[%zu]",
+                  hold->name.c_str(), i);
+    torch::jit::drop(*stack, n);
+    for (size_t i = 0; i < m; ++i) stack->push_back(std::move(outs[i]->t));
   }
 };
 
@@ -268,6 +318,7 @@ std::unique_ptr<torch::Library> fragment(const std::string &ns) {
 // Registers `kernel` for `key` on operator `q` in a fragment of its own.
 ct_status add_kernel(const char *func, ct_library *lib, const char *name, const std::string &key,
                      c10::DispatchKey dk, const EntryPtr &e, bool autograd) {
+  const bool tensors_only = e->tensor_fn != nullptr;
   std::lock_guard<std::mutex> lk(lib->mu);
   std::lock_guard<std::mutex> glk(g_lib_mu);
   const std::string q = qualify(func, lib, name);
@@ -286,11 +337,23 @@ ct_status add_kernel(const char *func, ct_library *lib, const char *name, const 
                              "(return '%s' is %s)",
                              func, q.c_str(), r.name().c_str(), ct::arg_type_string(r).c_str());
   }
+  if (tensors_only) {
+    const auto &sc = handle->schema();
+    for (const auto *list : {&sc.arguments(), &sc.returns()})
+      for (const auto &a : *list)
+        if (a.type()->kind() != c10::TypeKind::TensorType)
+          return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                               "%s: a tensors-only kernel needs every argument and return of '%s' "
+                               "to be a Tensor ('%s' is %s): use ct_library_impl",
+                               func, q.c_str(), a.name().c_str(), ct::arg_type_string(a).c_str());
+  }
   e->name = q + " (" + key + " kernel)";
   auto frag = fragment(lib->ns);
+  const bool below = key != "CompositeImplicitAutograd";
   auto fn = autograd ? torch::CppFunction::makeFromBoxedFunctor(std::make_unique<AutogradKernel>(e))
-                     : torch::CppFunction::makeFromBoxedFunctor(
-                           std::make_unique<ValueKernel>(e, key != "CompositeImplicitAutograd"));
+            : tensors_only
+                ? torch::CppFunction::makeFromBoxedFunctor(std::make_unique<TensorKernel>(e, below))
+                : torch::CppFunction::makeFromBoxedFunctor(std::make_unique<ValueKernel>(e, below));
   frag->impl(q.substr(q.find("::") + 2).c_str(), torch::dispatch(dk, std::move(fn)));
   lib->impls.push_back(std::move(frag));
   lib->impl_keys.emplace_back(q, key);
@@ -395,27 +458,49 @@ ct_status ct_library_define(ct_library *lib, const char *schema, const char *con
   });
 }
 
+namespace {
+
+// ct_library_impl and ct_library_impl_tensors: checks, then one of the kernels.
+ct_status impl_device_kernel(const char *ct_fn_, ct_library *lib, const char *name,
+                             const char *dispatch_key, bool has_kernel, const EntryPtr &e,
+                             int32_t flags) {
+  CT_CHECK_NOT_NULL(lib);
+  CT_CHECK_NOT_NULL(name);
+  CT_CHECK_NOT_NULL(dispatch_key);
+  CT_CHECK_ARG(has_kernel, "%s: argument 'kernel' is NULL", ct_fn_);
+  CT_CHECK_ARG((flags & ~CT_KERNEL_SAME_THREAD) == 0, "%s: unknown flags 0x%x", ct_fn_,
+               static_cast<unsigned>(flags));
+  const std::string key = dispatch_key;
+  bool known = false;
+  for (const char *k : kKeys) known = known || key == k;
+  CT_CHECK_ARG(known,
+               "%s: dispatch key '%.100s' is not one of CPU, CUDA, Meta, "
+               "CompositeExplicitAutograd, CompositeImplicitAutograd (autograd: "
+               "ct_library_impl_autograd)",
+               ct_fn_, dispatch_key);
+  return add_kernel(ct_fn_, lib, name, key, c10::parseDispatchKey(key), e, false);
+}
+
+}  // namespace
+
 ct_status ct_library_impl(ct_library *lib, const char *name, const char *dispatch_key,
                           ct_op_fn kernel, void *ctx, ct_ctx_destroy_fn destroy, int32_t flags) {
   EntryPtr e = make_entry(ctx, destroy, flags);
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(lib);
-    CT_CHECK_NOT_NULL(name);
-    CT_CHECK_NOT_NULL(dispatch_key);
-    CT_CHECK_NOT_NULL(kernel);
-    CT_CHECK_ARG((flags & ~CT_KERNEL_SAME_THREAD) == 0, "%s: unknown flags 0x%x", ct_fn_,
-                 static_cast<unsigned>(flags));
-    const std::string key = dispatch_key;
-    bool known = false;
-    for (const char *k : kKeys) known = known || key == k;
-    CT_CHECK_ARG(known,
-                 "%s: dispatch key '%.100s' is not one of CPU, CUDA, Meta, "
-                 "CompositeExplicitAutograd, CompositeImplicitAutograd (autograd: "
-                 "ct_library_impl_autograd)",
-                 ct_fn_, dispatch_key);
-    e->fn = kernel;
-    return add_kernel(ct_fn_, lib, name, key, c10::parseDispatchKey(key), e, false);
+  e->fn = kernel;
+  return ct::guard(__func__, [&] {
+    return impl_device_kernel("ct_library_impl", lib, name, dispatch_key, kernel != nullptr, e,
+                              flags);
+  });
+}
+
+ct_status ct_library_impl_tensors(ct_library *lib, const char *name, const char *dispatch_key,
+                                  ct_tensor_kernel_fn kernel, void *ctx, ct_ctx_destroy_fn destroy,
+                                  int32_t flags) {
+  EntryPtr e = make_entry(ctx, destroy, flags);
+  e->tensor_fn = kernel;
+  return ct::guard(__func__, [&] {
+    return impl_device_kernel("ct_library_impl_tensors", lib, name, dispatch_key, kernel != nullptr,
+                              e, flags);
   });
 }
 

@@ -302,6 +302,156 @@ static void test_errors(void **state) {
 
 /* The same-thread flag: a call from another thread fails before the kernel
  * is entered. */
+/* Tensors-only kernels (ct_library_impl_tensors): handles in, handles out. */
+static int64_t g_tk_calls, g_tk_meta_calls;
+static const void *g_tk_seen_data;
+/* sum_prod(a, b) -> (a + b, a * b), float64 loops; ctx selects a fault. */
+static ct_status sum_prod_tk(void *ctx, const ct_tensor *const *in, size_t n, ct_tensor **out,
+                             size_t m) {
+  intptr_t fault = (intptr_t)ctx;
+  g_tk_calls++;
+  if (n != 2 || m != 2) return ct_set_error(CT_ERR_INTERNAL, "wrong arity");
+  g_tk_seen_data = ct_tensor_data_ptr(in[0]);
+  const int64_t k = ct_tensor_numel(in[0]);
+  const int meta = ct_tensor_device_type(in[0]) == CT_DEVICE_META;
+  if (meta) g_tk_meta_calls++;
+  for (size_t j = 0; j < 2; ++j) {
+    if (fault == 2 && j == 1) return CT_OK; /* leaves outputs[1] NULL */
+    ct_status st = ct_tensor_empty(&out[j], ct_tensor_sizes(in[0]), (size_t)ct_tensor_ndim(in[0]),
+                                   CT_FLOAT64, ct_tensor_device_type(in[0]), 0, 0);
+    if (st != CT_OK) return st;
+  }
+  if (fault == 1) return ct_set_error(CT_ERR_INVALID_ARGUMENT, "sum_prod refuses");
+  if (meta) return CT_OK;
+  const double *a = ct_tensor_data_ptr(in[0]), *b = ct_tensor_data_ptr(in[1]);
+  double *s = ct_tensor_data_ptr(out[0]), *p = ct_tensor_data_ptr(out[1]);
+  for (int64_t i = 0; i < k; ++i) {
+    s[i] = a[i] + b[i];
+    p[i] = a[i] * b[i];
+  }
+  return CT_OK;
+}
+
+static ct_status no_backward(void *ctx, const ct_value *const *args, size_t n_args,
+                             const ct_value *result, const ct_tensor *const *grads, size_t n_out,
+                             ct_tensor **grad_inputs) {
+  (void)ctx, (void)args, (void)n_args, (void)result, (void)grads, (void)n_out, (void)grad_inputs;
+  return CT_OK;
+}
+
+static void test_tensors_kernel(void **state) {
+  (void)state;
+  ct_library *lib = NULL;
+  CT_OK_OR_FAIL(ct_library_new(&lib, "ctlibt"));
+  CT_OK_OR_FAIL(
+      ct_library_define(lib, "sum_prod(Tensor a, Tensor b) -> (Tensor, Tensor)", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_define(lib, "refuses(Tensor a, Tensor b) -> (Tensor, Tensor)", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_define(lib, "half(Tensor a, Tensor b) -> (Tensor, Tensor)", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_define(lib, "scaled(Tensor a, float s) -> Tensor", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_define(lib, "opt(Tensor a, Tensor? b) -> Tensor", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_define(lib, "listy(Tensor a) -> Tensor[]", NULL, 0));
+  g_destroyed = 0;
+  CT_OK_OR_FAIL(
+      ct_library_impl_tensors(lib, "sum_prod", "CPU", sum_prod_tk, NULL, count_destroy, 0));
+  CT_OK_OR_FAIL(
+      ct_library_impl_tensors(lib, "sum_prod", "Meta", sum_prod_tk, NULL, count_destroy, 0));
+  /* LibTorch 1.13 has no fallthrough for AutogradMeta: an autograd kernel. */
+  CT_OK_OR_FAIL(ct_library_impl_autograd(lib, "sum_prod", no_backward, NULL, NULL, 0));
+  CT_OK_OR_FAIL(
+      ct_library_impl_tensors(lib, "refuses", "CPU", sum_prod_tk, (void *)1, count_destroy, 0));
+  CT_OK_OR_FAIL(
+      ct_library_impl_tensors(lib, "half", "CPU", sum_prod_tk, (void *)2, count_destroy, 0));
+  /* Only plain Tensor arguments and returns; every failure destroys ctx. */
+  CT_EXPECT_ERROR(
+      ct_library_impl_tensors(lib, "scaled", "CPU", sum_prod_tk, NULL, count_destroy, 0),
+      CT_ERR_INVALID_ARGUMENT, "'s' is float");
+  CT_EXPECT_ERROR(ct_library_impl_tensors(lib, "opt", "CPU", sum_prod_tk, NULL, count_destroy, 0),
+                  CT_ERR_INVALID_ARGUMENT, "every argument and return of 'ctlibt::opt'");
+  CT_EXPECT_ERROR(ct_library_impl_tensors(lib, "listy", "CPU", sum_prod_tk, NULL, count_destroy, 0),
+                  CT_ERR_INVALID_ARGUMENT, "use ct_library_impl");
+  CT_EXPECT_ERROR(ct_library_impl_tensors(lib, "sum_prod", "CPU", NULL, NULL, count_destroy, 0),
+                  CT_ERR_INVALID_ARGUMENT, "kernel");
+  CT_EXPECT_ERROR(
+      ct_library_impl_tensors(lib, "sum_prod", "CPU", sum_prod_tk, NULL, count_destroy, 0),
+      CT_ERR_INVALID_ARGUMENT, "already has a ctorch kernel for CPU");
+  CT_EXPECT_ERROR(
+      ct_library_impl_tensors(lib, "sum_prod", "Autograd", sum_prod_tk, NULL, count_destroy, 0),
+      CT_ERR_INVALID_ARGUMENT, "ct_library_impl_autograd");
+  CT_EXPECT_ERROR(
+      ct_library_impl_tensors(NULL, "sum_prod", "CPU", sum_prod_tk, NULL, count_destroy, 0),
+      CT_ERR_INVALID_ARGUMENT, "lib");
+  CT_EXPECT_ERROR(
+      ct_library_impl_tensors(lib, "sum_prod", "CPU", sum_prod_tk, NULL, count_destroy, 4),
+      CT_ERR_INVALID_ARGUMENT, "unknown flags");
+  assert_int_equal(g_destroyed, 8);
+
+  /* Values, and the inputs are the caller's memory (no copy). */
+  const double A[5] = {1, 2, 3, 4, 5}, B[5] = {-1, 0.5, 2, 0, 10};
+  ct_tensor *a = f64(A, 5, 0), *b = f64(B, 5, 0);
+  ct_op *op = NULL;
+  CT_OK_OR_FAIL(ct_op_find(&op, "ctlibt::sum_prod", ""));
+  const ct_tensor *ins[2] = {a, b};
+  ct_tensor *outs[2] = {NULL, NULL};
+  g_tk_calls = 0;
+  CT_OK_OR_FAIL(ct_op_call_tensors(outs, 2, op, ins, 2));
+  assert_int_equal(g_tk_calls, 1);
+  assert_ptr_equal(g_tk_seen_data, ct_tensor_data_ptr(a));
+  const double *s = ct_tensor_data_ptr(outs[0]), *p = ct_tensor_data_ptr(outs[1]);
+  for (int i = 0; i < 5; ++i) {
+    assert_true(s[i] == A[i] + B[i]);
+    assert_true(p[i] == A[i] * B[i]);
+  }
+  ct_tensor_free(outs[0]);
+  ct_tensor_free(outs[1]);
+  /* An input that requires grad reaches a device kernel detached, with its data. */
+  ct_tensor *ag = f64(A, 5, 1);
+  const ct_tensor *ins_g[2] = {ag, b};
+  CT_OK_OR_FAIL(ct_op_call_tensors(outs, 2, op, ins_g, 2));
+  assert_ptr_equal(g_tk_seen_data, ct_tensor_data_ptr(ag));
+  ct_tensor_free(outs[0]);
+  ct_tensor_free(outs[1]);
+  ct_tensor_free(ag);
+  /* Meta inputs: the Meta kernel gives shapes without data. */
+  int64_t sz[2] = {3, 7};
+  ct_tensor *ma = NULL, *mb = NULL;
+  CT_OK_OR_FAIL(ct_tensor_empty(&ma, sz, 2, CT_FLOAT64, CT_DEVICE_META, 0, 0));
+  CT_OK_OR_FAIL(ct_tensor_empty(&mb, sz, 2, CT_FLOAT64, CT_DEVICE_META, 0, 0));
+  const ct_tensor *mins[2] = {ma, mb};
+  g_tk_meta_calls = 0;
+  CT_OK_OR_FAIL(ct_op_call_tensors(outs, 2, op, mins, 2));
+  assert_int_equal(g_tk_meta_calls, 1);
+  assert_int_equal(ct_tensor_device_type(outs[1]), CT_DEVICE_META);
+  assert_int_equal(ct_tensor_sizes(outs[1])[1], 7);
+  ct_tensor_free(outs[0]);
+  ct_tensor_free(outs[1]);
+  ct_tensor_free(ma);
+  ct_tensor_free(mb);
+  ct_op_free(op);
+  /* A failing kernel and a missing output: the caller gets CT_ERR_CALLBACK with
+   * the message; what the kernel stored is freed (ASan leg). */
+  CT_OK_OR_FAIL(ct_op_find(&op, "ctlibt::refuses", ""));
+  CT_EXPECT_ERROR(ct_op_call_tensors(outs, 2, op, ins, 2), CT_ERR_CALLBACK, "sum_prod refuses");
+  ct_op_free(op);
+  CT_OK_OR_FAIL(ct_op_find(&op, "ctlibt::half", ""));
+  CT_EXPECT_ERROR(ct_op_call_tensors(outs, 2, op, ins, 2), CT_ERR_CALLBACK,
+                  "stored no tensor in outputs[1]");
+  ct_op_free(op);
+  /* Through the value path too (ct_op_call_name), and in TorchScript. */
+  ct_value *va = tv(a), *vb = tv(b), *res = NULL;
+  const ct_value *args[2] = {va, vb};
+  CT_OK_OR_FAIL(ct_op_call_name(&res, "ctlibt::sum_prod", args, 2, NULL, NULL, 0));
+  size_t len = 0;
+  CT_OK_OR_FAIL(ct_value_len(&len, res));
+  assert_int_equal(len, 2);
+  ct_value_free(res);
+  ct_value_free(va);
+  ct_value_free(vb);
+  ct_tensor_free(a);
+  ct_tensor_free(b);
+  ct_library_free(lib);
+  assert_int_equal(g_destroyed, 12);
+}
+
 static int64_t g_same_calls;
 static ct_status same_fn(void *ctx, const ct_value *const *args, size_t n, ct_value **out) {
   (void)ctx;
@@ -488,6 +638,7 @@ int main(void) {
       cmocka_unit_test(test_kernels_and_autograd),
       cmocka_unit_test(test_composite_and_script),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_tensors_kernel),
       cmocka_unit_test(test_same_thread),
       cmocka_unit_test(test_concurrent_registration),
       cmocka_unit_test(test_per_device_kernels),

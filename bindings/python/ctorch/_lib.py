@@ -305,6 +305,9 @@ AG_FORWARD = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c
 AG_BACKWARD = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c_void_p),
                         c_size_t)
 CTX_DESTROY = CFUNCTYPE(None, c_void_p)
+# ct_tensor_kernel_fn(ctx, inputs, n_inputs, outputs, n_outputs)
+TENSOR_KERNEL = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c_void_p),
+                          c_size_t)
 # ct_op_backward_fn(ctx, args, n_args, result, grad_outputs, n_outputs, grad_inputs)
 OP_BACKWARD = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, c_void_p,
                         POINTER(c_void_p), c_size_t, POINTER(c_void_p))
