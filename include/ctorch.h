@@ -352,6 +352,12 @@ CT_API ct_status ct_tensor_zeros(ct_tensor **out, const int64_t *sizes, size_t n
                                  int32_t device_type, int32_t device_index, int32_t requires_grad);
 CT_API ct_status ct_tensor_ones(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
                                 int32_t device_type, int32_t device_index, int32_t requires_grad);
+/* A new uninitialised contiguous tensor with t's sizes and device, and dtype
+ * (CT_DTYPE_KEEP: t's); it does not require grad. The usual output of a
+ * kernel. *out: free with ct_tensor_free. Errors: CT_ERR_INVALID_ARGUMENT
+ * (NULL, undefined t), CT_ERR_TYPE (unknown dtype), CT_ERR_OUT_OF_MEMORY.
+ * Any thread. */
+CT_API ct_status ct_tensor_empty_like(ct_tensor **out, const ct_tensor *t, int32_t dtype);
 /* Every element set to `value` (converted to dtype). */
 CT_API ct_status ct_tensor_full(ct_tensor **out, const int64_t *sizes, size_t ndim, double value,
                                 int32_t dtype, int32_t device_type, int32_t device_index,

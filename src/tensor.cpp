@@ -112,6 +112,25 @@ ct_status ct_tensor_full(ct_tensor **out, const int64_t *sizes, size_t ndim, dou
       [value](at::IntArrayRef s, const at::TensorOptions &o) { return at::full(s, value, o); });
 }
 
+ct_status ct_tensor_empty_like(ct_tensor **out, const ct_tensor *t, int32_t dtype) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(t);
+    CT_CHECK_DEFINED(t);
+    at::TensorOptions o = t->t.options().requires_grad(false);
+    if (dtype != CT_DTYPE_KEEP) {
+      c10::ScalarType st;
+      if (!ct::to_scalar_type(dtype, &st))
+        return ct::set_error(CT_ERR_TYPE, "%s: unknown dtype code %d", ct_fn_,
+                             static_cast<int>(dtype));
+      o = o.dtype(st);
+    }
+    *out = ct::new_tensor(at::empty(t->t.sizes(), o));
+    return CT_OK;
+  });
+}
+
 ct_status ct_tensor_arange(ct_tensor **out, double start, double end, double step, int32_t dtype,
                            int32_t device_type, int32_t device_index, int32_t requires_grad) {
   if (!(step != 0.0) || (end - start) * step < 0)

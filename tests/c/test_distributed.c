@@ -128,12 +128,16 @@ static const char *master_addr(void) {
   return (a && *a) ? a : "127.0.0.1";
 }
 
+/* The last store tcp_group made (the group keeps its own reference too). */
+static ct_store *g_test_store;
+
 static ct_process_group *tcp_group(double timeout_s) {
   ct_store *s = NULL;
   RK_OK(ct_store_tcp_new(&s, master_addr(), g_port, g_rank == 0, g_world, timeout_s));
   ct_process_group *pg = NULL;
   RK_OK(ct_process_group_new(&pg, s, "gloo", g_rank, g_world, timeout_s));
-  ct_store_free(s); /* the group keeps it */
+  ct_store_free(g_test_store);
+  g_test_store = s;
   R_CHECK(ct_process_group_rank(pg) == g_rank && ct_process_group_size(pg) == g_world, "rank");
   return pg;
 }
@@ -429,6 +433,22 @@ static int names_rank(const char *msg, const char *lead, int rank) {
   return 0;
 }
 
+/* In the failure cases rank 0 hosts the store that the others' error
+ * messages read (cards, heartbeats): it stays until the n_survivors - 1
+ * other survivors have checked theirs. */
+static void survivors_done(int n_survivors) {
+  int64_t n = 0;
+  if (g_rank != 0) {
+    RK_OK(ct_store_add(g_test_store, "test/checked", 1, &n));
+    return;
+  }
+  for (double t0 = now_s(); now_s() - t0 < 20; usleep(50000)) {
+    RK_OK(ct_store_add(g_test_store, "test/checked", 0, &n));
+    if (n >= n_survivors - 1) return;
+  }
+  R_CHECK(0, "%lld of %d other survivors checked their errors", (long long)n, n_survivors - 1);
+}
+
 /* The last rank dies after joining; the others' next collective fails
  * within the timeout (plus a margin), never hangs. */
 static void case_peer_dies(void) {
@@ -445,6 +465,7 @@ static void case_peer_dies(void) {
   R_CHECK(took < 4 + 6, "failed after %.1f s", took);
   fprintf(stderr, "rank %d, as expected after %.1f s: %s\n", g_rank, took, ct_last_error());
   ct_tensor_free(t);
+  survivors_done(g_world - 1);
   ct_process_group_free(pg);
 }
 
@@ -466,6 +487,7 @@ static void case_peer_stops(void) {
   R_CHECK(took < 3 + 6, "failed after %.1f s", took);
   fprintf(stderr, "rank %d, as expected after %.1f s: %s\n", g_rank, took, ct_last_error());
   ct_tensor_free(t);
+  survivors_done(g_world - 1);
   ct_process_group_free(pg);
 }
 

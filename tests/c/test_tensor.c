@@ -135,6 +135,34 @@ static void test_factories(void **state) {
   CT_OK_OR_FAIL(ct_tensor_randn(&t, SZ23, 2, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
   ct_tensor_free(t);
 
+  /* empty_like: t's sizes and device, contiguous, not requiring grad. */
+  double buf[6] = {0};
+  const int64_t tr_sizes[2] = {3, 2}, tr_strides[2] = {1, 3}; /* a transposed 2x3 */
+  ct_tensor *tr = NULL, *like = NULL;
+  CT_OK_OR_FAIL(ct_tensor_from_blob(&tr, buf, tr_sizes, 2, tr_strides, CT_FLOAT64, CT_DEVICE_CPU,
+                                    -1, NULL, NULL));
+  CT_OK_OR_FAIL(ct_tensor_set_requires_grad(tr, 1));
+  CT_OK_OR_FAIL(ct_tensor_empty_like(&like, tr, CT_DTYPE_KEEP));
+  assert_int_equal(ct_tensor_dtype(like), CT_FLOAT64);
+  assert_int_equal(ct_tensor_sizes(like)[0], 3);
+  assert_int_equal(ct_tensor_sizes(like)[1], 2);
+  assert_int_equal(ct_tensor_strides(like)[0], 2);
+  assert_int_equal(ct_tensor_requires_grad(like), 0);
+  assert_true(ct_tensor_data_ptr(like) != (void *)buf);
+  ct_tensor_free(like);
+  CT_OK_OR_FAIL(ct_tensor_empty_like(&like, tr, CT_INT32));
+  assert_int_equal(ct_tensor_dtype(like), CT_INT32);
+  assert_int_equal(ct_tensor_numel(like), 6);
+  ct_tensor_free(like);
+  like = (ct_tensor *)0x1;
+  CT_EXPECT_ERROR(ct_tensor_empty_like(&like, tr, 9999), CT_ERR_TYPE, "unknown dtype code 9999");
+  CT_EXPECT_ERROR(ct_tensor_empty_like(&like, NULL, CT_DTYPE_KEEP), CT_ERR_INVALID_ARGUMENT,
+                  "'t' is NULL");
+  CT_EXPECT_ERROR(ct_tensor_empty_like(NULL, tr, CT_DTYPE_KEEP), CT_ERR_INVALID_ARGUMENT,
+                  "'out' is NULL");
+  assert_ptr_equal(like, (ct_tensor *)0x1); /* out untouched on failure */
+  ct_tensor_free(tr);
+
   /* Scalar (0-d) tensors: sizes may be NULL. */
   CT_OK_OR_FAIL(ct_tensor_zeros(&t, NULL, 0, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
   assert_int_equal(ct_tensor_ndim(t), 0);

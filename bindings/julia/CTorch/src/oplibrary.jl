@@ -221,9 +221,42 @@ function impl(f, lib::Library, name::AbstractString, key::Union{Symbol,AbstractS
     k = _key_string(key)
     q = occursin("::", name) ? String(name) : string(lib.ns, "::", name)
     state = _KernelState(f, "$q ($k kernel)", Int64[0])
-    _register_kernel(lib, state, (ctx, destroy) ->
-        ct_library_impl(lib, String(name), k, _OPK_CFUNC[], ctx, destroy, CT_KERNEL_SAME_THREAD))
+    if _tensors_only_schema(_op_schema_string(q))
+        # Handles in, handles out (ct_library_impl_tensors): no values.
+        _register_kernel(lib, state, (ctx, destroy) ->
+            ct_library_impl_tensors(lib, String(name), k, _OPT_CFUNC[], ctx, destroy,
+                                    CT_KERNEL_SAME_THREAD))
+    else
+        _register_kernel(lib, state, (ctx, destroy) ->
+            ct_library_impl(lib, String(name), k, _OPK_CFUNC[], ctx, destroy, CT_KERNEL_SAME_THREAD))
+    end
     return nothing
+end
+
+# The schema of defined operator "ns::name[.overload]", or "" when not found
+# (ct_library_impl then reports it).
+function _op_schema_string(q::String)
+    dot = findfirst('.', q)
+    base, overload = dot === nothing ? (q, "") : (q[1:dot-1], q[dot+1:end])
+    op = Ref{Ptr{Cvoid}}(C_NULL)
+    ct_op_find(op, base, overload) == CT_OK || return ""
+    try
+        s = Ref{Ptr{UInt8}}(C_NULL)
+        return ct_op_schema(s, op[], 0) == CT_OK ? unsafe_string(s[]) : ""
+    finally
+        ct_op_free(op[])
+    end
+end
+
+# Whether every argument and return of `schema` is a plain `Tensor`.
+function _tensors_only_schema(schema::AbstractString)
+    m = match(r"^[^(]*\((.*)\)\s*->\s*(.*)$", schema)
+    m === nothing && return false
+    args, rets = strip(m.captures[1]), strip(m.captures[2])
+    startswith(rets, "(") && endswith(rets, ")") && (rets = strip(rets[2:end-1]))
+    (isempty(args) || isempty(rets)) && return false
+    plain(item) = (w = split(strip(item)); !isempty(w) && w[1] == "Tensor" && length(w) <= 2)
+    return all(plain, split(args, ',')) && all(plain, split(rets, ','))
 end
 
 """
@@ -322,6 +355,31 @@ function _op_kernel_trampoline(ctx::Ptr{Cvoid}, args::Ptr{Ptr{Cvoid}}, n::Csize_
     end
 end
 
+function _op_tensor_kernel_trampoline(ctx::Ptr{Cvoid}, inputs::Ptr{Ptr{Cvoid}}, n_in::Csize_t,
+                                      outputs::Ptr{Ptr{Cvoid}}, n_out::Csize_t)::Int32
+    state = nothing
+    made = _open_kernel_scope()
+    try
+        state = _kernel_state(ctx)
+        res = state.f(_borrowed_tensors(inputs, n_in)...)
+        outs = res isa Tensor ? (res,) : res isa Tuple ? res :
+            throw(ArgumentError("the kernel returned a $(typeof(res)); return a Tensor " *
+                                "(CTorch.tensor(A) copies an Array, Tensor(A) wraps it)"))
+        length(outs) == n_out ||
+            throw(ArgumentError("the kernel returned $(length(outs)) results, expected $(Int(n_out))"))
+        for i in 1:Int(n_out)
+            outs[i] isa Tensor ||
+                throw(ArgumentError("result $i is a $(typeof(outs[i])); expected a Tensor"))
+            _store_new_handle!(outputs, i, outs[i])
+        end
+        return CT_OK
+    catch e
+        return _kernel_failed(state, e)
+    finally
+        _close_kernel_scope(made)
+    end
+end
+
 function _op_backward_trampoline(ctx::Ptr{Cvoid}, args::Ptr{Ptr{Cvoid}}, n_args::Csize_t,
                                  result::Ptr{Cvoid}, grads::Ptr{Ptr{Cvoid}}, n_out::Csize_t,
                                  grad_inputs::Ptr{Ptr{Cvoid}})::Int32
@@ -354,10 +412,13 @@ end
 
 const _OPK_CFUNC = Ref{Ptr{Cvoid}}(C_NULL)
 const _OPB_CFUNC = Ref{Ptr{Cvoid}}(C_NULL)
+const _OPT_CFUNC = Ref{Ptr{Cvoid}}(C_NULL)
 
 function _init_op_callbacks!()
     _OPK_CFUNC[] = @cfunction(_op_kernel_trampoline, Int32,
                               (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}))
+    _OPT_CFUNC[] = @cfunction(_op_tensor_kernel_trampoline, Int32,
+                              (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}, Csize_t))
     _OPB_CFUNC[] = @cfunction(_op_backward_trampoline, Int32,
                               (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t,
                                Ptr{Ptr{Cvoid}}))

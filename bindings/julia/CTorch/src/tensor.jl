@@ -204,8 +204,21 @@ eye(n::Integer, m::Integer = n; kw...) = eye(Float32, n, m; kw...)
 A new, uninitialised, **contiguous** torch tensor with `t`'s sizes. Use it to let
 torch own the output of a Julia kernel (the seed's `g(x)`).
 """
-empty_like(t::Tensor; dtype::Type = eltype(t), device = CTorch.device(t), requires_grad::Bool = false) =
-    empty(dtype, size(t); device = device, requires_grad = requires_grad)
+function empty_like(t::Tensor{T,N}; dtype::Type = T, device = nothing,
+                    requires_grad::Bool = false) where {T,N}
+    if device === nothing && !requires_grad
+        # One C call (ct_tensor_empty_like): no size or device queries.
+        out = Ref{Ptr{Cvoid}}(C_NULL)
+        if dtype === T
+            check(ct_tensor_empty_like(out, t, CT_DTYPE_KEEP))
+            return Tensor{T,N}(Val(:own), out[])
+        end
+        check(ct_tensor_empty_like(out, t, dtype_code(dtype)))
+        return Tensor{dtype,N}(Val(:own), out[])
+    end
+    return empty(dtype, size(t); device = device === nothing ? CTorch.device(t) : device,
+                 requires_grad = requires_grad)
+end
 zeros_like(t::Tensor; dtype::Type = eltype(t), device = CTorch.device(t), requires_grad::Bool = false) =
     zeros(dtype, size(t); device = device, requires_grad = requires_grad)
 ones_like(t::Tensor; dtype::Type = eltype(t), device = CTorch.device(t), requires_grad::Bool = false) =

@@ -106,6 +106,35 @@ end
         @test OPLIB_CALLS[:scale_mul] == 2
     end
 
+    @testset "all-Tensor schemas take the tensors-only kernel form" begin
+        @test C._tensors_only_schema("myjl::softsign(Tensor x) -> Tensor")
+        @test C._tensors_only_schema("ns::f(Tensor a, Tensor b) -> (Tensor, Tensor)")
+        @test C._tensors_only_schema("ns::f(Tensor a) -> (Tensor out, Tensor idx)")
+        @test !C._tensors_only_schema("ns::f(Tensor x, float a=2.0) -> Tensor")
+        @test !C._tensors_only_schema("ns::f(Tensor? x) -> Tensor")
+        @test !C._tensors_only_schema("ns::f(Tensor(a!) x) -> Tensor(a!)")
+        @test !C._tensors_only_schema("ns::f(Tensor x) -> ()")
+        @test !C._tensors_only_schema("ns::f() -> Tensor")
+        @test !C._tensors_only_schema("ns::f(Tensor[] x) -> Tensor")
+        @test !C._tensors_only_schema("ns::f(Tensor x, *, Tensor y) -> Tensor")
+        @test C._op_schema_string("myjl::softsign") == "myjl::softsign(Tensor x) -> Tensor"
+        @test C._op_schema_string("myjl::nosuchop") == ""
+        # a tensors-form kernel with two results and a wrong return
+        C.define(lib, "minmax2(Tensor a, Tensor b) -> (Tensor, Tensor)")
+        C.impl(lib, "minmax2", :CPU) do a, b
+            (min.(a, b), max.(a, b))
+        end
+        lo, hi = C.ops.myjl.minmax2(C.tensor([1.0, 5.0]), C.tensor([3.0, 2.0]))
+        @test Array(lo) == [1.0, 2.0] && Array(hi) == [3.0, 5.0]
+        C.define(lib, "onlyone(Tensor a) -> (Tensor, Tensor)")
+        C.impl(lib, "onlyone", :CPU) do a
+            a
+        end
+        err = try C.ops.myjl.onlyone(C.tensor([1.0])); nothing catch e; e end
+        @test err isa CTorchError && err.code == C.CT_ERR_CALLBACK
+        @test occursin("returned 1 results, expected 2", err.message)
+    end
+
     @testset "a kernel's handles are freed when it returns, unless kept" begin
         seen = Any[]
         C.define(lib, "seen(Tensor x) -> Tensor")
@@ -253,7 +282,7 @@ end
     @testset "freeing the library" begin
         GC.gc(); GC.gc(); C.release_unused!()
         kstates() = [v for v in values(C._ROOTS) if v isa C._KernelState]
-        @test length(kstates()) == 11    # every kernel and backward registered above
+        @test length(kstates()) == 13    # every kernel and backward registered above
         # a graph that still uses the autograd kernel (made and used in
         # functions, so no stack slot of this block keeps it)
         graph = Ref{Any}(nothing)
