@@ -1700,10 +1700,12 @@ CT_API ct_status ct_package_device(int32_t *device_type, int32_t *device_index,
  * world_size=...) does, and ct_process_group_init_env what it does with
  * init_method "env://" (torchrun).
  *
- * Backends: "gloo" (CPU tensors; every ctorch build that has c10d) and
- * "nccl" (CUDA tensors; CUDA builds with NCCL, else CT_ERR_NOT_SUPPORTED).
- * ct_distributed_is_compiled() says whether this build has c10d at all; where it
- * does not, every function below returns CT_ERR_NOT_SUPPORTED.
+ * Backends: "gloo" (CPU tensors; builds against a LibTorch with Gloo's
+ * headers, such as Debian's libtorch-dev with libgloo-dev) and "nccl" (CUDA
+ * tensors; CUDA builds, such as against PyPI's torch wheel, which ships no
+ * Gloo headers). ct_distributed_has_backend says which this build has;
+ * ct_distributed_is_compiled() whether it has c10d at all; where it does
+ * not, every function below returns CT_ERR_NOT_SUPPORTED.
  *
  * Timeouts: every wait (rendezvous, collectives, ct_work_wait) ends by its
  * timeout. A peer that dies or never arrives gives the other ranks an error
@@ -1725,6 +1727,11 @@ typedef struct ct_work ct_work;
 
 /* 1 if this build of ctorch has LibTorch's distributed engine, else 0. */
 CT_API int32_t ct_distributed_is_compiled(void);
+/* 1 if backend ("gloo" or "nccl") is compiled into this build, else 0 (also
+ * for NULL or an unknown name); as torch.distributed.is_gloo_available and
+ * is_nccl_available. "nccl" also needs a CUDA device when a group is made.
+ * Any thread. */
+CT_API int32_t ct_distributed_has_backend(const char *backend);
 
 /* A TCPStore: is_master 1 runs the store server on port (0: a free port,
  * read it back with ct_store_port) and connects to it; 0 connects to
@@ -1769,9 +1776,9 @@ CT_API void ct_store_free(ct_store *store);
  * timeout_s naming how many arrived. backend: "gloo" or "nccl" (NULL:
  * "gloo"). The group keeps the store alive. *out: free with
  * ct_process_group_free. Errors: CT_ERR_INVALID_ARGUMENT (NULL, rank outside
- * 0..world_size-1, timeout <= 0, unknown backend), CT_ERR_NOT_SUPPORTED
- * ("nccl" without CUDA and NCCL), CT_ERR_TIMEOUT, CT_ERR_IO. Collective:
- * every rank calls it. */
+ * 0..world_size-1, timeout <= 0, unknown backend), CT_ERR_NOT_SUPPORTED (a
+ * backend this build lacks, "nccl" without a CUDA device), CT_ERR_TIMEOUT,
+ * CT_ERR_IO. Collective: every rank calls it. */
 CT_API ct_status ct_process_group_new(ct_process_group **out, ct_store *store, const char *backend,
                                       int32_t rank, int32_t world_size, double timeout_s);
 /* The same from torchrun's environment (init_method "env://"): MASTER_ADDR,

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <string>
+#include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #if CT_HAS_C10D
@@ -26,6 +28,33 @@ namespace {
 constexpr int64_t kFirstBucketBytes = 1024 * 1024;           // dist._DEFAULT_FIRST_BUCKET_BYTES
 constexpr int64_t kDefaultBucketBytes = 25 * 1024 * 1024;    // bucket_cap_mb=25
 constexpr size_t kBroadcastBucketBytes = 250 * 1024 * 1024;  // _sync_module_states
+
+// c10d's Reducer as this LibTorch builds it: 1.13 to 2.6 take per-bucket size
+// limits; newer ones (2.11, 2.15) dropped them and take a skip flag, a Python
+// reducer flag and a per-bucket cap list after the first bucket's cap (all off
+// or empty, as DistributedDataParallel's defaults). Chosen by what compiles.
+template <class R = c10d::Reducer>
+std::shared_ptr<R> new_reducer(std::vector<at::Tensor> params,
+                               std::vector<std::vector<size_t>> buckets, std::vector<size_t> limits,
+                               const c10::intrusive_ptr<c10d::ProcessGroup> &pg,
+                               std::vector<bool> sparse, int64_t cap, bool find_unused,
+                               bool as_view) {
+  std::unordered_map<size_t, std::string> names;
+  if constexpr (std::is_constructible_v<
+                    R, std::vector<at::Tensor>, std::vector<std::vector<size_t>>,
+                    c10::intrusive_ptr<c10d::ProcessGroup>, std::vector<bool>, int64_t, bool, bool,
+                    std::unordered_map<size_t, std::string>, int64_t, bool, bool,
+                    std::vector<int64_t>>) {
+    (void)limits;
+    return std::make_shared<R>(std::move(params), std::move(buckets), pg, std::move(sparse), cap,
+                               find_unused, as_view, std::move(names), kFirstBucketBytes, false,
+                               false, std::vector<int64_t>{});
+  } else {
+    return std::make_shared<R>(std::move(params), std::move(buckets), std::move(limits), pg,
+                               std::move(sparse), cap, find_unused, as_view, std::move(names),
+                               kFirstBucketBytes);
+  }
+}
 
 std::unique_ptr<ct_ddp> make_ddp(const char *fn, ct_process_group *pg,
                                  std::vector<at::Tensor> params, std::vector<at::Tensor> buffers,
@@ -58,11 +87,8 @@ std::unique_ptr<ct_ddp> make_ddp(const char *fn, ct_process_group *pg,
         params, {static_cast<size_t>(kFirstBucketBytes), static_cast<size_t>(cap)}, sparse);
     std::reverse(buckets.begin(), buckets.end());
     std::reverse(limits.begin(), limits.end());
-    std::unordered_map<size_t, std::string> names;
-    // The Reducer of LibTorch 1.13 and 2.6 (the versions built with c10d here).
-    d->reducer = std::make_shared<c10d::Reducer>(params, buckets, limits, g.pg, sparse, cap,
-                                                 d->find_unused, as_view, names,
-                                                 kFirstBucketBytes);
+    d->reducer = new_reducer(params, std::move(buckets), std::move(limits), g.pg, std::move(sparse),
+                             cap, d->find_unused, as_view);
   });
   d->params = std::move(params);
   d->buffers = std::move(buffers);

@@ -25,6 +25,7 @@ namespace {
 // torch.distributed's key for the start-up barrier (STORE_BASED_BARRIER_PREFIX).
 const char *const kBarrierPrefix = "store_based_barrier_key";
 
+#if defined(CTORCH_WITH_GLOO)
 // Gloo devices as torch's Python makes them: one per GLOO_SOCKET_IFNAME
 // interface, else the default (this host's name, or loopback).
 c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(ms timeout) {
@@ -42,6 +43,7 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(ms timeout) {
   o->threads = static_cast<int>(o->devices.size()) * 2;
   return o;
 }
+#endif
 
 // torch's _store_based_barrier: every rank of the world adds 1, then waits
 // for the count to reach the world's size.
@@ -67,7 +69,31 @@ void make_backend(Group &g, const c10::intrusive_ptr<c10d::Store> &store) {
   g.pid = static_cast<int>(getpid());
   leave_card(*store, g.rank);
   g.heartbeat = start_heartbeat(store, g.rank);
-#if CT_TORCH_AT_LEAST(2, 0)
+#if defined(CTORCH_WITH_NCCL)
+  if (g.backend == "nccl") {
+    // torch 2.x for "nccl": one NCCL backend under PrefixStore("cuda/",
+    // prefix_store), registered for CUDA; options as torch's defaults with
+    // the group's timeout. NCCL makes its communicators at the first
+    // collective on a device.
+    auto backend_store = c10::make_intrusive<c10d::PrefixStore>("cuda/", store);
+    g.store = store;
+    g.backend_store = backend_store;
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    opts->timeout = g.timeout;
+    auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(backend_store, g.rank, g.size, opts);
+    nccl->setSequenceNumberForGroup();
+    auto pg = c10::make_intrusive<c10d::ProcessGroup>(store, g.rank, g.size);
+    pg->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
+    c10::intrusive_ptr<c10d::Backend> backend = nccl;
+    pg->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend);
+    g.impl = nccl;
+    g.pg = pg;
+    return;
+  }
+#endif
+#if !defined(CTORCH_WITH_GLOO)
+  ct::raise(CT_ERR_INTERNAL, "backend '%s' has no constructor in this build", g.backend.c_str());
+#elif CT_TORCH_AT_LEAST(2, 0)
   // torch 2.x (_new_process_group_helper): ProcessGroup(prefix_store) and one
   // Gloo backend under PrefixStore("cpu/", prefix_store), registered for the
   // CPU and CUDA alike.
@@ -180,14 +206,30 @@ std::string first_lines(std::string s) {
 
 }  // namespace
 
+bool has_backend(const std::string &b) {
+#if defined(CTORCH_WITH_GLOO)
+  if (b == "gloo") return true;
+#endif
+#if defined(CTORCH_WITH_NCCL)
+  if (b == "nccl") return true;
+#endif
+  return false;
+}
+
 std::string backend_name(const char *fn, const char *backend) {
   std::string b = backend ? backend : "gloo";
-  if (b == "gloo") return b;
-  if (b == "nccl")
-    ct::raise(CT_ERR_NOT_SUPPORTED,
-              "backend 'nccl' is not in this ctorch build (use 'gloo'; nccl needs a CUDA "
-              "build of ctorch with NCCL)");
-  ct::raise(CT_ERR_INVALID_ARGUMENT, "unknown backend '%.40s' (\"gloo\" or \"nccl\")", b.c_str());
+  if (b != "gloo" && b != "nccl")
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "unknown backend '%.40s' (\"gloo\" or \"nccl\")", b.c_str());
+  if (!has_backend(b))
+    ct::raise(CT_ERR_NOT_SUPPORTED, "%s",
+              b == "gloo" ? "backend 'gloo' is not in this ctorch build (its LibTorch came "
+                            "without Gloo's headers, as PyPI's wheels do: use 'nccl' with CUDA "
+                            "tensors, or build against a LibTorch with them)"
+                          : "backend 'nccl' is not in this ctorch build (nccl needs a CUDA "
+                            "LibTorch 2.x and nccl.h; use 'gloo')");
+  if (b == "nccl" && !at::hasCUDA())
+    ct::raise(CT_ERR_NOT_SUPPORTED, "backend 'nccl' needs a CUDA device, and none is visible");
+  return b;
 }
 
 c10::intrusive_ptr<c10d::Store> tcp_store(const char *fn, const std::string &host, int port,
@@ -318,6 +360,9 @@ void check_tensor(const char *fn, const Group &g, const char *what, const at::Te
               "%s must be contiguous (collectives write in place; use ct_contiguous and copy "
               "back)",
               what);
+  if (g.backend == "nccl" && !t.device().is_cuda())
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s is on %s, but backend nccl takes CUDA tensors", what,
+              t.device().str().c_str());
   if (g.backend == "gloo" && !t.device().is_cpu())
     ct::raise(CT_ERR_INVALID_ARGUMENT, "%s is on %s, but backend gloo here takes CPU tensors", what,
               t.device().str().c_str());

@@ -12,6 +12,7 @@
                        __func__)
 extern "C" {
 int32_t ct_distributed_is_compiled(void) { return 0; }
+int32_t ct_distributed_has_backend(const char *) { return 0; }
 ct_status ct_store_tcp_new(ct_store **out, const char *, int32_t, int32_t, int32_t, double) {
   if (out) *out = nullptr;
   CT_NO_C10D();

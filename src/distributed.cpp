@@ -157,6 +157,10 @@ extern "C" {
 
 int32_t ct_distributed_is_compiled(void) { return 1; }
 
+int32_t ct_distributed_has_backend(const char *backend) {
+  return backend != nullptr && ct::dist::has_backend(backend) ? 1 : 0;
+}
+
 ct_status ct_store_tcp_new(ct_store **out, const char *host, int32_t port, int32_t is_master,
                            int32_t world_size, double timeout_s) {
   const char *const ct_fn_ = __func__;

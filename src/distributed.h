@@ -5,13 +5,21 @@
 #include "internal.h"
 #include "torch_version.h"
 
-#if defined(CTORCH_WITH_DISTRIBUTED)  // CMakeLists.txt: Gloo's headers beside LibTorch's
+#if defined(CTORCH_WITH_DISTRIBUTED)  // CMakeLists.txt: Gloo's and/or NCCL's headers
 #define CT_HAS_C10D 1
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#if defined(CTORCH_WITH_GLOO)
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO 1  // LibTorch's c10d headers hide Gloo behind it
 #endif
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#if defined(CTORCH_WITH_NCCL)
+#ifndef USE_C10D_NCCL
+#define USE_C10D_NCCL 1  // and NCCL behind this
+#endif
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
@@ -103,6 +111,9 @@ std::string who_failed(const Group &g);
 std::string missing_ranks(const Group &g);
 
 // dist_group.cpp
+// Whether "gloo" / "nccl" is compiled in.
+bool has_backend(const std::string &b);
+// The backend's name (NULL: "gloo"); raises for one this build or machine lacks.
 std::string backend_name(const char *fn, const char *backend);
 c10::intrusive_ptr<c10d::Store> tcp_store(const char *fn, const std::string &host, int port,
                                           bool master, int world_size, ms timeout,

@@ -664,20 +664,22 @@ static int rank_main(const char *name) {
 /* ---- the tests -------------------------------------------------------------- */
 
 static int skip_without_c10d(void) { return !ct_distributed_is_compiled(); }
+/* Groups in these tests are Gloo groups (CPU tensors). */
+static int skip_without_gloo(void) { return !ct_distributed_has_backend("gloo"); }
 
 static void test_collectives_2(void **state) {
   (void)state;
-  if (skip_without_c10d()) skip();
+  if (skip_without_gloo()) skip();
   run_ranks("collectives", 2, 2, 120);
 }
 static void test_collectives_4(void **state) {
   (void)state;
-  if (skip_without_c10d()) skip();
+  if (skip_without_gloo()) skip();
   run_ranks("collectives", 4, 4, 180);
 }
 static void test_bad_input(void **state) {
   (void)state;
-  if (skip_without_c10d()) skip();
+  if (skip_without_gloo()) skip();
   run_ranks("bad_input", 2, 2, 60);
 }
 static void test_store(void **state) {
@@ -687,27 +689,27 @@ static void test_store(void **state) {
 }
 static void test_env(void **state) {
   (void)state;
-  if (skip_without_c10d()) skip();
+  if (skip_without_gloo()) skip();
   run_ranks("env", 2, 2, 60);
 }
 static void test_peer_dies(void **state) {
   (void)state;
-  if (skip_without_c10d()) skip();
+  if (skip_without_gloo()) skip();
   run_ranks("peer_dies", 3, 3, 60);
 }
 static void test_peer_stops(void **state) {
   (void)state;
-  if (skip_without_c10d()) skip();
+  if (skip_without_gloo()) skip();
   run_ranks_ex("peer_stops", 3, 3, 60, 2);
 }
 static void test_never_arrives(void **state) {
   (void)state;
-  if (skip_without_c10d()) skip();
+  if (skip_without_gloo()) skip();
   run_ranks("never_arrives", 3, 2, 60);
 }
 static void test_ddp(void **state) {
   (void)state;
-  if (skip_without_c10d()) skip();
+  if (skip_without_gloo()) skip();
   run_ranks("ddp", 2, 2, 120);
 }
 static void test_not_compiled_says_so(void **state) {
@@ -715,6 +717,56 @@ static void test_not_compiled_says_so(void **state) {
   if (ct_distributed_is_compiled()) skip();
   ct_store *s = NULL;
   CT_EXPECT_ERROR(ct_store_tcp_new(&s, "127.0.0.1", 1, 0, 1, 1), CT_ERR_NOT_SUPPORTED, "c10d");
+}
+
+/* Which backends this build has, and what each says where it cannot run:
+ * Debian's LibTorch has Gloo, a PyPI wheel's (CUDA) NCCL only. With a CUDA
+ * device (the GPU script), a one-rank NCCL group reduces CUDA tensors. */
+static void test_backends(void **state) {
+  (void)state;
+  assert_int_equal(ct_distributed_has_backend(NULL), 0);
+  assert_int_equal(ct_distributed_has_backend("mpi"), 0);
+  const int gloo = ct_distributed_has_backend("gloo"), nccl = ct_distributed_has_backend("nccl");
+  print_message("c10d %d, gloo %d, nccl %d, CUDA device %d\n", (int)ct_distributed_is_compiled(),
+                gloo, nccl, (int)ct_cuda_is_available());
+  if (!ct_distributed_is_compiled()) {
+    assert_int_equal(gloo + nccl, 0);
+    return;
+  }
+  assert_true(gloo || nccl);
+  if (nccl) assert_int_equal(ct_cuda_is_compiled(), 1);
+  ct_store *s = NULL;
+  ct_process_group *pg = NULL;
+  CT_OK_OR_FAIL(ct_store_tcp_new(&s, "127.0.0.1", 0, 1, 1, 20));
+  if (!gloo)
+    CT_EXPECT_ERROR(ct_process_group_new(&pg, s, "gloo", 0, 1, 5), CT_ERR_NOT_SUPPORTED,
+                    "backend 'gloo' is not in this ctorch build");
+  if (!nccl)
+    CT_EXPECT_ERROR(ct_process_group_new(&pg, s, "nccl", 0, 1, 5), CT_ERR_NOT_SUPPORTED,
+                    "backend 'nccl' is not in this ctorch build");
+  if (nccl && !ct_cuda_is_available())
+    CT_EXPECT_ERROR(ct_process_group_new(&pg, s, "nccl", 0, 1, 5), CT_ERR_NOT_SUPPORTED,
+                    "needs a CUDA device");
+  if (nccl && ct_cuda_is_available()) {
+    CT_OK_OR_FAIL(ct_process_group_new(&pg, s, "nccl", 0, 1, 20));
+    int64_t n = 4;
+    ct_tensor *c = NULL, *g = NULL, *back = NULL;
+    CT_OK_OR_FAIL(ct_tensor_full(&c, &n, 1, 3.0, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+    CT_EXPECT_ERROR(ct_all_reduce(pg, c, CT_REDUCE_SUM, NULL), CT_ERR_INVALID_ARGUMENT,
+                    "backend nccl takes CUDA tensors");
+    CT_OK_OR_FAIL(ct_tensor_full(&g, &n, 1, 3.0, CT_FLOAT32, CT_DEVICE_CUDA, 0, 0));
+    CT_OK_OR_FAIL(ct_all_reduce(pg, g, CT_REDUCE_SUM, NULL));
+    CT_OK_OR_FAIL(ct_all_reduce(pg, g, CT_REDUCE_AVG, NULL));
+    CT_OK_OR_FAIL(ct_broadcast(pg, g, 0, NULL));
+    CT_OK_OR_FAIL(ct_barrier(pg, NULL));
+    CT_OK_OR_FAIL(ct_tensor_to(&back, g, CT_DEVICE_CPU, -1, CT_DTYPE_KEEP, 0, 1));
+    for (int i = 0; i < 4; i++) assert_true(((float *)ct_tensor_data_ptr(back))[i] == 3.0f);
+    ct_tensor_free(back);
+    ct_tensor_free(g);
+    ct_tensor_free(c);
+    ct_process_group_free(pg);
+  }
+  ct_store_free(s);
 }
 
 int main(int argc, char **argv) {
@@ -731,6 +783,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_env),           cmocka_unit_test(test_peer_dies),
       cmocka_unit_test(test_never_arrives), cmocka_unit_test(test_peer_stops),
       cmocka_unit_test(test_ddp),           cmocka_unit_test(test_not_compiled_says_so),
+      cmocka_unit_test(test_backends),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

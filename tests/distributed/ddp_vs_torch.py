@@ -174,8 +174,8 @@ def main() -> int:
     lib = os.environ.get("CTORCH_LIBRARY")
     if lib:
         import ctypes
-        if not ctypes.CDLL(lib).ct_distributed_is_compiled():
-            print("SKIP: this libctorch has no distributed engine (c10d with Gloo)")
+        if not ctypes.CDLL(lib).ct_distributed_has_backend(b"gloo"):
+            print("SKIP: this libctorch has no Gloo backend (c10d with Gloo)")
             return 77
 
     t0 = time.time()

@@ -95,8 +95,8 @@ def main() -> None:
     lib = os.environ.get("CTORCH_LIBRARY")
     if lib:
         import ctypes
-        if not ctypes.CDLL(lib).ct_distributed_is_compiled():
-            print("SKIP: this libctorch has no distributed engine (c10d with Gloo)")
+        if not ctypes.CDLL(lib).ct_distributed_has_backend(b"gloo"):
+            print("SKIP: this libctorch has no Gloo backend (c10d with Gloo)")
             sys.exit(77)
     probe = subprocess.run([a.torch_python, "-c", "import torch.distributed as d; "
                             "assert d.is_available() and d.is_gloo_available()"],

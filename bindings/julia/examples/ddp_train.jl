@@ -10,8 +10,8 @@
 using CTorch
 const C = CTorch
 const dist = CTorch.Distributed
-if !dist.is_available()                            # a libctorch built without c10d
-    println(stderr, "this libctorch has no distributed engine (c10d)")
+if !dist.is_gloo_available()                       # a libctorch without Gloo (PyPI: NCCL)
+    println(stderr, "this libctorch has no Gloo backend (c10d with Gloo)")
     exit(0)
 end
 

@@ -301,6 +301,7 @@ SIGNATURES: Dict[str, Tuple[str, List[str]]] = {
     "ct_package_update_constants": ("S", ["P", "PSTR", "PA", "SZ"]),
     "ct_package_device": ("S", ["PI32", "PI32", "P"]),
     "ct_distributed_is_compiled": ("I32", []),
+    "ct_distributed_has_backend": ("I32", ["STR"]),
     "ct_store_tcp_new": ("S", ["PP", "STR", "I32", "I32", "I32", "D"]),
     "ct_store_file_new": ("S", ["PP", "STR", "I32"]),
     "ct_store_prefix_new": ("S", ["PP", "P", "STR"]),

@@ -20,7 +20,7 @@ from . import _release
 from ._lib import C, G, InvalidArgumentError, check
 
 __all__ = ["ReduceOp", "Store", "TCPStore", "FileStore", "PrefixStore", "ProcessGroup", "Work",
-           "is_available", "init_process_group", "is_initialized", "destroy_process_group",
+           "is_available", "is_gloo_available", "is_nccl_available", "init_process_group", "is_initialized", "destroy_process_group",
            "new_group", "get_rank", "get_world_size", "all_reduce", "broadcast", "all_gather",
            "reduce_scatter", "all_to_all", "barrier", "send", "recv", "isend", "irecv",
            "DistributedDataParallel"]
@@ -39,6 +39,17 @@ def _seconds(t: Optional[Timeout], default: Optional[Timeout] = None) -> float:
 def is_available() -> bool:
     """Whether this libctorch has LibTorch's distributed engine."""
     return bool(G.distributed_is_compiled())
+
+
+def is_gloo_available() -> bool:
+    """Whether backend "gloo" (CPU tensors) is in this libctorch."""
+    return bool(G.distributed_has_backend(b"gloo"))
+
+
+def is_nccl_available() -> bool:
+    """Whether backend "nccl" (CUDA tensors) is in this libctorch; a group
+    also needs a CUDA device."""
+    return bool(G.distributed_has_backend(b"nccl"))
 
 
 class ReduceOp:

@@ -24,9 +24,9 @@ import pytest
 import ctorch
 import ctorch.distributed as dist
 
-if not dist.is_available():
-    pytest.skip("this libctorch has no distributed engine (ct_distributed_is_compiled() is 0)",
-                allow_module_level=True)
+if not dist.is_gloo_available():
+    pytest.skip("this libctorch has no Gloo backend (ct_distributed_has_backend(\"gloo\") is 0;"
+                " is_available() %s)" % dist.is_available(), allow_module_level=True)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)

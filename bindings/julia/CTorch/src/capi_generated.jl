@@ -297,6 +297,7 @@
 @cfunc ct_package_update_constants Int32 (P, Ptr{Ptr{UInt8}}, Ptr{P}, Csize_t)
 @cfunc ct_package_device Int32 (Ptr{Int32}, Ptr{Int32}, P)
 @cfunc ct_distributed_is_compiled Int32 ()
+@cfunc ct_distributed_has_backend Int32 (Cstring,)
 @cfunc ct_store_tcp_new Int32 (Ptr{P}, Cstring, Int32, Int32, Int32, Cdouble)
 @cfunc ct_store_file_new Int32 (Ptr{P}, Cstring, Int32)
 @cfunc ct_store_prefix_new Int32 (Ptr{P}, P, Cstring)

@@ -45,7 +45,7 @@ using ..CTorch: CTorch, P, Tensor, ScriptModule, CTorchError, check,
                 CT_REDUCE_SUM, CT_REDUCE_AVG, CT_REDUCE_PRODUCT, CT_REDUCE_MIN, CT_REDUCE_MAX,
                 CT_REDUCE_BAND, CT_REDUCE_BOR, CT_REDUCE_BXOR,
                 CT_DDP_FIND_UNUSED, CT_DDP_GRAD_AS_BUCKET_VIEW,
-                ct_distributed_is_compiled, ct_store_tcp_new, ct_store_file_new,
+                ct_distributed_is_compiled, ct_distributed_has_backend, ct_store_tcp_new, ct_store_file_new,
                 ct_store_prefix_new, ct_store_port, ct_store_set, ct_store_get, ct_store_add,
                 ct_store_free, ct_process_group_new, ct_process_group_init_env,
                 ct_process_group_new_subgroup, ct_process_group_rank, ct_process_group_size,
@@ -55,7 +55,7 @@ using ..CTorch: CTorch, P, Tensor, ScriptModule, CTorchError, check,
                 ct_ddp_new_module, ct_ddp_prepare_backward, ct_ddp_free
 import ..CTorch: free!, isfreed
 
-export is_available, Store, TCPStore, FileStore, PrefixStore, port, add!,
+export is_available, is_gloo_available, is_nccl_available, Store, TCPStore, FileStore, PrefixStore, port, add!,
        ProcessGroup, init_process_group, new_group, world_size,
        all_reduce!, all_gather!, all_gather, reduce_scatter!, all_to_all!, barrier,
        send, recv!, Work, is_completed, source_rank,
@@ -68,6 +68,10 @@ const STORE_TIMEOUT = 300.0
 
 "Whether this libctorch was built with LibTorch's distributed engine (c10d)."
 is_available() = ct_distributed_is_compiled() == 1
+"Whether backend \"gloo\" (CPU tensors) is in this libctorch."
+is_gloo_available() = ct_distributed_has_backend("gloo") == 1
+"Whether backend \"nccl\" (CUDA tensors) is in this libctorch (a group also needs a CUDA device)."
+is_nccl_available() = ct_distributed_has_backend("nccl") == 1
 
 @noinline _invalid(msg::AbstractString) = throw(CTorchError(CT_ERR_INVALID_ARGUMENT, msg))
 
