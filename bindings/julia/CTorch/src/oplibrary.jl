@@ -368,9 +368,16 @@ function _op_tensor_kernel_trampoline(ctx::Ptr{Cvoid}, inputs::Ptr{Ptr{Cvoid}}, 
         length(outs) == n_out ||
             throw(ArgumentError("the kernel returned $(length(outs)) results, expected $(Int(n_out))"))
         for i in 1:Int(n_out)
-            outs[i] isa Tensor ||
-                throw(ArgumentError("result $i is a $(typeof(outs[i])); expected a Tensor"))
-            _store_new_handle!(outputs, i, outs[i])
+            o = outs[i]
+            o isa Tensor ||
+                throw(ArgumentError("result $i is a $(typeof(o)); expected a Tensor"))
+            if o.ptr != C_NULL && any(m -> m === o, made)
+                # Made in this call and not kept: hand its handle over as is.
+                unsafe_store!(outputs, o.ptr, i)
+                o.ptr = C_NULL
+            else
+                _store_new_handle!(outputs, i, o)
+            end
         end
         return CT_OK
     catch e
