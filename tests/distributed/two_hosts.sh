@@ -10,7 +10,7 @@
 set -u
 bin=$(readlink -f "$1")
 "$bin" --rank 0 --world 1 --port 1 --case compiled
-[ $? -eq 0 ] || { echo "SKIP: this libctorch has no distributed engine"; exit 77; }
+[ $? -eq 0 ] || { echo "SKIP: this libctorch has no Gloo backend (c10d with Gloo)"; exit 77; }
 A=ctA$$ B=ctB$$
 cleanup() { ip netns del "$A" 2>/dev/null; ip netns del "$B" 2>/dev/null; }
 trap cleanup EXIT
