@@ -335,19 +335,14 @@ function _close_kernel_scope(made::Vector{Any})
     return nothing
 end
 
-function _op_kernel_trampoline(ctx::Ptr{Cvoid}, args::Ptr{Ptr{Cvoid}}, n::Csize_t,
-                               out::Ptr{Ptr{Cvoid}})::Int32
+# The frame of every trampoline: the kernel's state and scope, and any Julia
+# exception turned into a status (never unwound through C).
+function _kernel_call(body, ctx::Ptr{Cvoid})::Int32
     state = nothing
     made = _open_kernel_scope()
     try
-        unsafe_store!(out, C_NULL)
         state = _kernel_state(ctx)
-        res = state.f(_borrowed_values(args, n)...)
-        res isa AbstractArray && !(res isa Tensor) &&
-            throw(ArgumentError("the kernel returned a $(typeof(res)); return a Tensor " *
-                                "(CTorch.tensor(A) copies an Array, Tensor(A) wraps it)"))
-        unsafe_store!(out, _new_value(res))
-        return CT_OK
+        return body(state, made)
     catch e
         return _kernel_failed(state, e)
     finally
@@ -355,12 +350,22 @@ function _op_kernel_trampoline(ctx::Ptr{Cvoid}, args::Ptr{Ptr{Cvoid}}, n::Csize_
     end
 end
 
+function _op_kernel_trampoline(ctx::Ptr{Cvoid}, args::Ptr{Ptr{Cvoid}}, n::Csize_t,
+                               out::Ptr{Ptr{Cvoid}})::Int32
+    unsafe_store!(out, C_NULL)
+    return _kernel_call(ctx) do state, made
+        res = state.f(_borrowed_values(args, n)...)
+        res isa AbstractArray && !(res isa Tensor) &&
+            throw(ArgumentError("the kernel returned a $(typeof(res)); return a Tensor " *
+                                "(CTorch.tensor(A) copies an Array, Tensor(A) wraps it)"))
+        unsafe_store!(out, _new_value(res))
+        CT_OK
+    end
+end
+
 function _op_tensor_kernel_trampoline(ctx::Ptr{Cvoid}, inputs::Ptr{Ptr{Cvoid}}, n_in::Csize_t,
                                       outputs::Ptr{Ptr{Cvoid}}, n_out::Csize_t)::Int32
-    state = nothing
-    made = _open_kernel_scope()
-    try
-        state = _kernel_state(ctx)
+    return _kernel_call(ctx) do state, made
         res = state.f(_borrowed_tensors(inputs, n_in)...)
         outs = res isa Tensor ? (res,) : res isa Tuple ? res :
             throw(ArgumentError("the kernel returned a $(typeof(res)); return a Tensor " *
@@ -379,21 +384,14 @@ function _op_tensor_kernel_trampoline(ctx::Ptr{Cvoid}, inputs::Ptr{Ptr{Cvoid}}, 
                 _store_new_handle!(outputs, i, o)
             end
         end
-        return CT_OK
-    catch e
-        return _kernel_failed(state, e)
-    finally
-        _close_kernel_scope(made)
+        CT_OK
     end
 end
 
 function _op_backward_trampoline(ctx::Ptr{Cvoid}, args::Ptr{Ptr{Cvoid}}, n_args::Csize_t,
                                  result::Ptr{Cvoid}, grads::Ptr{Ptr{Cvoid}}, n_out::Csize_t,
                                  grad_inputs::Ptr{Ptr{Cvoid}})::Int32
-    state = nothing
-    made = _open_kernel_scope()
-    try
-        state = _kernel_state(ctx)
+    return _kernel_call(ctx) do state, made
         xs = Tuple(_borrowed_values(args, n_args))
         r = from_value(result; own = false)
         gs = Tuple(_borrowed_tensors(grads, n_out))
@@ -409,11 +407,7 @@ function _op_backward_trampoline(ctx::Ptr{Cvoid}, args::Ptr{Ptr{Cvoid}}, n_args:
                 throw(ArgumentError("gradient $i is a $(typeof(g)); expected a Tensor or nothing"))
             _store_new_handle!(grad_inputs, i, g)
         end
-        return CT_OK
-    catch e
-        return _kernel_failed(state, e)
-    finally
-        _close_kernel_scope(made)
+        CT_OK
     end
 end
 
