@@ -9,6 +9,9 @@ export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(pwd)}"
 # from another clone), and the precompiled header needs the PCH sloppiness.
 export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
+# Six build trees (1.13, ASan, TSan, fuzz, two PyPI CUDA builds) fill about
+# 8 GB; ccache's default 5 GB evicted one leg's objects while the next built.
+export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-16G}"
 leg_t0=$(date +%s)
 stage() { echo "ci: $1 done in $(( $(date +%s) - leg_t0 )) s"; }
 # build/ with the test models and pickles, for legs that use them (made by
