@@ -298,6 +298,9 @@ end
 
 function _kernel_state(ctx::Ptr{Cvoid})
     id = UInt(unsafe_load(Ptr{Int64}(ct_tensor_data_ptr(ctx))))
+    # With one thread no other task can change _ROOTS during the lookup (no
+    # yield point in it), so the lock is only needed with several.
+    Threads.nthreads() == 1 && return _ROOTS[id]::_KernelState
     return lock(_ROOTS_LOCK) do
         _ROOTS[id]::_KernelState
     end
@@ -321,17 +324,19 @@ end
 # a value, temporaries) are freed when it returns, not left to the GC, which
 # kept a 1M-float result's 4 MB alive per call. `keep!` keeps one.
 function _open_kernel_scope()
-    made = Any[]
+    made = _take_scope_list()
     push!(_SCOPES[Threads.threadid()], made)
     return made
 end
 
 function _close_kernel_scope(made::Vector{Any})
     stack = _SCOPES[Threads.threadid()]
-    isempty(stack) || stack[end] !== made || pop!(stack)
+    popped = !isempty(stack) && stack[end] === made
+    popped && pop!(stack)
     for x in made
         _finalize(x)
     end
+    popped ? _give_scope_list(made) : empty!(made)
     return nothing
 end
 
@@ -363,10 +368,19 @@ function _op_kernel_trampoline(ctx::Ptr{Cvoid}, args::Ptr{Ptr{Cvoid}}, n::Csize_
     end
 end
 
+# f on the borrowed input tensors; up to three without a Vector and a splat.
+function _call_on_tensors(f, inputs::Ptr{Ptr{Cvoid}}, n::Int)
+    t(i) = _borrowed_tensor(unsafe_load(inputs, i))
+    n == 1 && return f(t(1))
+    n == 2 && return f(t(1), t(2))
+    n == 3 && return f(t(1), t(2), t(3))
+    return f(_borrowed_tensors(inputs, Csize_t(n))...)
+end
+
 function _op_tensor_kernel_trampoline(ctx::Ptr{Cvoid}, inputs::Ptr{Ptr{Cvoid}}, n_in::Csize_t,
                                       outputs::Ptr{Ptr{Cvoid}}, n_out::Csize_t)::Int32
     return _kernel_call(ctx) do state, made
-        res = state.f(_borrowed_tensors(inputs, n_in)...)
+        res = _call_on_tensors(state.f, inputs, Int(n_in))
         outs = res isa Tensor ? (res,) : res isa Tuple ? res :
             throw(ArgumentError("the kernel returned a $(typeof(res)); return a Tensor " *
                                 "(CTorch.tensor(A) copies an Array, Tensor(A) wraps it)"))

@@ -11,7 +11,27 @@
 # threads); each scope is the list of tensors made inside it. Sized in
 # __init__ (the thread count is the running process's, not precompile's).
 const _SCOPES = Vector{Vector{Vector{Any}}}()
-_init_scopes!() = (empty!(_SCOPES); append!(_SCOPES, [Vector{Any}[] for _ in 1:Threads.nthreads()]); nothing)
+# Emptied scope lists kept for reuse, per thread: a new `Any[]` and its first
+# `push!` cost more than a small kernel call's C work (~270 ns of ~1 us).
+const _SPARE_SCOPES = Vector{Vector{Vector{Any}}}()
+function _init_scopes!()
+    empty!(_SCOPES); append!(_SCOPES, [Vector{Any}[] for _ in 1:Threads.nthreads()])
+    empty!(_SPARE_SCOPES); append!(_SPARE_SCOPES, [Vector{Any}[] for _ in 1:Threads.nthreads()])
+    return nothing
+end
+
+# A scope list: a spare one (empty, capacity kept) or a new one.
+@inline function _take_scope_list()
+    spare = _SPARE_SCOPES[Threads.threadid()]
+    return isempty(spare) ? sizehint!(Any[], 4) : pop!(spare)
+end
+# Gives an emptied list back (at most 16 kept per thread; none that grew big).
+@inline function _give_scope_list(made::Vector{Any})
+    empty!(made)
+    spare = _SPARE_SCOPES[Threads.threadid()]
+    length(spare) < 16 && push!(spare, made)
+    return nothing
+end
 
 @inline function _in_scope(x)
     stack = _SCOPES[Threads.threadid()]
@@ -46,7 +66,7 @@ autograd graph and other handles still do).
 """
 function withscope(f)
     stack = _SCOPES[Threads.threadid()]
-    push!(stack, Any[])
+    push!(stack, _take_scope_list())
     result = nothing
     try
         result = f()
@@ -69,6 +89,7 @@ function _end_scope!(made::Vector{Any}, result, stack)
         end
     end
     isempty(made) || _poll_release_queue()
+    _give_scope_list(made)
     return nothing
 end
 
