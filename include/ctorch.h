@@ -1711,15 +1711,19 @@ CT_API ct_status ct_package_device(int32_t *device_type, int32_t *device_index,
  * timeout. A peer that dies or never arrives gives the other ranks an error
  * (CT_ERR_TIMEOUT when the wait ran out, CT_ERR_IO when a connection broke)
  * whose message names this rank, the operation and, where ctorch can tell,
- * the ranks that stopped responding; never a hang past the timeout.
+ * the ranks that exited, stopped responding, or are alive but have not
+ * called that collective (their program blocked or busy elsewhere); never a
+ * hang past the timeout.
  *
  * Threads: a store may be used from any thread. Collectives on one process
  * group must be issued in the same order on every rank (as in torch); issue
  * them from one thread at a time per group. Work handles may be waited on
  * from any thread. Each group has a thread of ctorch's own besides Gloo's:
  * it bumps this rank's heartbeat in the store (ctorch/beat/<rank>) twice a
- * second, so that after a timeout the ranks that stopped responding can be
- * named; it ends when the group is freed or the process exits. A group made
+ * second and publishes how many collectives this rank has called on the
+ * group (ctorch/calls/<rank>; send and recv are not counted), so that after
+ * a timeout the ranks that stopped responding or lag behind can be named; it
+ * ends when the group is freed or the process exits. A group made
  * before fork() cannot be used in the child (CT_ERR_INVALID_ARGUMENT). */
 typedef struct ct_store ct_store;
 typedef struct ct_process_group ct_process_group;

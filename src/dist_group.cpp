@@ -68,7 +68,7 @@ void store_barrier(const char *fn, World &w, const std::string &suffix, ms timeo
 void make_backend(Group &g, const c10::intrusive_ptr<c10d::Store> &store) {
   g.pid = static_cast<int>(getpid());
   leave_card(*store, g.rank);
-  g.heartbeat = start_heartbeat(store, g.rank);
+  g.heartbeat = start_heartbeat(store, g.rank, g.progress);
 #if defined(CTORCH_WITH_NCCL)
   if (g.backend == "nccl") {
     // torch 2.x for "nccl": one NCCL backend under PrefixStore("cuda/",
@@ -368,8 +368,8 @@ void check_tensor(const char *fn, const Group &g, const char *what, const at::Te
               t.device().str().c_str());
 }
 
-void run_guarded(const Group &g, const char *fn, const char *op,
-                 const std::function<void()> &body) {
+void run_guarded(const Group &g, const char *fn, const char *op, const std::function<void()> &body,
+                 int64_t seq) {
   try {
     body();
   } catch (const ct::Error &) {
@@ -377,7 +377,7 @@ void run_guarded(const Group &g, const char *fn, const char *op,
   } catch (...) {
     std::string msg = first_lines(current_message());
     ct_status code = classify(msg);
-    std::string who = g.impl ? who_failed(g) : missing_ranks(g);
+    std::string who = g.impl ? who_failed(g, seq) : missing_ranks(g);
     ct::raise(code, "%s failed on rank %d of %d (%s): %s%s", op, g.rank, g.size, g.backend.c_str(),
               msg.c_str(), who.c_str());
   }
@@ -424,7 +424,7 @@ ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll) {
       msg = first_lines(current_message());
       completed = w->w->isCompleted();
       if (!completed) {  // this wait ran out (the group's timeout): say who is missing
-        std::string who = who_failed(*w->group);
+        std::string who = who_failed(*w->group, w->seq);
         return ct::set_error(
             CT_ERR_TIMEOUT, "%s: %s on rank %d of %d (%s) did not finish within %.1f s: %s%s", fn,
             w->op.c_str(), w->group->rank, w->group->size, w->group->backend.c_str(),
@@ -444,7 +444,7 @@ ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll) {
         w->code = classify(msg);
         w->msg = std::string(w->op) + " failed on rank " + std::to_string(w->group->rank) + " of " +
                  std::to_string(w->group->size) + " (" + w->group->backend + "): " + msg +
-                 who_failed(*w->group);
+                 who_failed(*w->group, w->seq);
       }
       w->done.store(true);
     }

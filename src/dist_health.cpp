@@ -1,12 +1,14 @@
 // Who is there, for error messages that name a rank: each ctorch rank's card
-// ("<host> <pid>") and heartbeat (a counter a thread bumps in the group's
-// store), read after a failure to name peers whose process exited or that
-// stopped responding, and Gloo's rendezvous keys to name ranks that never
-// joined.
+// ("<host> <pid>"), heartbeat (a counter a thread bumps in the group's store)
+// and progress (how many collectives it has called), read after a failure to
+// name peers whose process exited, that stopped responding, or that are alive
+// but have not called the collective; and Gloo's rendezvous keys to name
+// ranks that never joined.
 #include "distributed.h"
 
 #if CT_HAS_C10D
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
@@ -31,6 +33,7 @@ std::string host_name() {
 
 std::string card_key(int rank) { return "ctorch/rank/" + std::to_string(rank); }
 std::string beat_key(int rank) { return "ctorch/beat/" + std::to_string(rank); }
+std::string calls_key(int rank) { return "ctorch/calls/" + std::to_string(rank); }
 
 std::string ranks_text(const std::vector<int> &rs) {
   std::string t;
@@ -97,17 +100,25 @@ void leave_card(c10d::Store &store, int rank) {
   store.set(card_key(rank), std::vector<uint8_t>(card.begin(), card.end()));
 }
 
-std::shared_ptr<Heartbeat> start_heartbeat(const c10::intrusive_ptr<c10d::Store> &store, int rank) {
+std::shared_ptr<Heartbeat> start_heartbeat(const c10::intrusive_ptr<c10d::Store> &store, int rank,
+                                           std::shared_ptr<const Progress> progress) {
   static const bool at_exit = std::atexit(stop_all_beats) == 0;
   (void)at_exit;
   auto hb = std::make_shared<Heartbeat>();
   std::shared_ptr<BeatState> st = hb->st;
-  std::string key = beat_key(rank);
-  hb->th = std::thread([st, store, key] {
+  std::string key = beat_key(rank), calls = calls_key(rank);
+  hb->th = std::thread([st, store, key, calls, progress] {
+    int64_t published = -1;
     std::unique_lock<std::mutex> lk(st->mu);
     while (!st->stop) {
       lk.unlock();
       try {
+        int64_t n = progress->calls.load();
+        if (n != published) {  // "<calls> <last op>"
+          std::string v = std::to_string(n) + " " + progress->op.load();
+          store->set(calls, std::vector<uint8_t>(v.begin(), v.end()));
+          published = n;
+        }
         store->add(key, 1);
       } catch (...) {  // the store is gone: nothing to report to
       }
@@ -125,9 +136,10 @@ std::shared_ptr<Heartbeat> start_heartbeat(const c10::intrusive_ptr<c10d::Store>
   return hb;
 }
 
-std::string who_failed(const Group &g) {
+std::string who_failed(const Group &g, int64_t seq) {
   if (!g.store) return "";
   std::vector<int> gone, stale;
+  std::string behind;  // "; rank 2 has not called ..." per live rank that has not
   try {
     std::string here = host_name();
     std::vector<int64_t> before(g.size, -1);
@@ -157,6 +169,25 @@ std::string who_failed(const Group &g) {
       std::this_thread::sleep_for(kBeatPeriod * 3);
       for (int r = 0; r < g.size; r++)
         if (before[r] >= 0 && g.store->add(beat_key(r), 0) == before[r]) stale.push_back(r);
+      // Alive (beating) but not yet at collective `seq`: its program is
+      // elsewhere. Its progress is at most one beat old by now.
+      for (int r = 0; r < g.size && seq > 0; r++) {
+        if (before[r] < 0 || std::find(stale.begin(), stale.end(), r) != stale.end()) continue;
+        int64_t n = 0;
+        std::string last = "none";
+        if (g.store->check({calls_key(r)})) {
+          auto v = g.store->get(calls_key(r));
+          std::string text(v.begin(), v.end());
+          size_t sp = text.find(' ');
+          n = std::atoll(text.c_str());
+          if (sp != std::string::npos) last = text.substr(sp + 1);
+        }
+        if (n < seq)
+          behind += "; rank " + std::to_string(r) + " has not called this collective (number " +
+                    std::to_string(seq) + " on this group; its last was number " +
+                    std::to_string(n) + (n > 0 ? ", " + last : std::string()) +
+                    ") though its heartbeat goes on: its program is blocked or busy elsewhere";
+      }
     }
   } catch (...) {
     return "; the store is unreachable (it lives in the process of rank 0 of the default "
@@ -171,7 +202,7 @@ std::string who_failed(const Group &g) {
            (stale.size() > 1 ? " have" : " has") +
            " stopped responding (no heartbeat for 1.5 s: stopped, hung, or its host is "
            "unreachable)";
-  return out;
+  return out + behind;
 }
 
 std::string missing_ranks(const Group &g) {

@@ -117,7 +117,15 @@ ct_status collective(const char *fn, ct_process_group *pg, ct_work **work, const
   auto w = std::make_unique<ct_work>();
   w->group = pg->g;
   w->op = opname;
-  ct::dist::run_guarded(*pg->g, fn, opname, [&] { start(*w); });
+  // Counted when every rank of the group calls it (not send/recv), so that
+  // the n-th is the same collective on every rank.
+  if (std::strcmp(opname, "send") != 0 && std::strcmp(opname, "recv") != 0) {
+    ct::dist::Progress &p = *pg->g->progress;
+    w->seq = ++p.calls;
+    p.op.store(opname);
+  }
+  ct::dist::run_guarded(
+      *pg->g, fn, opname, [&] { start(*w); }, w->seq);
   if (work == nullptr) return ct::dist::work_wait(fn, w.get(), pg->g->timeout, false);
   *work = w.release();
   return CT_OK;

@@ -57,6 +57,15 @@ struct World {
 
 struct Heartbeat;  // dist_health.cpp
 
+// How far this rank's program has got in a group: the collectives ctorch
+// issued on it (the n-th call's number is n) and the last one's name. The
+// heartbeat publishes it, so a peer's timeout can name a rank that is alive
+// but has not called the collective (its program blocked or busy elsewhere).
+struct Progress {
+  std::atomic<int64_t> calls{0};
+  std::atomic<const char *> op{"none"};  // a string literal
+};
+
 struct Group {
   std::shared_ptr<World> world;
   c10::intrusive_ptr<Impl> impl;
@@ -69,6 +78,7 @@ struct Group {
   std::vector<int> world_ranks;          // members' ranks in the default group; empty: it is one
   int pid = 0;                           // the process that made it (Gloo's threads do not fork)
   std::shared_ptr<Heartbeat> heartbeat;  // this rank's beat in the group's store
+  std::shared_ptr<Progress> progress = std::make_shared<Progress>();
   Impl *backend_impl() const { return impl.get(); }
 };
 
@@ -88,6 +98,7 @@ struct ct_work {
   std::function<void()> finish;  // runs once after success (AVG, staged copies)
   std::shared_ptr<ct::dist::Group> group;
   std::string op;
+  int64_t seq = 0;  // its number among the group's collectives (Progress::calls)
   bool any_source = false;
   std::mutex mu;  // orders finishing
   std::atomic<bool> done{false};
@@ -103,10 +114,14 @@ namespace dist {
 void leave_card(c10d::Store &store, int rank);
 // Starts this rank's heartbeat (a counter in the store, bumped twice a
 // second by a thread of its own until the group is freed).
-std::shared_ptr<Heartbeat> start_heartbeat(const c10::intrusive_ptr<c10d::Store> &store, int rank);
+// Also publishes `progress` (when it changed) with each beat.
+std::shared_ptr<Heartbeat> start_heartbeat(const c10::intrusive_ptr<c10d::Store> &store, int rank,
+                                           std::shared_ptr<const Progress> progress);
 // After a failure: "; the process of rank 2 has exited", "; rank 3 stopped
-// responding ...", or "" when ctorch cannot tell (PyTorch ranks have no card).
-std::string who_failed(const Group &g);
+// responding ...", "; rank 1 has not called this collective ..." (seq: the
+// failed collective's number, 0 when it is not one), or "" when ctorch
+// cannot tell (PyTorch ranks have no card).
+std::string who_failed(const Group &g, int64_t seq = 0);
 // After a failed join: "; rank 2 never joined" from Gloo's rendezvous keys.
 std::string missing_ranks(const Group &g);
 
@@ -133,7 +148,8 @@ void check_store_process(const ct_store &s);
 // Runs body; an exception becomes a ct::Error with a status for its kind
 // (timeout, broken connection, other) and a message naming fn, the operation
 // and this rank.
-void run_guarded(const Group &g, const char *fn, const char *op, const std::function<void()> &body);
+void run_guarded(const Group &g, const char *fn, const char *op, const std::function<void()> &body,
+                 int64_t seq = 0);
 void run_store(const char *fn, const char *op, const char *key, const std::function<void()> &body);
 // Waits for w: poll=false waits inside c10d with timeout (the group's: the
 // operation fails when it runs out); poll=true polls up to timeout and

@@ -493,6 +493,39 @@ static void case_peer_stops(void) {
   ct_process_group_free(pg);
 }
 
+/* The last rank's program is busy elsewhere (its main thread sleeps; its
+ * heartbeat goes on) while the others all-reduce: they time out naming it
+ * as alive but behind (number 2 on the group; its last was 1, barrier). */
+static void case_peer_lags(void) {
+  ct_process_group *pg = tcp_group(3);
+  RK_OK(ct_barrier(pg, NULL));
+  if (g_rank == g_world - 1) {
+    /* Busy until the others have checked their errors (or 20 s). */
+    int64_t n = 0;
+    for (double t0 = now_s(); now_s() - t0 < 20 && n < g_world - 2; usleep(100000))
+      if (ct_store_add(g_test_store, "test/checked", 0, &n) != CT_OK) break;
+    _exit(0); /* its group is broken by now: nothing to tear down */
+  }
+  ct_tensor *t = full_f32(16, 1);
+  double t0 = now_s();
+  ct_status st = ct_all_reduce(pg, t, CT_REDUCE_SUM, NULL);
+  double took = now_s() - t0;
+  R_CHECK(st == CT_ERR_TIMEOUT || st == CT_ERR_IO, "status %d", st);
+  R_CHECK(names_rank(ct_last_error(), "; rank", g_world - 1) &&
+              strstr(ct_last_error(),
+                     "has not called this collective (number 2 on this group; its last was "
+                     "number 1, barrier)") != NULL,
+          "names the rank that is behind");
+  R_CHECK(strstr(ct_last_error(), "stopped responding") == NULL &&
+              strstr(ct_last_error(), "has exited") == NULL,
+          "does not call it stopped or gone");
+  R_CHECK(took < 3 + 6, "failed after %.1f s", took);
+  fprintf(stderr, "rank %d, as expected after %.1f s: %s\n", g_rank, took, ct_last_error());
+  ct_tensor_free(t);
+  survivors_done(g_world - 1);
+  ct_process_group_free(pg);
+}
+
 /* Only world - 1 ranks start: joining fails after the timeout, saying so. */
 static void case_never_arrives(void) {
   ct_store *s = NULL;
@@ -655,6 +688,8 @@ static int rank_main(const char *name) {
     case_never_arrives();
   else if (!strcmp(name, "peer_stops"))
     case_peer_stops();
+  else if (!strcmp(name, "peer_lags"))
+    case_peer_lags();
   else if (!strcmp(name, "ddp"))
     case_ddp();
   else if (!strcmp(name, "mixed"))
@@ -704,6 +739,11 @@ static void test_peer_stops(void **state) {
   (void)state;
   if (skip_without_gloo()) skip();
   run_ranks_ex("peer_stops", 3, 3, 60, 2);
+}
+static void test_peer_lags(void **state) {
+  (void)state;
+  if (skip_without_gloo()) skip();
+  run_ranks("peer_lags", 3, 3, 60);
 }
 static void test_never_arrives(void **state) {
   (void)state;
@@ -781,11 +821,17 @@ int main(int argc, char **argv) {
     return rank_main(argv[8]);
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_store),         cmocka_unit_test(test_collectives_2),
-      cmocka_unit_test(test_collectives_4), cmocka_unit_test(test_bad_input),
-      cmocka_unit_test(test_env),           cmocka_unit_test(test_peer_dies),
-      cmocka_unit_test(test_never_arrives), cmocka_unit_test(test_peer_stops),
-      cmocka_unit_test(test_ddp),           cmocka_unit_test(test_not_compiled_says_so),
+      cmocka_unit_test(test_store),
+      cmocka_unit_test(test_collectives_2),
+      cmocka_unit_test(test_collectives_4),
+      cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_env),
+      cmocka_unit_test(test_peer_dies),
+      cmocka_unit_test(test_never_arrives),
+      cmocka_unit_test(test_peer_stops),
+      cmocka_unit_test(test_peer_lags),
+      cmocka_unit_test(test_ddp),
+      cmocka_unit_test(test_not_compiled_says_so),
       cmocka_unit_test(test_backends),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,7 +13,7 @@ inside LibTorch only are reported with their top frames and compared with
 tests/fuzz/KNOWN_CRASHES.md; they do not fail the run (ct_module_verify /
 ct_pickle_verify are the answer to them). Out-of-memory and timeout reports
 are classified the same way. Prints executions, coverage at start and end
-and corpus size per target.
+and corpus size per target. Targets run two at a time (CTORCH_FUZZ_JOBS).
 
 A target with a dictionary (tests/fuzz/<target>.dict, libFuzzer's -dict: the
 pickle opcodes and torch.save globals for pickle_load) gets it. With
@@ -22,6 +22,7 @@ DIR/<target> and what it grew is copied back, so that repeated runs (CI on the
 same machine) keep searching from where the last one stopped.
 """
 import argparse
+import concurrent.futures
 import os
 import re
 import shutil
@@ -113,6 +114,70 @@ def known_signatures():
     return re.findall(r"^Signature: `(.*)`", open(path).read(), re.M)
 
 
+def fuzz_target(t, a, build, work, models, pickles, env, known):
+    """Runs one target; returns (report text, whether it failed)."""
+    out = []
+    failed = False
+    exe = os.path.join(build, "fuzz_" + t)
+    if not os.path.exists(exe):
+        out.append("fuzz: %s: %s not built" % (t, exe))
+        return "\n".join(out), True
+    corpus = os.path.join(work, t, "corpus")
+    arts = os.path.join(work, t, "artifacts") + "/"
+    os.makedirs(arts, exist_ok=True)
+    ensure_seeds(t, corpus, models, pickles)
+    cache = os.path.join(a.corpus_cache, t) if a.corpus_cache else ""
+    cached = copy_new(cache, corpus) if cache else 0
+    extra = []
+    dict_path = os.path.join(HERE, t + ".dict")
+    if os.path.exists(dict_path):
+        extra.append("-dict=" + dict_path)
+    cov = []
+    deadline = time.time() + a.seconds
+    execs = 0
+    found = []
+    while True:
+        left = int(deadline - time.time())
+        if left < 1:
+            break
+        # A unit slower than the budget is reported, not waited for.
+        cmd = [exe, corpus, "-max_total_time=%d" % left,
+               "-timeout=%d" % max(5, min(20, a.seconds)),
+               "-rss_limit_mb=4096", "-print_final_stats=1", "-artifact_prefix=" + arts,
+               "-max_len=65536"] + extra
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, errors="replace")
+        log = p.stdout
+        cov += [int(c) for c in re.findall(r"\bcov: (\d+)", log)]
+        m = re.findall(r"stat::number_of_executed_units:\s*(\d+)", log)
+        if m:
+            execs += int(m[-1])
+        else:
+            m = re.findall(r"#(\d+)\s", log)
+            execs += int(m[-1]) if m else 0
+        if p.returncode == 0:
+            break
+        kind, owner, first, top = classify(log)
+        art = re.findall(r"Test unit written to (\S+)", log)
+        found.append((kind, owner, first))
+        status = "known" if any(s in first for s in known) else "new"
+        out.append("fuzz: %s: %s in %s frame: %s [%s]%s" %
+                   (t, kind, owner, first, status, (" input " + art[-1]) if art else ""))
+        for f in top:
+            out.append("    " + f)
+        if owner == "ctorch":
+            failed = True
+            out.append(log[-6000:])
+            break
+    saved = copy_new(corpus, cache) if cache else 0
+    out.append("fuzz: %s: %d executions in %d s, coverage %s -> %s, corpus %d inputs (%d from "
+               "the cache, %d new saved to it), %d crash reports (%d in ctorch)" %
+               (t, execs, a.seconds, cov[0] if cov else "?", max(cov) if cov else "?",
+                len(os.listdir(corpus)), cached, saved, len(found),
+                sum(1 for f in found if f[1] == "ctorch")))
+    return "\n".join(out), failed
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
@@ -137,65 +202,16 @@ def main():
             break
     known = known_signatures()
     failed = False
-    for t in a.targets or TARGETS:
-        exe = os.path.join(build, "fuzz_" + t)
-        if not os.path.exists(exe):
-            print("fuzz: %s: %s not built" % (t, exe))
-            failed = True
-            continue
-        corpus = os.path.join(work, t, "corpus")
-        arts = os.path.join(work, t, "artifacts") + "/"
-        os.makedirs(arts, exist_ok=True)
-        ensure_seeds(t, corpus, models, pickles)
-        cache = os.path.join(a.corpus_cache, t) if a.corpus_cache else ""
-        cached = copy_new(cache, corpus) if cache else 0
-        extra = []
-        dict_path = os.path.join(HERE, t + ".dict")
-        if os.path.exists(dict_path):
-            extra.append("-dict=" + dict_path)
-        cov = []
-        deadline = time.time() + a.seconds
-        execs = 0
-        found = []
-        while True:
-            left = int(deadline - time.time())
-            if left < 1:
-                break
-            # A unit slower than the budget is reported, not waited for.
-            cmd = [exe, corpus, "-max_total_time=%d" % left,
-                   "-timeout=%d" % max(5, min(20, a.seconds)),
-                   "-rss_limit_mb=4096", "-print_final_stats=1", "-artifact_prefix=" + arts,
-                   "-max_len=65536"] + extra
-            p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               universal_newlines=True, errors="replace")
-            log = p.stdout
-            cov += [int(c) for c in re.findall(r"\bcov: (\d+)", log)]
-            m = re.findall(r"stat::number_of_executed_units:\s*(\d+)", log)
-            if m:
-                execs += int(m[-1])
-            else:
-                m = re.findall(r"#(\d+)\s", log)
-                execs += int(m[-1]) if m else 0
-            if p.returncode == 0:
-                break
-            kind, owner, first, top = classify(log)
-            art = re.findall(r"Test unit written to (\S+)", log)
-            found.append((kind, owner, first))
-            status = "known" if any(s in first for s in known) else "new"
-            print("fuzz: %s: %s in %s frame: %s [%s]%s" %
-                  (t, kind, owner, first, status, (" input " + art[-1]) if art else ""))
-            for f in top:
-                print("    " + f)
-            if owner == "ctorch":
-                failed = True
-                print(log[-6000:])
-                break
-        saved = copy_new(corpus, cache) if cache else 0
-        print("fuzz: %s: %d executions in %d s, coverage %s -> %s, corpus %d inputs (%d from the "
-              "cache, %d new saved to it), %d crash reports (%d in ctorch)" %
-              (t, execs, a.seconds, cov[0] if cov else "?", max(cov) if cov else "?",
-               len(os.listdir(corpus)), cached, saved, len(found),
-               sum(1 for f in found if f[1] == "ctorch")))
+    # Two targets at a time (CTORCH_FUZZ_JOBS): each is one process, and CI
+    # has the cores; reports are printed in the targets' order.
+    jobs = max(1, int(os.environ.get("CTORCH_FUZZ_JOBS", min(2, os.cpu_count() or 1))))
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        runs = [pool.submit(fuzz_target, t, a, build, work, models, pickles, env, known)
+                for t in a.targets or TARGETS]
+        for r in runs:
+            text, bad = r.result()
+            print(text, flush=True)
+            failed = failed or bad
     return 1 if failed else 0
 
 
