@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/gpu/run.sh: the one GPU-machine check for ctorch. Builds ctorch against the machine's LibTorch
 # (python3's torch 2.11+cu130, with CUDA), then runs: the C tests (cmocka),
-# the Python binding tests, the CUDA example, the GPU benchmark, and an
+# the Python binding tests, the Julia ones where a julia is present, the CUDA
+# example, the GPU benchmark, and an
 # AOTInductor package compiled for CUDA (from Python and C); prints a
 # summary table at the end even when steps fail.
 #
@@ -110,7 +111,11 @@ run_step env 60 "
   nvcc --version | tail -n 2 || true
   $PY -c 'import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda, \"available\", torch.cuda.is_available()); print(torch.utils.cmake_prefix_path)'
 "
-TORCH_PREFIX=$($PY -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
+# torch's CMake directory, then the torch directory itself: TorchConfig.cmake
+# would otherwise find a system LibTorch's libraries (CMakeLists.txt refuses
+# that mix; Debian's libtorch-dev on the CPU machine, where this script is
+# checked, is one).
+TORCH_PREFIX=$($PY -c 'import os, torch; print(torch.utils.cmake_prefix_path + ";" + os.path.dirname(torch.__file__))' 2>/dev/null || true)
 
 # ---- 1. Configure and build ctorch against torch's LibTorch (CUDA) ---------
 BUILT=0
@@ -189,6 +194,19 @@ else
   run_step python_tests 120 "cd '$ROOT' && CTORCH_LIBRARY='$LIB' CTORCH_TEST_MODELS='$MODELS' \
       CTORCH_SOURCE_DIR='$ROOT' PYTHONPATH='$ROOT/bindings/python'\${PYTHONPATH:+:\$PYTHONPATH} \
       $PY -m pytest bindings/python/tests -q -rs -p no:cacheprovider"
+fi
+
+# ---- 5b. Julia binding tests (CUDA kernels from Julia), if a julia is here --
+# The device machine has no Julia (shared/recipes/gpu.md); one on PATH, or
+# $JULIA, runs the suite (its CUDA cases skip without a device).
+JL=${JULIA:-$(command -v julia || true)}
+if (( ! BUILT )); then
+  skip_step julia_tests "ctorch not built"
+elif [[ -z $JL ]]; then
+  skip_step julia_tests "no julia on this machine (set JULIA=/path/to/julia to run the suite)"
+else
+  run_step julia_tests 180 "cd '$ROOT' && CTORCH_LIBRARY='$LIB' CTORCH_TEST_MODELS='$MODELS' \
+      JULIA_NUM_THREADS=2 JULIA='$JL' scripts/julia bindings/julia/CTorch/test/runtests.jl"
 fi
 
 # ---- 6. CUDA example (examples/cuda) ---------------------------------------
