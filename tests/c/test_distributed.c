@@ -451,24 +451,38 @@ static void survivors_done(int n_survivors) {
   R_CHECK(0, "%lld of %d other survivors checked their errors", (long long)n, n_survivors - 1);
 }
 
+/* A survivor's all_reduce of n floats that is expected to fail: its status,
+ * and in *took the seconds it took (ct_last_error() keeps the message). */
+static ct_status failing_all_reduce(ct_process_group *pg, int64_t n, double *took) {
+  ct_tensor *t = full_f32(n, 1);
+  double t0 = now_s();
+  ct_status st = ct_all_reduce(pg, t, CT_REDUCE_SUM, NULL);
+  *took = now_s() - t0;
+  ct_tensor_free(t);
+  return st;
+}
+
+/* A survivor's end: it failed within limit_s, says so, and leaves once the
+ * other survivors have checked theirs. */
+static void survivor_ends(ct_process_group *pg, double took, double limit_s) {
+  R_CHECK(took < limit_s, "failed after %.1f s", took);
+  fprintf(stderr, "rank %d, as expected after %.1f s: %s\n", g_rank, took, ct_last_error());
+  survivors_done(g_world - 1);
+  ct_process_group_free(pg);
+}
+
 /* The last rank dies after joining; the others' next collective fails
  * within the timeout (plus a margin), never hangs. */
 static void case_peer_dies(void) {
   ct_process_group *pg = tcp_group(4);
   RK_OK(ct_barrier(pg, NULL));
   if (g_rank == g_world - 1) _exit(0);
-  ct_tensor *t = full_f32(1 << 16, 1);
-  double t0 = now_s();
-  ct_status st = ct_all_reduce(pg, t, CT_REDUCE_SUM, NULL);
-  double took = now_s() - t0;
+  double took;
+  ct_status st = failing_all_reduce(pg, 1 << 16, &took);
   R_CHECK(st == CT_ERR_TIMEOUT || st == CT_ERR_IO, "status %d", st);
   R_CHECK(strstr(ct_last_error(), "all_reduce failed on rank") != NULL, "message");
   R_CHECK(names_rank(ct_last_error(), "the process of rank", g_world - 1), "names the dead rank");
-  R_CHECK(took < 4 + 6, "failed after %.1f s", took);
-  fprintf(stderr, "rank %d, as expected after %.1f s: %s\n", g_rank, took, ct_last_error());
-  ct_tensor_free(t);
-  survivors_done(g_world - 1);
-  ct_process_group_free(pg);
+  survivor_ends(pg, took, 4 + 6);
 }
 
 /* The last rank stops (SIGSTOP: all its threads, as a host that is gone);
@@ -478,19 +492,13 @@ static void case_peer_stops(void) {
   RK_OK(ct_barrier(pg, NULL));
   usleep(1200000); /* a few heartbeats */
   if (g_rank == g_world - 1) raise(SIGSTOP);
-  ct_tensor *t = full_f32(16, 1);
-  double t0 = now_s();
-  ct_status st = ct_all_reduce(pg, t, CT_REDUCE_SUM, NULL);
-  double took = now_s() - t0;
+  double took;
+  ct_status st = failing_all_reduce(pg, 16, &took);
   R_CHECK(st == CT_ERR_TIMEOUT, "status %d", st);
   R_CHECK(names_rank(ct_last_error(), "; rank", g_world - 1) &&
               strstr(ct_last_error(), "stopped responding") != NULL,
           "names the stopped rank");
-  R_CHECK(took < 3 + 6, "failed after %.1f s", took);
-  fprintf(stderr, "rank %d, as expected after %.1f s: %s\n", g_rank, took, ct_last_error());
-  ct_tensor_free(t);
-  survivors_done(g_world - 1);
-  ct_process_group_free(pg);
+  survivor_ends(pg, took, 3 + 6);
 }
 
 /* The last rank's program is busy elsewhere (its main thread sleeps; its
@@ -506,10 +514,8 @@ static void case_peer_lags(void) {
       if (ct_store_add(g_test_store, "test/checked", 0, &n) != CT_OK) break;
     _exit(0); /* its group is broken by now: nothing to tear down */
   }
-  ct_tensor *t = full_f32(16, 1);
-  double t0 = now_s();
-  ct_status st = ct_all_reduce(pg, t, CT_REDUCE_SUM, NULL);
-  double took = now_s() - t0;
+  double took;
+  ct_status st = failing_all_reduce(pg, 16, &took);
   R_CHECK(st == CT_ERR_TIMEOUT || st == CT_ERR_IO, "status %d", st);
   R_CHECK(names_rank(ct_last_error(), "; rank", g_world - 1) &&
               strstr(ct_last_error(),
@@ -519,11 +525,7 @@ static void case_peer_lags(void) {
   R_CHECK(strstr(ct_last_error(), "stopped responding") == NULL &&
               strstr(ct_last_error(), "has exited") == NULL,
           "does not call it stopped or gone");
-  R_CHECK(took < 3 + 6, "failed after %.1f s", took);
-  fprintf(stderr, "rank %d, as expected after %.1f s: %s\n", g_rank, took, ct_last_error());
-  ct_tensor_free(t);
-  survivors_done(g_world - 1);
-  ct_process_group_free(pg);
+  survivor_ends(pg, took, 3 + 6);
 }
 
 /* Only world - 1 ranks start: joining fails after the timeout, saying so. */
