@@ -1804,7 +1804,10 @@ CT_API int32_t ct_process_group_rank(const ct_process_group *pg);
 CT_API int32_t ct_process_group_size(const ct_process_group *pg);
 /* Frees the handle; NULL ok. Work still in flight keeps what it needs and
  * finishes or fails; free the group on every rank once collectives are
- * done. */
+ * done. Freeing the last handle waits for this rank's work in flight (at
+ * most the group's timeout), whose threads may run tensor deleters: a
+ * binding must not hold a lock here that its deleters take (Python: the
+ * GIL). */
 CT_API void ct_process_group_free(ct_process_group *pg);
 
 /* Collectives. Each is blocking when work is NULL: it returns when this

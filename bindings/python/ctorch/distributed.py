@@ -164,7 +164,10 @@ class ProcessGroup(_Handle):
 
     @staticmethod
     def _free(p: int) -> None:
-        G.process_group_free(p)
+        # Without the GIL: freeing the last reference joins Gloo's worker
+        # threads, and a worker may be dropping the last reference to a tensor
+        # whose deleter takes the GIL (a numpy array's): a deadlock with it held.
+        C.process_group_free(p)
 
     def rank(self) -> int:
         return int(G.process_group_rank(self._ptr()))

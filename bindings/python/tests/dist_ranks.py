@@ -13,6 +13,7 @@ The model and data of the DDP case (TinyNet, ddp_data, initial_weights) are
 importable, so that the test computes its single-process reference with the
 very same code."""
 import argparse
+import faulthandler
 import hashlib
 import json
 import os
@@ -42,6 +43,30 @@ def torch_tcp_store(host, port, world, is_master, timeout):
         return tdist.TCPStore(host, port, world, is_master, timeout, use_libuv=False)
     except TypeError:
         return tdist.TCPStore(host, port, world, is_master, timeout)
+
+def leave_together(store: Any, rank: int, world: int, timeout: float = 30.0) -> None:
+    """Returns once every rank has called it (so no rank still reads from
+    another's sockets); rank 0, whose process serves the store, returns
+    last. Plain add() polling: the same on torch's and ctorch's stores."""
+    deadline = time.time() + timeout
+    store.add("leave/in", 1)
+    while store.add("leave/in", 0) < world:
+        if time.time() > deadline:
+            raise TimeoutError("leave_together: not every rank arrived")
+        time.sleep(0.02)
+    if rank != 0:
+        store.add("leave/out", 1)
+        return
+    while store.add("leave/out", 0) < world - 1:
+        if time.time() > deadline:
+            raise TimeoutError("leave_together: not every rank left")
+        time.sleep(0.02)
+
+
+#: Set by a case whose process must end without Python's teardown (os._exit
+#: once its result is printed).
+EXIT_AT_ONCE = False
+
 
 def f32_vals(r: int) -> List[float]:
     return [((i * (r + 1)) % 97) / 7.0 + r * 0.25 - 3.0 for i in range(N_ELEMS)]
@@ -211,7 +236,14 @@ def case_torch_collectives(a: argparse.Namespace) -> Dict[str, Any]:
                             timeout=timedelta(seconds=a.timeout))
     res = collectives(dist, lambda v, dt: torch.tensor(v, dtype=getattr(torch, dt)),
                       lambda t: t.numpy().tobytes(), a.rank, a.world, True)
-    dist.destroy_process_group()
+    # No destroy_process_group: torch 2.6's deadlocks now and then (its main
+    # thread joins Gloo's workers holding the GIL while a worker frees a
+    # tensor's Python object, which needs it; seen on 2 cores, 1 run in ~20).
+    # The reference's values are what count: the ranks leave together and
+    # end without teardown.
+    leave_together(store, a.rank, a.world, a.timeout)
+    global EXIT_AT_ONCE
+    EXIT_AT_ONCE = True
     return res
 
 
@@ -300,6 +332,35 @@ def case_async(a: argparse.Namespace) -> Dict[str, Any]:
 def timedelta_seconds(s: float) -> Any:
     from datetime import timedelta
     return timedelta(seconds=s)
+
+
+def case_free_in_flight(a: argparse.Namespace) -> Dict[str, Any]:
+    """Rank 0 starts an all_reduce on a tensor sharing a numpy array, drops
+    the tensor and the Work, and destroys the group while rank 1 is still
+    asleep: Gloo's worker thread then drops the last reference, whose
+    deleter needs the GIL, while the main thread waits for that worker."""
+    import numpy
+    import ctorch
+    import ctorch.distributed as dist
+    store = dist.TCPStore("127.0.0.1", a.port, a.world, a.rank == 0, a.timeout)
+    dist.init_process_group("gloo", store=store, rank=a.rank, world_size=a.world,
+                            timeout=a.timeout)
+    arr = numpy.full(4, float(a.rank + 1), dtype=numpy.float32)
+    res: Dict[str, Any] = {}
+    if a.rank == 0:
+        t = ctorch.from_numpy(arr)
+        w = dist.all_reduce(t, async_op=True)
+        del t, w
+    else:
+        time.sleep(1.5)
+        dist.all_reduce(ctorch.from_numpy(arr))
+    t0 = time.time()
+    dist.destroy_process_group()
+    res["destroy_s"] = time.time() - t0
+    res["array"] = arr.tolist()  # the all_reduce finished before destroy returned
+    # rank 0 must not exit (closing its sockets) while rank 1 still reads from them
+    leave_together(store, a.rank, a.world, a.timeout)
+    return res
 
 
 # ---- initialization -------------------------------------------------------------------
@@ -446,6 +507,8 @@ def main() -> int:
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--timeout", type=float, default=30.0, help="group timeout, seconds")
     a = ap.parse_args()
+    # the test sends SIGUSR1 to a rank it finds hung: every thread's stack goes to stderr
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         res = CASES[a.case](a)
     except Exception as e:
@@ -455,6 +518,9 @@ def main() -> int:
               file=sys.stderr)
         return 1
     print(json.dumps(res), flush=True)
+    if EXIT_AT_ONCE:
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 
