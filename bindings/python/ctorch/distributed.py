@@ -218,7 +218,7 @@ class Work(_Handle):
 
     @staticmethod
     def _free(p: int) -> None:
-        G.work_free(p)
+        C.work_free(p)  # without the GIL: it may hold the group's last reference
 
     def wait(self, timeout: Optional[Timeout] = None) -> bool:
         """Waits (default: the group's timeout); raises the operation's error."""
@@ -454,11 +454,11 @@ class DistributedDataParallel:
     forward = __call__
 
     def free(self) -> None:
-        _release.free_handle(self, "_p", G.ddp_free)
+        _release.free_handle(self, "_p", C.ddp_free)  # C: see ProcessGroup._free
 
     def __del__(self) -> None:
         try:
-            _release.free_on_del(self, "_p", G.ddp_free)
+            _release.free_on_del(self, "_p", C.ddp_free)
         except Exception:  # interpreter shutdown
             pass
 
