@@ -125,7 +125,14 @@ fi
 
 case "$mode" in all|bench) ;; *) echo "ci-libtorch2: unknown mode $mode" >&2; exit 2;; esac
 
-# A fresh root from the tarball: nothing of an earlier run survives.
+# A fresh root from the tarball: nothing of an earlier run survives. What a
+# run that was killed left mounted is unmounted first (we hold the lock: no
+# other run uses $root now); rm -rf through a bind mount of /dev would not do.
+if grep -q " $root/" /proc/mounts; then
+  log "unmounting what an earlier, interrupted run left mounted under $root"
+  awk -v r="$root/" 'index($2, r) == 1 { print $2 }' /proc/mounts | sort -r |
+    while read -r m; do umount -l "$m" || true; done
+fi
 if grep -q " $root/" /proc/mounts; then
   echo "ci-libtorch2: something is still mounted under $root; not removing it" >&2; exit 1
 fi
