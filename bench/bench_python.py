@@ -9,7 +9,7 @@ Rows (each a median over repeated batches, per call):
   small add      4 floats: Tensor.__add__, ctorch.ops.aten.add (overload set),
                  ctorch.ops.aten.add.Tensor vs torch's `x + y`
   meta           x.shape, x.dtype, x.device, x.ndim (cached per handle, one
-                 ct_tensor_info_get per handle), and an op result's first read
+                 ct_tensor_metadata per handle), and an op result's first read
   script fwd     a small scripted module (Linear+ReLU, 1x16): ctorch.load vs
                  torch.jit.load forward (ct_module_forward_tensors where the
                  library has it; the note says which path ran)

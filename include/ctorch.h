@@ -56,7 +56,7 @@ extern "C" {
 #define CTORCH_VERSION_PATCH 0
 #define CTORCH_VERSION_STRING "0.1.0"
 /* Bumped only when an existing symbol changes meaning (never, we hope). */
-#define CTORCH_ABI_VERSION 1
+#define CTORCH_ABI_VERSION 2
 
 /* Runtime twin of CTORCH_VERSION_STRING. Static string; never NULL. */
 CT_API const char *ct_version(void);
@@ -125,25 +125,20 @@ CT_API void ct_free(void *p);
  * c10::SetStackTraceFetcher; this also affects other LibTorch users in the
  * process). Messages are otherwise unchanged. Pass 1 to restore the C++
  * backtraces (or set CTORCH_CPP_BACKTRACE=1 before loading). Not thread-safe
- * against concurrent failing calls; call it at start-up. */
-CT_API void ct_set_cpp_backtraces(int32_t enabled);
+ * against concurrent failing calls; call it at start-up. Never fails (CT_OK). */
+CT_API ct_status ct_set_cpp_backtraces(int32_t enabled);
 
 /* ===================================================================== */
 /* Library-wide settings                                                 */
 /* ===================================================================== */
 
-/* 1 if this build of ctorch has CUDA compiled in, else 0. */
-CT_API int32_t ct_cuda_is_compiled(void);
-/* 1 if CUDA is compiled in and at least one device is usable, else 0. */
-CT_API int32_t ct_cuda_is_available(void);
-
 /* Intra-op (at::get_num_threads) and inter-op thread counts. Setting the
  * inter-op count fails with CT_ERR_TORCH once inter-op work has started.
  * n must be between 1 and 4 x the hardware threads (at least 8)
  * (CT_ERR_INVALID_ARGUMENT otherwise, the message gives the bound). */
-CT_API int32_t ct_get_num_threads(void);
+CT_API int32_t ct_num_threads(void);
 CT_API ct_status ct_set_num_threads(int32_t n);
-CT_API int32_t ct_get_num_interop_threads(void);
+CT_API int32_t ct_num_interop_threads(void);
 CT_API ct_status ct_set_num_interop_threads(int32_t n);
 /* Seeds the default CPU generator (and CUDA generators when available). */
 CT_API ct_status ct_manual_seed(uint64_t seed);
@@ -173,15 +168,15 @@ CT_API ct_status ct_manual_seed(uint64_t seed);
 #define CT_FLAG_SDPA_MATH 11               /* ...math_sdp_enabled() */
 #define CT_FLAG_SDPA_MEM_EFFICIENT 12      /* ...mem_efficient_sdp_enabled() (>= 2.0) */
 #define CT_FLAG_SDPA_CUDNN 13              /* ...cudnn_sdp_enabled() (>= 2.5) */
-CT_API ct_status ct_backend_flag_get(int32_t *out, int32_t flag);
-CT_API ct_status ct_backend_flag_set(int32_t flag, int32_t value);
+CT_API ct_status ct_backend_flag(int32_t *out, int32_t flag);
+CT_API ct_status ct_set_backend_flag(int32_t flag, int32_t value);
 /* torch.get_float32_matmul_precision / set_float32_matmul_precision:
  * "highest", "high" or "medium" (TF32 or bfloat16 inside float32 matmuls).
  * *out is a static string (not freed). Setting it also sets
  * CT_FLAG_MATMUL_ALLOW_TF32, as in torch. Errors: CT_ERR_INVALID_ARGUMENT
  * (NULL, another string). */
-CT_API ct_status ct_float32_matmul_precision_get(const char **out);
-CT_API ct_status ct_float32_matmul_precision_set(const char *precision);
+CT_API ct_status ct_float32_matmul_precision(const char **out);
+CT_API ct_status ct_set_float32_matmul_precision(const char *precision);
 
 /* Loads a shared library (dlopen RTLD_NOW|RTLD_GLOBAL), typically one that
  * registers custom TorchScript operators (e.g. torchvision's). Models that
@@ -189,8 +184,9 @@ CT_API ct_status ct_float32_matmul_precision_set(const char *precision);
  * CT_ERR_IO (with dlerror()'s message). The library is never unloaded. */
 CT_API ct_status ct_load_library(const char *path);
 
-/* Grad mode and inference mode are per thread, as in torch. */
-CT_API void ct_grad_mode_set(int32_t enabled);
+/* Grad mode and inference mode are per thread, as in torch. Setting grad
+ * mode never fails (CT_OK); enabled: 0 or nonzero. */
+CT_API ct_status ct_grad_mode_set_enabled(int32_t enabled);
 CT_API int32_t ct_grad_mode_is_enabled(void);
 /* Enters inference mode (enabled=1) or explicitly leaves it (enabled=0) for
  * this thread, pushing onto a per-thread stack; ct_inference_mode_pop()
@@ -208,11 +204,11 @@ CT_API int32_t ct_inference_mode_is_enabled(void);
  * Python's torch). CUDA fusion is untouched; results are the same either way.
  * CTORCH_CPU_FUSER=1 in the environment before loading turns it on (where
  * LibTorch has a CPU fusion backend), CTORCH_CPU_FUSER=0 off on any version.
- * ct_cpu_fuser_set(1) turns it back on, (0) off; it affects graphs optimized
+ * ct_cpu_fuser_set_enabled(1) turns it back on, (0) off; it affects graphs optimized
  * afterwards. Enabling fails with CT_ERR_NOT_SUPPORTED when LibTorch has no
  * CPU fusion backend. Not thread-safe against concurrent module runs; call it
  * at start-up. */
-CT_API ct_status ct_cpu_fuser_set(int32_t enabled);
+CT_API ct_status ct_cpu_fuser_set_enabled(int32_t enabled);
 /* 1 if TorchScript CPU fusion is on, else 0. */
 CT_API int32_t ct_cpu_fuser_is_enabled(void);
 
@@ -235,19 +231,19 @@ CT_API int32_t ct_cpu_fuser_is_enabled(void);
  * uses oneDNN's kernels as LibTorch does, =1 always ctorch's layer; unset:
  * probe.
  *
- * ct_lstm_guard_set(mode): -1 probe (the default), 0 oneDNN's kernels as
+ * ct_lstm_guard_set_mode(mode): -1 probe (the default), 0 oneDNN's kernels as
  * LibTorch does (ctorch's kernel is removed from the dispatcher), 1 ctorch's
  * layer for every float32 LSTM layer without grad (no oneDNN RNN kernel at
  * all; as fast as LibTorch's non-oneDNN LSTM, which is slow where LibTorch
  * uses a reference BLAS). Errors: CT_ERR_INVALID_ARGUMENT (another mode),
  * CT_ERR_NOT_SUPPORTED (mode 1 where there is nothing to guard). Not
  * thread-safe against LSTMs running on other threads; call it at start-up. */
-CT_API ct_status ct_lstm_guard_set(int32_t mode);
+CT_API ct_status ct_lstm_guard_set_mode(int32_t mode);
 /* -1: nothing to guard (no oneDNN LSTM kernel in this LibTorch); 0: oneDNN's
  * inference kernel in use (mode 0, or the probe found it right); 1: routed
  * around it (mode 1, or the probe found it wrong); 2: mode -1, not probed yet.
  * Any thread. */
-CT_API int32_t ct_lstm_guard_state(void);
+CT_API int32_t ct_lstm_guard_route(void);
 /* Runs the probe now, whatever the mode, and writes into *max_error the
  * largest difference between oneDNN's inference kernel and ctorch's layer on
  * the probe's small LSTMs; the first probe also decides mode -1. max_error: not
@@ -329,12 +325,22 @@ CT_API const char *ct_device_type_name(int32_t device_type);
 /* Handles                                                               */
 /* ===================================================================== */
 
-typedef struct ct_tensor ct_tensor;   /* a torch::Tensor reference */
-typedef struct ct_value ct_value;     /* a TorchScript value (c10::IValue) */
-typedef struct ct_module ct_module;   /* a torch::jit::Module */
-typedef struct ct_script ct_script;   /* a compiled TorchScript unit */
-typedef struct ct_op ct_op;           /* a resolved operator (or overload set) */
-typedef struct ct_package ct_package; /* an AOTInductor package (.pt2) */
+typedef struct ct_tensor ct_tensor;               /* a torch::Tensor reference */
+typedef struct ct_value ct_value;                 /* a TorchScript value (c10::IValue) */
+typedef struct ct_module ct_module;               /* a torch::jit::Module */
+typedef struct ct_script ct_script;               /* a compiled TorchScript unit */
+typedef struct ct_op ct_op;                       /* a resolved operator (or overload set) */
+typedef struct ct_library ct_library;             /* operators defined in torch's dispatcher */
+typedef struct ct_package ct_package;             /* an AOTInductor package (.pt2) */
+typedef struct ct_generator ct_generator;         /* a random generator (torch.Generator) */
+typedef struct ct_optimizer ct_optimizer;         /* an optimizer (torch.optim) */
+typedef struct ct_grad_scaler ct_grad_scaler;     /* a loss scaler (torch.amp.GradScaler) */
+typedef struct ct_cuda_event ct_cuda_event;       /* a CUDA event (torch.cuda.Event) */
+typedef struct ct_cuda_graph ct_cuda_graph;       /* a CUDA graph (torch.cuda.CUDAGraph) */
+typedef struct ct_store ct_store;                 /* a c10d key-value store */
+typedef struct ct_process_group ct_process_group; /* a c10d process group */
+typedef struct ct_work ct_work;                   /* a collective in flight */
+typedef struct ct_ddp ct_ddp;                     /* data-parallel state (c10d's Reducer) */
 
 /* ===================================================================== */
 /* Tensors: creation                                                     */
@@ -457,7 +463,7 @@ CT_API int32_t ct_tensor_is_pinned(const ct_tensor *t);
 /* An undefined tensor (a handle to no tensor, as returned for unused
  * gradients, e.g. by aten::convolution_backward with output_mask False) gives
  * the same as NULL in every accessor below (ndim -1, sizes/strides NULL, ...);
- * ct_tensor_defined tells it apart. Functions that need a tensor refuse it
+ * ct_tensor_is_defined tells it apart. Functions that need a tensor refuse it
  * with CT_ERR_INVALID_ARGUMENT ("... is an undefined tensor"); ct_tensor_ref
  * and ct_tensor_to_string accept it. */
 
@@ -497,8 +503,6 @@ CT_API int32_t ct_tensor_is_contiguous(const ct_tensor *t);
 CT_API int32_t ct_tensor_requires_grad(const ct_tensor *t);
 /* 1 if the handle refers to a defined tensor; 0 for NULL/undefined. */
 CT_API int32_t ct_tensor_is_defined(const ct_tensor *t);
-/* The same as ct_tensor_is_defined (the name the bindings use). */
-CT_API int32_t ct_tensor_defined(const ct_tensor *t);
 
 /* All metadata of a tensor in one call (what the accessors above return one
  * by one). The caller sets `size` to sizeof(ct_tensor_info) before the call;
@@ -527,7 +531,7 @@ typedef struct ct_tensor_info {
 /* Fills *out (see ct_tensor_info). Errors: CT_ERR_INVALID_ARGUMENT (NULL
  * out or t, out->size smaller than the first version of the struct, an
  * undefined tensor). Thread-safe as the accessors: reads only. */
-CT_API ct_status ct_tensor_info_get(ct_tensor_info *out, const ct_tensor *t);
+CT_API ct_status ct_tensor_metadata(ct_tensor_info *out, const ct_tensor *t);
 
 /* Torch's own printable form (as `std::cout << tensor`). *out: caller-owned,
  * free with ct_free. */
@@ -851,13 +855,16 @@ CT_API ct_status ct_value_none(ct_value **out);
 CT_API ct_status ct_value_from_bool(ct_value **out, int32_t b);
 CT_API ct_status ct_value_from_int(ct_value **out, int64_t i);
 CT_API ct_status ct_value_from_double(ct_value **out, double d);
-/* s: UTF-8, `len` bytes (may contain NUL); s may be NULL only if len == 0. */
-CT_API ct_status ct_value_from_string(ct_value **out, const char *s, size_t len);
+/* s: UTF-8, `size` bytes (may contain NUL); s may be NULL only if size == 0. */
+CT_API ct_status ct_value_from_string(ct_value **out, const char *s, size_t size);
 CT_API ct_status ct_value_from_tensor(ct_value **out, const ct_tensor *t);
 CT_API ct_status ct_value_from_device(ct_value **out, int32_t device_type, int32_t device_index);
 /* A module as a value (an Object), e.g. to pass a submodule to a method or
  * set it as an attribute. Shares the module (no copy). */
 CT_API ct_status ct_value_from_module(ct_value **out, const ct_module *m);
+/* A value holding a generator (for an op's Generator argument); it refers
+ * to the same generator, not a copy. */
+CT_API ct_status ct_value_from_generator(ct_value **out, const ct_generator *g);
 /* A list whose element type is the unified type of the items (an empty list
  * takes its type from the schema it is passed to). */
 CT_API ct_status ct_value_list(ct_value **out, const ct_value *const *items, size_t n);
@@ -876,15 +883,16 @@ CT_API ct_status ct_value_dict(ct_value **out, const ct_value *const *keys,
 CT_API ct_status ct_value_to_bool(int32_t *out, const ct_value *v);
 CT_API ct_status ct_value_to_int(int64_t *out, const ct_value *v);
 CT_API ct_status ct_value_to_double(double *out, const ct_value *v);
-/* *out: borrowed UTF-8, NUL-terminated, valid while v (or any handle to the
- * same string) lives. len may be NULL. */
-CT_API ct_status ct_value_to_string(const char **out, size_t *len, const ct_value *v);
+/* *out: BORROWED UTF-8 (the `as_` of a view, where `to_` gives a copy or a
+ * new handle), NUL-terminated, valid while v (or any handle to the same
+ * string) lives; *size its length in bytes (size may be NULL). */
+CT_API ct_status ct_value_as_string(const char **out, size_t *size, const ct_value *v);
 CT_API ct_status ct_value_to_tensor(ct_tensor **out, const ct_value *v);
 CT_API ct_status ct_value_to_device(int32_t *device_type, int32_t *device_index, const ct_value *v);
 /* A CT_VALUE_OBJECT that is a module, as a module handle. */
 CT_API ct_status ct_value_to_module(ct_module **out, const ct_value *v);
 /* Length of a list, tuple, dict or string. */
-CT_API ct_status ct_value_len(size_t *out, const ct_value *v);
+CT_API ct_status ct_value_length(size_t *out, const ct_value *v);
 /* Item i of a list (any kind) or tuple: a new handle. CT_ERR_INDEX. */
 CT_API ct_status ct_value_get(ct_value **out, const ct_value *v, size_t i);
 /* The i-th entry of a dict in iteration order: new handles for key and value
@@ -894,7 +902,9 @@ CT_API ct_status ct_value_dict_item(ct_value **key, ct_value **value, const ct_v
 CT_API ct_status ct_value_dict_get(ct_value **out, const ct_value *v, const ct_value *key);
 /* Dict lookup by string key. */
 CT_API ct_status ct_value_dict_get_str(ct_value **out, const ct_value *v, const char *key);
-/* TorchScript's printable form of any value. Caller-owned, ct_free. */
+/* TorchScript's printable form of any value. Caller-owned, ct_free. Errors:
+ * CT_ERR_INVALID_ARGUMENT (NULL; a container that contains itself, or nests
+ * deeper than 256 levels: the message says which). */
 CT_API ct_status ct_value_to_repr(char **out, const ct_value *v);
 /* Python-compatible type string, e.g. "Dict[str, Tensor]". Caller-owned. */
 CT_API ct_status ct_value_type_str(char **out, const ct_value *v);
@@ -1209,7 +1219,6 @@ CT_API ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx);
  * Threads: registration calls on one library handle are serialized; calls of
  * other operators may run meanwhile. Freeing a library while one of its
  * kernels runs on another thread is undefined: stop those calls first. */
-typedef struct ct_library ct_library;
 
 /* A registration scope for namespace ns (letters, digits, '_'; not "aten"
  * or "prim"). Several libraries may share a namespace. *out: free with
@@ -1269,7 +1278,8 @@ typedef ct_status (*ct_tensor_kernel_fn)(void *ctx, const ct_tensor *const *inpu
  * ownership of ctx, threads and errors as ct_library_impl, and
  * CT_ERR_INVALID_ARGUMENT when an argument or return is not a plain Tensor
  * (Tensor?, Tensor[], numbers: use ct_library_impl). A kernel that stores
- * NULL in a slot fails the call with CT_ERR_CALLBACK. */
+ * NULL in a slot, one handle in two slots, or an input handle fails the call
+ * with CT_ERR_CALLBACK (nothing is freed twice). */
 CT_API ct_status ct_library_impl_tensors(ct_library *lib, const char *name,
                                          const char *dispatch_key, ct_tensor_kernel_fn kernel,
                                          void *ctx, ct_ctx_destroy_fn destroy, int32_t flags);
@@ -1312,7 +1322,6 @@ CT_API ct_status ct_library_impl_autograd(ct_library *lib, const char *name,
  * does, so handles may be shared; draws from several threads at once are
  * safe but their order is not fixed. Errors: CT_ERR_INVALID_ARGUMENT (NULL,
  * device type), CT_ERR_NOT_SUPPORTED (CUDA without a device). */
-typedef struct ct_generator ct_generator;
 CT_API ct_status ct_generator_default(ct_generator **out, int32_t device_type,
                                       int32_t device_index);
 /* A new generator seeded with torch's default seed (67280421310721), as
@@ -1330,8 +1339,8 @@ CT_API ct_status ct_generator_initial_seed(uint64_t *out, const ct_generator *g)
  * torch.Generator.get_state() gives (5056 for the CPU generator): a state
  * from PyTorch's get_state() sets ctorch's generator to draw the same
  * numbers, and the reverse. */
-CT_API ct_status ct_generator_get_state(ct_tensor **out, const ct_generator *g);
-/* Restores a state from ct_generator_get_state or torch.Generator.get_state.
+CT_API ct_status ct_generator_state(ct_tensor **out, const ct_generator *g);
+/* Restores a state from ct_generator_state or torch.Generator.get_state.
  * state is borrowed: a uint8 CPU tensor of the size that device's generator
  * uses. Errors: CT_ERR_TYPE (not uint8), CT_ERR_INVALID_ARGUMENT (NULL, not
  * on the CPU, wrong size, a state the generator refuses); on error the
@@ -1339,9 +1348,6 @@ CT_API ct_status ct_generator_get_state(ct_tensor **out, const ct_generator *g);
 CT_API ct_status ct_generator_set_state(ct_generator *g, const ct_tensor *state);
 CT_API ct_status ct_generator_device(int32_t *device_type, int32_t *device_index,
                                      const ct_generator *g);
-/* A NEW value holding the generator (for an op's Generator argument); it
- * refers to the same generator, not a copy. */
-CT_API ct_status ct_value_from_generator(ct_value **out, const ct_generator *g);
 
 /* ===================================================================== */
 /* Training: optimizers, gradient clipping, autocast, loss scaling       */
@@ -1361,7 +1367,6 @@ CT_API ct_status ct_value_from_generator(ct_value **out, const ct_generator *g);
  * optimizer keeps its own references. Free with ct_optimizer_free (NULL is a
  * no-op). Threads: every call locks the optimizer, so a handle may be shared;
  * a step must not race with a backward() that writes the same gradients. */
-typedef struct ct_optimizer ct_optimizer;
 CT_API ct_status ct_optimizer_new(ct_optimizer **out, const char *algorithm,
                                   const ct_tensor *const *params, size_t n,
                                   const ct_value *options);
@@ -1465,7 +1470,6 @@ CT_API ct_status ct_autocast_dtype(int32_t *out, int32_t device_type);
  * Errors: CT_ERR_INVALID_ARGUMENT (growth_factor <= 1, backoff_factor not in
  * (0, 1), growth_interval <= 0, init_scale not > 0). Threads: calls lock the
  * scaler. Free with ct_grad_scaler_free (NULL ok). */
-typedef struct ct_grad_scaler ct_grad_scaler;
 CT_API ct_status ct_grad_scaler_new(ct_grad_scaler **out, int32_t device_type, double init_scale,
                                     double growth_factor, double backoff_factor,
                                     int64_t growth_interval, int32_t enabled);
@@ -1486,7 +1490,7 @@ CT_API ct_status ct_grad_scaler_step(int32_t *stepped, ct_grad_scaler *s, ct_opt
 CT_API ct_status ct_grad_scaler_update(ct_grad_scaler *s);
 /* The current scale (init_scale before the first scale call); the same
  * number torch's get_scale() gives. */
-CT_API ct_status ct_grad_scaler_get_scale(double *out, const ct_grad_scaler *s);
+CT_API ct_status ct_grad_scaler_current_scale(double *out, const ct_grad_scaler *s);
 /* torch's GradScaler.state_dict(): a NEW Dict[str, Any] value {"scale",
  * "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"}
  * (empty when disabled); load takes one from either (borrowed). Errors
@@ -1499,6 +1503,10 @@ CT_API ct_status ct_grad_scaler_load_state_dict(ct_grad_scaler *s, const ct_valu
 /* CT_ERR_NOT_SUPPORTED, and the int-returning queries return 0)           */
 /* ===================================================================== */
 
+/* 1 if this build of ctorch has CUDA compiled in, else 0. */
+CT_API int32_t ct_cuda_is_compiled(void);
+/* 1 if CUDA is compiled in and at least one device is usable, else 0. */
+CT_API int32_t ct_cuda_is_available(void);
 /* Number of CUDA devices (0 without CUDA). */
 CT_API int32_t ct_cuda_device_count(void);
 CT_API ct_status ct_cuda_current_device(int32_t *out);
@@ -1520,11 +1528,12 @@ CT_API ct_status ct_cuda_current_stream(void **out, int32_t device);
  * is refused (CT_ERR_INVALID_ARGUMENT). The stream must outlive its use by
  * torch. */
 CT_API ct_status ct_cuda_set_stream(void **previous, int32_t device, void *stream);
-CT_API ct_status ct_cuda_stream_synchronize(void *stream, int32_t device);
+/* Waits for all work queued on `stream` (a cudaStream_t on `device`). */
+CT_API ct_status ct_cuda_stream_synchronize(int32_t device, void *stream);
 /* Makes `waiting` wait (on the device) for all work queued so far on
  * `producer`: records an event on producer, cudaStreamWaitEvent on waiting.
  * No host synchronisation. */
-CT_API ct_status ct_cuda_stream_wait_stream(void *waiting, void *producer, int32_t device);
+CT_API ct_status ct_cuda_stream_wait_stream(int32_t device, void *waiting, void *producer);
 
 /* Peak bytes allocated by / reserved in torch's caching allocator on a
  * device since the start or the last ct_cuda_reset_peak_memory_stats
@@ -1546,7 +1555,7 @@ CT_API ct_status ct_cuda_memory_stats(ct_value **out, int32_t device);
  * its memory (torch.cuda.set_per_process_memory_fraction); allocations
  * past it fail (CT_ERR_OUT_OF_MEMORY). fraction: 0 to 1, else
  * CT_ERR_INVALID_ARGUMENT. */
-CT_API ct_status ct_cuda_set_memory_fraction(double fraction, int32_t device);
+CT_API ct_status ct_cuda_set_memory_fraction(int32_t device, double fraction);
 /* A stream from torch's pool (what torch.cuda.Stream() gives): a
  * cudaStream_t torch owns and hands out round-robin (do not destroy it);
  * high_priority 1 takes it from the high-priority pool. */
@@ -1559,7 +1568,6 @@ CT_API ct_status ct_cuda_stream_from_pool(void **out, int32_t device, int32_t hi
  * time. Errors: CT_ERR_NOT_SUPPORTED (no CUDA device), CT_ERR_INVALID_ARGUMENT
  * (NULL; elapsed time of an event never recorded or created without
  * timing), CT_ERR_TORCH (CUDA's own errors, e.g. the end event not done). */
-typedef struct ct_cuda_event ct_cuda_event;
 CT_API ct_status ct_cuda_event_new(ct_cuda_event **out, int32_t enable_timing);
 CT_API void ct_cuda_event_free(ct_cuda_event *e);
 /* Records the event on `stream` (a cudaStream_t; NULL: torch's current
@@ -1591,7 +1599,6 @@ CT_API ct_status ct_cuda_event_elapsed_ms(double *out, ct_cuda_event *start, ct_
  * before a capture ended), CT_ERR_TORCH (CUDA's capture errors). Threads: one
  * graph handle is used by one thread at a time; begin and end on the same
  * thread. */
-typedef struct ct_cuda_graph ct_cuda_graph;
 CT_API ct_status ct_cuda_graph_new(ct_cuda_graph **out);
 CT_API void ct_cuda_graph_free(ct_cuda_graph *g);
 CT_API ct_status ct_cuda_graph_capture_begin(ct_cuda_graph *g, int32_t device);
@@ -1629,14 +1636,14 @@ CT_API ct_status ct_package_load(ct_package **out, const char *path, const char 
  * CT_ERR_NOT_SUPPORTED (LibTorch 2.11 and 2.15 have both). Errors as
  * ct_package_load, and CT_ERR_INVALID_ARGUMENT (num_runners out of range,
  * device_index below -1). Ownership and threads as ct_package_load. */
-CT_API ct_status ct_package_load_with(ct_package **out, const char *path, const char *model_name,
+CT_API ct_status ct_package_load_ext(ct_package **out, const char *path, const char *model_name,
                                       size_t num_runners, int32_t device_index);
 /* How many runners the package was loaded with (1 for ct_package_load). */
 CT_API ct_status ct_package_num_runners(size_t *out, const ct_package *p);
 /* Same from memory (data borrowed, not kept): LibTorch loads packages only
  * from files, so the bytes are written to a private temporary file first,
  * removed again before this returns. */
-CT_API ct_status ct_package_load_buffer(ct_package **out, const void *data, size_t len,
+CT_API ct_status ct_package_load_buffer(ct_package **out, const void *data, size_t size,
                                         const char *model_name);
 /* Frees the package (and LibTorch's unpacked files). Accepts NULL. */
 CT_API void ct_package_free(ct_package *p);
@@ -1648,7 +1655,7 @@ CT_API void ct_package_free(ct_package *p);
  * (wrong number of inputs, message gives the count expected; more results
  * than n_outputs, message gives the count; NULL input), CT_ERR_TORCH (raised
  * by the model). Thread-safe: as many calls run at once as the package has
- * runners (ct_package_load_with; one for ct_package_load), the others wait
+ * runners (ct_package_load_ext; one for ct_package_load), the others wait
  * inside LibTorch. A CUDA package runs on torch's current stream. */
 CT_API ct_status ct_package_run(ct_tensor **outputs, size_t n_outputs, size_t *n_returned,
                                 ct_package *p, const ct_tensor *const *inputs, size_t n_inputs);
@@ -1697,7 +1704,7 @@ CT_API ct_status ct_package_device(int32_t *device_type, int32_t *device_index,
  * Python through ctorch and PyTorch's own Python (torch.distributed with the
  * same LibTorch version) form one group: ct_process_group_new does what
  * torch.distributed.init_process_group(backend, store=..., rank=...,
- * world_size=...) does, and ct_process_group_init_env what it does with
+ * world_size=...) does, and ct_process_group_new_from_env what it does with
  * init_method "env://" (torchrun).
  *
  * Backends: "gloo" (CPU tensors; builds against a LibTorch with Gloo's
@@ -1725,9 +1732,6 @@ CT_API ct_status ct_package_device(int32_t *device_type, int32_t *device_index,
  * a timeout the ranks that stopped responding or lag behind can be named; it
  * ends when the group is freed or the process exits. A group made
  * before fork() cannot be used in the child (CT_ERR_INVALID_ARGUMENT). */
-typedef struct ct_store ct_store;
-typedef struct ct_process_group ct_process_group;
-typedef struct ct_work ct_work;
 
 /* 1 if this build of ctorch has LibTorch's distributed engine, else 0. */
 CT_API int32_t ct_distributed_is_compiled(void);
@@ -1747,28 +1751,32 @@ CT_API int32_t ct_distributed_has_backend(const char *backend);
  * (the master's server stops when its handle is freed). Errors: CT_ERR_INVALID_ARGUMENT (NULL host,
  * port out of 0..65535, timeout <= 0), CT_ERR_IO (port in use, host unknown, nothing listening
  * until the timeout: the message says which). Any thread. */
-CT_API ct_status ct_store_tcp_new(ct_store **out, const char *host, int32_t port, int32_t is_master,
+CT_API ct_status ct_store_new_tcp(ct_store **out, const char *host, int32_t port, int32_t is_master,
                                   int32_t world_size, double timeout_s);
 /* A FileStore on a shared file (created if missing) for world_size ranks;
- * the file is removed when the last rank frees its handle. Errors:
- * CT_ERR_INVALID_ARGUMENT, CT_ERR_IO. */
-CT_API ct_status ct_store_file_new(ct_store **out, const char *path, int32_t world_size);
+ * the file is removed when the last rank frees its handle. timeout_s: how
+ * long a ct_store_get waits for a missing key (LibTorch's default is 300 s).
+ * Errors: CT_ERR_INVALID_ARGUMENT (NULL, world_size < 1, timeout <= 0),
+ * CT_ERR_IO. */
+CT_API ct_status ct_store_new_file(ct_store **out, const char *path, int32_t world_size,
+                                   double timeout_s);
 /* A view of store whose keys all start with prefix + "/" (c10d's
  * PrefixStore). store stays owned by the caller; the view keeps it alive. */
-CT_API ct_status ct_store_prefix_new(ct_store **out, ct_store *store, const char *prefix);
+CT_API ct_status ct_store_new_prefix(ct_store **out, ct_store *store, const char *prefix);
 /* The port a TCP store listens on or connects to. Errors:
  * CT_ERR_INVALID_ARGUMENT (NULL), CT_ERR_NOT_SUPPORTED (not a TCP store). */
 CT_API ct_status ct_store_port(int32_t *out, const ct_store *store);
-/* Sets key to n bytes (data may be NULL when n is 0). */
-CT_API ct_status ct_store_set(ct_store *store, const char *key, const void *data, size_t n);
-/* Waits (up to the store's timeout) for key and copies its value: at most
- * cap bytes into buf (may be NULL when cap is 0); *n gets the full length, so
- * a second call with a larger buffer reads a long value. Errors:
- * CT_ERR_TIMEOUT (the key never came; the message names it), CT_ERR_IO. */
-CT_API ct_status ct_store_get(ct_store *store, const char *key, void *buf, size_t cap, size_t *n);
+/* Sets key to `size` bytes (data may be NULL when size is 0). */
+CT_API ct_status ct_store_set(ct_store *store, const char *key, const void *data, size_t size);
+/* Waits (up to the store's timeout) for key and returns its value: *data a
+ * NEW buffer of *size bytes (free with ct_free; not NULL, even for an empty
+ * value). data and size: not NULL; both untouched on failure. Errors:
+ * CT_ERR_INVALID_ARGUMENT (NULL), CT_ERR_TIMEOUT (the key never came; the
+ * message names it), CT_ERR_IO. */
+CT_API ct_status ct_store_get(void **data, size_t *size, ct_store *store, const char *key);
 /* Adds delta to the integer under key (created as 0) and writes the new
  * value into *out (may be NULL). */
-CT_API ct_status ct_store_add(ct_store *store, const char *key, int64_t delta, int64_t *out);
+CT_API ct_status ct_store_add(int64_t *out, ct_store *store, const char *key, int64_t delta);
 /* Frees the handle; NULL ok. Process groups made from it keep what they
  * need. */
 CT_API void ct_store_free(ct_store *store);
@@ -1790,8 +1798,8 @@ CT_API ct_status ct_process_group_new(ct_process_group **out, ct_store *store, c
  * (TORCHELASTIC_USE_AGENT_STORE) it joins that store as torch does, else
  * rank 0 runs the store server. Errors: as ct_process_group_new, and
  * CT_ERR_INVALID_ARGUMENT naming a missing or malformed variable. */
-CT_API ct_status ct_process_group_init_env(ct_process_group **out, const char *backend,
-                                           double timeout_s);
+CT_API ct_status ct_process_group_new_from_env(ct_process_group **out, const char *backend,
+                                               double timeout_s);
 /* A subgroup of the ranks given (n ranks of pg, each once, in any order;
  * the subgroup's rank i is the i-th smallest): torch.distributed.new_group.
  * Collective over ALL ranks of the default group pg came from, members or
@@ -1807,10 +1815,14 @@ CT_API int32_t ct_process_group_size(const ct_process_group *pg);
  * done. Freeing the last handle waits for this rank's work in flight (at
  * most the group's timeout), whose threads may run tensor deleters: a
  * binding must not hold a lock here that its deleters take (Python: the
- * GIL). */
+ * GIL). In a fork() child of the process that made the group, the handle is
+ * released without destroying the group (its threads are not in the child,
+ * and joining them would never return): the child leaks that memory. The
+ * same holds for ct_store_free, ct_work_free and ct_ddp_free. */
 CT_API void ct_process_group_free(ct_process_group *pg);
 
-/* Collectives. Each is blocking when work is NULL: it returns when this
+/* Collectives. work, their first parameter, is optional: each is blocking
+ * when work is NULL: it returns when this
  * rank's part is done and the result is in the tensors. With work not NULL
  * it starts the operation and returns at once with *work (free with
  * ct_work_free): the tensors must not be read or written until ct_work_wait
@@ -1819,7 +1831,9 @@ CT_API void ct_process_group_free(ct_process_group *pg);
  * place (no copies) and kept alive by the work. Errors:
  * CT_ERR_INVALID_ARGUMENT (NULL, wrong count, non-contiguous, rank out of
  * range, mismatched dtypes or sizes among this rank's tensors),
- * CT_ERR_NOT_SUPPORTED (an op the backend lacks, the message says which),
+ * CT_ERR_NOT_SUPPORTED (a dtype or an op the backend lacks, such as bool,
+ * complex or bfloat16 tensors on Gloo: refused before anything is sent; the
+ * message says which),
  * CT_ERR_TIMEOUT, CT_ERR_IO, CT_ERR_TORCH (a peer's mismatched tensor where
  * the backend detects it). */
 #define CT_REDUCE_SUM 0
@@ -1831,41 +1845,44 @@ CT_API void ct_process_group_free(ct_process_group *pg);
 #define CT_REDUCE_BOR 6
 #define CT_REDUCE_BXOR 7
 /* tensor becomes the reduction of every rank's tensor. */
-CT_API ct_status ct_all_reduce(ct_process_group *pg, ct_tensor *tensor, int32_t op, ct_work **work);
+CT_API ct_status ct_process_group_all_reduce(ct_work **work, ct_process_group *pg, ct_tensor *tensor,
+                                             int32_t op);
 /* tensor becomes root's tensor on every rank. */
-CT_API ct_status ct_broadcast(ct_process_group *pg, ct_tensor *tensor, int32_t root,
-                              ct_work **work);
+CT_API ct_status ct_process_group_broadcast(ct_work **work, ct_process_group *pg, ct_tensor *tensor,
+                                            int32_t root);
 /* outputs[r] becomes rank r's input (size outputs, each like input). */
-CT_API ct_status ct_all_gather(ct_process_group *pg, ct_tensor *const *outputs, ct_tensor *input,
-                               ct_work **work);
+CT_API ct_status ct_process_group_all_gather(ct_work **work, ct_process_group *pg,
+                                             ct_tensor *const *outputs, const ct_tensor *input);
 /* output becomes the reduction over ranks of their inputs[this rank] (size
  * inputs, each like output). Gloo has no reduce_scatter: ctorch sends
  * inputs[r] to rank r (all_to_all) and reduces what arrives. */
-CT_API ct_status ct_reduce_scatter(ct_process_group *pg, ct_tensor *output,
-                                   ct_tensor *const *inputs, int32_t op, ct_work **work);
+CT_API ct_status ct_process_group_reduce_scatter(ct_work **work, ct_process_group *pg,
+                                                 ct_tensor *output, const ct_tensor *const *inputs,
+                                                 int32_t op);
 /* outputs[r] becomes rank r's inputs[this rank] (size of each list). */
-CT_API ct_status ct_all_to_all(ct_process_group *pg, ct_tensor *const *outputs,
-                               ct_tensor *const *inputs, ct_work **work);
+CT_API ct_status ct_process_group_all_to_all(ct_work **work, ct_process_group *pg,
+                                             ct_tensor *const *outputs,
+                                             const ct_tensor *const *inputs);
 /* Returns (or completes) once every rank has reached it. */
-CT_API ct_status ct_barrier(ct_process_group *pg, ct_work **work);
+CT_API ct_status ct_process_group_barrier(ct_work **work, ct_process_group *pg);
 /* Point to point: tensor to rank dst, or from rank src (src -1: from any
  * rank; ct_work_source_rank tells which). tag: matches a send to a recv. */
-CT_API ct_status ct_send(ct_process_group *pg, ct_tensor *tensor, int32_t dst, int32_t tag,
-                         ct_work **work);
-CT_API ct_status ct_recv(ct_process_group *pg, ct_tensor *tensor, int32_t src, int32_t tag,
-                         ct_work **work);
+CT_API ct_status ct_process_group_send(ct_work **work, ct_process_group *pg, const ct_tensor *tensor,
+                                       int32_t dst, int32_t tag);
+CT_API ct_status ct_process_group_recv(ct_work **work, ct_process_group *pg, ct_tensor *tensor,
+                                       int32_t src, int32_t tag);
 
 /* Waits for work: CT_OK once it succeeded (results are then in its
  * tensors), its error otherwise (as the blocking form would give; again on
  * every later wait). timeout_s <= 0: the group's timeout. A wait that runs
  * out returns CT_ERR_TIMEOUT and the work goes on. Any thread. */
 CT_API ct_status ct_work_wait(ct_work *work, double timeout_s);
-/* *done = 1 once the work has finished, successfully or not (ct_work_wait
+/* *out = 1 once the work has finished, successfully or not (ct_work_wait
  * then returns at once), else 0. Never blocks. */
-CT_API ct_status ct_work_is_completed(ct_work *work, int32_t *done);
+CT_API ct_status ct_work_is_completed(int32_t *out, ct_work *work);
 /* The rank a completed recv from any source came from. Errors:
  * CT_ERR_INVALID_ARGUMENT (not such a recv, or not completed). */
-CT_API ct_status ct_work_source_rank(ct_work *work, int32_t *out);
+CT_API ct_status ct_work_source_rank(int32_t *out, ct_work *work);
 /* Frees the handle; NULL ok. Work still running goes on (its tensors stay
  * alive until it ends); its error, if any, is dropped. */
 CT_API void ct_work_free(ct_work *work);
@@ -1887,11 +1904,10 @@ CT_API void ct_work_free(ct_work *work);
  * in a step are allowed, as find_unused_parameters=True),
  * CT_DDP_GRAD_AS_BUCKET_VIEW. *out: free with ct_ddp_free (not during a
  * backward). One thread at a time per handle. */
-typedef struct ct_ddp ct_ddp;
 #define CT_DDP_FIND_UNUSED 1
 #define CT_DDP_GRAD_AS_BUCKET_VIEW 2
-CT_API ct_status ct_ddp_new(ct_ddp **out, ct_process_group *pg, ct_tensor *const *params,
-                            size_t n_params, ct_tensor *const *buffers, size_t n_buffers,
+CT_API ct_status ct_ddp_new(ct_ddp **out, ct_process_group *pg, const ct_tensor *const *params,
+                            size_t n_params, const ct_tensor *const *buffers, size_t n_buffers,
                             double bucket_mb, int32_t flags);
 /* The same over a module's parameters (those that require grad) and
  * buffers, in the module's order. */
@@ -1902,7 +1918,7 @@ CT_API ct_status ct_ddp_new_module(ct_ddp **out, ct_process_group *pg, ct_module
  * n is 0 unless CT_DDP_FIND_UNUSED). Errors: CT_ERR_TORCH (the previous
  * step's reduction did not finish: a backward that did not reach every
  * parameter without CT_DDP_FIND_UNUSED; the message names the parameters). */
-CT_API ct_status ct_ddp_prepare_backward(ct_ddp *ddp, ct_tensor *const *outputs, size_t n);
+CT_API ct_status ct_ddp_prepare_backward(ct_ddp *ddp, const ct_tensor *const *outputs, size_t n);
 CT_API void ct_ddp_free(ct_ddp *ddp);
 
 #ifdef __cplusplus

@@ -42,7 +42,7 @@ POINTEES = {"int32_t": ("PI32", "Ptr{Int32}"), "int64_t": ("PI64", "Ptr{Int64}")
 OUT_NAMES = {"out", "key", "value", "data_out", "previous"}
 #: Where a C type alone does not say it: byte buffers with a length (may hold NUL).
 BYTES = {("ct_value_from_string", "s"): ("P", "Ptr{UInt8}"),
-         ("ct_value_to_string", "out"): ("PP", "Ptr{Ptr{UInt8}}")}
+         ("ct_value_as_string", "out"): ("PP", "Ptr{Ptr{UInt8}}")}
 
 
 def binding_types(fn, p):

@@ -132,7 +132,9 @@ void unscale(const char *func, ct_grad_scaler *s, ct_optimizer *opt, PerOptimize
     if (!g.defined()) continue;
     if (g.scalar_type() == at::kHalf)
       ct::raise(CT_ERR_INVALID_ARGUMENT, "%s: Attempting to unscale FP16 gradients.", func);
-    if (g.is_sparse()) g = g.coalesce()._values();
+    // The values themselves, coalesced or not (scaling is linear, as torch's
+    // _unscale_grads_ does): a coalesced copy would leave the gradient scaled.
+    if (g.is_sparse()) g = g._values();
     if (g.is_cuda()) {
       cuda_grads.push_back(g);
     } else {
@@ -365,7 +367,7 @@ ct_status ct_grad_scaler_update(ct_grad_scaler *s) {
   });
 }
 
-ct_status ct_grad_scaler_get_scale(double *out, const ct_grad_scaler *s) {
+ct_status ct_grad_scaler_current_scale(double *out, const ct_grad_scaler *s) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -420,13 +422,18 @@ ct_status ct_grad_scaler_load_state_dict(ct_grad_scaler *s, const ct_value *stat
     if (interval != std::floor(interval) || tracker != std::floor(tracker) || tracker < 0)
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
                            "%s: growth_interval and _growth_tracker must be whole numbers", ct_fn_);
+    // Both are int32 in torch's kernels; checked before anything changes.
+    if (tracker > 2147483647.0 || !(interval <= 2147483647.0))
+      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                           "%s: growth_interval and _growth_tracker must fit in int32 (got %g, %g)",
+                           ct_fn_, interval, tracker);
     check_scaler_options(ct_fn_, scale, growth, backoff, int64_t(interval));
+    at::NoGradGuard no_grad;
+    lazy_init(s);  // before anything changes: it allocates
     s->init_scale = scale;
     s->growth_factor = growth;
     s->backoff_factor = backoff;
     s->growth_interval = int64_t(interval);
-    at::NoGradGuard no_grad;
-    lazy_init(s);
     s->scale.fill_(scale);
     s->growth_tracker.fill_(int64_t(tracker));
     return CT_OK;

@@ -119,11 +119,12 @@ struct ForeignNode : torch::autograd::Node {
       }
     }
     HandleArray res(n_in);
+    ct_clear_error();  // a callback that fails without ct_set_error gets no stale message
     ct_status rc = call_(n_out ? gp.data() : nullptr, n_out, n_in ? res.h.data() : nullptr, n_in);
     if (rc != CT_OK) {
       const char *msg = ct_last_error();
       ct::raise(CT_ERR_CALLBACK, "%s: backward callback failed (status %d): %s", name_.c_str(),
-                static_cast<int>(rc), (msg && *msg) ? msg : "(no message)");
+                static_cast<int>(rc), (msg && *msg) ? msg : "(no message: the callback did not call ct_set_error)");
     }
     variable_list out(n_in);
     for (size_t i = 0; i < n_in; ++i) {
@@ -389,12 +390,13 @@ ct_status ct_autograd_function_apply(ct_tensor **outputs, size_t n_outputs,
     HandleArray res(n_outputs);
     {
       at::AutoGradMode no_grad(false);
+      ct_clear_error();
       ct_status rc = forward(ctx, n_inputs ? inputs : nullptr, n_inputs, res.h.data(), n_outputs);
       if (rc != CT_OK) {
         const char *msg = ct_last_error();
         return ct::set_error(CT_ERR_CALLBACK, "%s: %s: forward callback failed (status %d): %s",
                              ct_fn_, node_name.c_str(), static_cast<int>(rc),
-                             (msg && *msg) ? msg : "(no message)");
+                             (msg && *msg) ? msg : "(no message: the callback did not call ct_set_error)");
       }
     }
     variable_list outs(n_outputs);

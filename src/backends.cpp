@@ -99,7 +99,7 @@ ct_status flag_access(const char *func, int32_t flag, int32_t *get, const bool *
 
 extern "C" {
 
-ct_status ct_backend_flag_get(int32_t *out, int32_t flag) {
+ct_status ct_backend_flag(int32_t *out, int32_t flag) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -107,7 +107,7 @@ ct_status ct_backend_flag_get(int32_t *out, int32_t flag) {
   });
 }
 
-ct_status ct_backend_flag_set(int32_t flag, int32_t value) {
+ct_status ct_set_backend_flag(int32_t flag, int32_t value) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     if (value != 0 && value != 1)
@@ -118,7 +118,7 @@ ct_status ct_backend_flag_set(int32_t flag, int32_t value) {
   });
 }
 
-ct_status ct_float32_matmul_precision_get(const char **out) {
+ct_status ct_float32_matmul_precision(const char **out) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -131,7 +131,7 @@ ct_status ct_float32_matmul_precision_get(const char **out) {
   });
 }
 
-ct_status ct_float32_matmul_precision_set(const char *precision) {
+ct_status ct_set_float32_matmul_precision(const char *precision) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(precision);

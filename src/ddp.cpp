@@ -95,7 +95,7 @@ std::unique_ptr<ct_ddp> make_ddp(const char *fn, ct_process_group *pg,
   return d;
 }
 
-std::vector<at::Tensor> list_of(const char *fn, const char *what, ct_tensor *const *list,
+std::vector<at::Tensor> list_of(const char *fn, const char *what, const ct_tensor *const *list,
                                 size_t n) {
   if (n > 0 && list == nullptr)
     ct::raise(CT_ERR_INVALID_ARGUMENT, "argument '%s' is NULL but n is %zu", what, n);
@@ -111,8 +111,8 @@ std::vector<at::Tensor> list_of(const char *fn, const char *what, ct_tensor *con
 
 extern "C" {
 
-ct_status ct_ddp_new(ct_ddp **out, ct_process_group *pg, ct_tensor *const *params, size_t n_params,
-                     ct_tensor *const *buffers, size_t n_buffers, double bucket_mb, int32_t flags) {
+ct_status ct_ddp_new(ct_ddp **out, ct_process_group *pg, const ct_tensor *const *params, size_t n_params,
+                     const ct_tensor *const *buffers, size_t n_buffers, double bucket_mb, int32_t flags) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -150,7 +150,7 @@ ct_status ct_ddp_new_module(ct_ddp **out, ct_process_group *pg, ct_module *modul
   });
 }
 
-ct_status ct_ddp_prepare_backward(ct_ddp *ddp, ct_tensor *const *outputs, size_t n) {
+ct_status ct_ddp_prepare_backward(ct_ddp *ddp, const ct_tensor *const *outputs, size_t n) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(ddp);
@@ -170,7 +170,7 @@ ct_status ct_ddp_prepare_backward(ct_ddp *ddp, ct_tensor *const *outputs, size_t
 
 void ct_ddp_free(ct_ddp *ddp) {
   ct::guard_value(0, [&] {
-    delete ddp;
+    if (ddp != nullptr) ct::dist::free_handle(ddp, ddp->group->pid);
     return 0;
   });
 }

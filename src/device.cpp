@@ -132,7 +132,7 @@ ct_status ct_cuda_set_stream(void **previous, int32_t device, void *stream) {
   });
 }
 
-ct_status ct_cuda_stream_synchronize(void *stream, int32_t device) {
+ct_status ct_cuda_stream_synchronize(int32_t device, void *stream) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&]() -> ct_status {
     ct::cudaimpl::stream_synchronize(stream, device);
@@ -140,7 +140,7 @@ ct_status ct_cuda_stream_synchronize(void *stream, int32_t device) {
   });
 }
 
-ct_status ct_cuda_stream_wait_stream(void *waiting, void *producer, int32_t device) {
+ct_status ct_cuda_stream_wait_stream(int32_t device, void *waiting, void *producer) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&]() -> ct_status {
     ct::cudaimpl::stream_wait_stream(waiting, producer, device);
@@ -183,7 +183,7 @@ ct_status ct_cuda_memory_stats(ct_value **out, int32_t device) {
   });
 }
 
-ct_status ct_cuda_set_memory_fraction(double fraction, int32_t device) {
+ct_status ct_cuda_set_memory_fraction(int32_t device, double fraction) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&]() -> ct_status {
     ct::cudaimpl::set_memory_fraction(fraction, device);
@@ -229,15 +229,15 @@ ct_status ct_cuda_current_stream(void **out, int32_t device) { return no_cuda(__
 ct_status ct_cuda_set_stream(void **previous, int32_t device, void *stream) {
   return no_cuda(__func__);
 }
-ct_status ct_cuda_stream_synchronize(void *stream, int32_t device) { return no_cuda(__func__); }
-ct_status ct_cuda_stream_wait_stream(void *waiting, void *producer, int32_t device) {
+ct_status ct_cuda_stream_synchronize(int32_t device, void *stream) { return no_cuda(__func__); }
+ct_status ct_cuda_stream_wait_stream(int32_t device, void *waiting, void *producer) {
   return no_cuda(__func__);
 }
 ct_status ct_cuda_max_memory_allocated(size_t *out, int32_t device) { return no_cuda(__func__); }
 ct_status ct_cuda_max_memory_reserved(size_t *out, int32_t device) { return no_cuda(__func__); }
 ct_status ct_cuda_reset_peak_memory_stats(int32_t device) { return no_cuda(__func__); }
 ct_status ct_cuda_memory_stats(ct_value **out, int32_t device) { return no_cuda(__func__); }
-ct_status ct_cuda_set_memory_fraction(double fraction, int32_t device) { return no_cuda(__func__); }
+ct_status ct_cuda_set_memory_fraction(int32_t device, double fraction) { return no_cuda(__func__); }
 ct_status ct_cuda_stream_from_pool(void **out, int32_t device, int32_t high_priority) {
   return no_cuda(__func__);
 }

@@ -366,6 +366,16 @@ void check_tensor(const char *fn, const Group &g, const char *what, const at::Te
   if (g.backend == "gloo" && !t.device().is_cpu())
     ct::raise(CT_ERR_INVALID_ARGUMENT, "%s is on %s, but backend gloo here takes CPU tensors", what,
               t.device().str().c_str());
+  // Dtypes Gloo has no kernels for: refused here, at once, instead of an
+  // error from inside Gloo after the peers were waited for.
+  const c10::ScalarType st = t.scalar_type();
+  bool gloo_lacks = c10::isComplexType(st);
+#if !CT_TORCH_AT_LEAST(2, 0)
+  gloo_lacks = gloo_lacks || st == c10::kBool || st == c10::kBFloat16;
+#endif
+  if (g.backend == "gloo" && gloo_lacks)
+    ct::raise(CT_ERR_NOT_SUPPORTED, "%s has dtype %s, which backend gloo cannot send (convert it "
+              "first: complex as a real view, bool as uint8)", what, c10::toString(st));
 }
 
 void run_guarded(const Group &g, const char *fn, const char *op, const std::function<void()> &body,

@@ -13,29 +13,29 @@
 extern "C" {
 int32_t ct_distributed_is_compiled(void) { return 0; }
 int32_t ct_distributed_has_backend(const char *) { return 0; }
-ct_status ct_store_tcp_new(ct_store **out, const char *, int32_t, int32_t, int32_t, double) {
+ct_status ct_store_new_tcp(ct_store **out, const char *, int32_t, int32_t, int32_t, double) {
   if (out) *out = nullptr;
   CT_NO_C10D();
 }
-ct_status ct_store_file_new(ct_store **out, const char *, int32_t) {
+ct_status ct_store_new_file(ct_store **out, const char *, int32_t, double) {
   if (out) *out = nullptr;
   CT_NO_C10D();
 }
-ct_status ct_store_prefix_new(ct_store **out, ct_store *, const char *) {
+ct_status ct_store_new_prefix(ct_store **out, ct_store *, const char *) {
   if (out) *out = nullptr;
   CT_NO_C10D();
 }
 ct_status ct_store_port(int32_t *, const ct_store *) { CT_NO_C10D(); }
 ct_status ct_store_set(ct_store *, const char *, const void *, size_t) { CT_NO_C10D(); }
-ct_status ct_store_get(ct_store *, const char *, void *, size_t, size_t *) { CT_NO_C10D(); }
-ct_status ct_store_add(ct_store *, const char *, int64_t, int64_t *) { CT_NO_C10D(); }
+ct_status ct_store_get(void **, size_t *, ct_store *, const char *) { CT_NO_C10D(); }
+ct_status ct_store_add(int64_t *, ct_store *, const char *, int64_t) { CT_NO_C10D(); }
 void ct_store_free(ct_store *) {}
 ct_status ct_process_group_new(ct_process_group **out, ct_store *, const char *, int32_t, int32_t,
                                double) {
   if (out) *out = nullptr;
   CT_NO_C10D();
 }
-ct_status ct_process_group_init_env(ct_process_group **out, const char *, double) {
+ct_status ct_process_group_new_from_env(ct_process_group **out, const char *, double) {
   if (out) *out = nullptr;
   CT_NO_C10D();
 }
@@ -47,30 +47,31 @@ ct_status ct_process_group_new_subgroup(ct_process_group **out, ct_process_group
 int32_t ct_process_group_rank(const ct_process_group *) { return -1; }
 int32_t ct_process_group_size(const ct_process_group *) { return -1; }
 void ct_process_group_free(ct_process_group *) {}
-ct_status ct_all_reduce(ct_process_group *, ct_tensor *, int32_t, ct_work **) { CT_NO_C10D(); }
-ct_status ct_broadcast(ct_process_group *, ct_tensor *, int32_t, ct_work **) { CT_NO_C10D(); }
-ct_status ct_all_gather(ct_process_group *, ct_tensor *const *, ct_tensor *, ct_work **) {
+ct_status ct_process_group_all_reduce(ct_work **, ct_process_group *, ct_tensor *, int32_t) { CT_NO_C10D(); }
+ct_status ct_process_group_broadcast(ct_work **, ct_process_group *, ct_tensor *, int32_t) { CT_NO_C10D(); }
+ct_status ct_process_group_all_gather(ct_work **, ct_process_group *, ct_tensor *const *, const ct_tensor *) {
   CT_NO_C10D();
 }
-ct_status ct_all_to_all(ct_process_group *, ct_tensor *const *, ct_tensor *const *, ct_work **) {
+ct_status ct_process_group_all_to_all(ct_work **, ct_process_group *, ct_tensor *const *,
+                                      const ct_tensor *const *) {
   CT_NO_C10D();
 }
-ct_status ct_reduce_scatter(ct_process_group *, ct_tensor *, ct_tensor *const *, int32_t,
-                            ct_work **) {
+ct_status ct_process_group_reduce_scatter(ct_work **, ct_process_group *, ct_tensor *,
+                                          const ct_tensor *const *, int32_t) {
   CT_NO_C10D();
 }
-ct_status ct_barrier(ct_process_group *, ct_work **) { CT_NO_C10D(); }
-ct_status ct_send(ct_process_group *, ct_tensor *, int32_t, int32_t, ct_work **) { CT_NO_C10D(); }
-ct_status ct_recv(ct_process_group *, ct_tensor *, int32_t, int32_t, ct_work **) { CT_NO_C10D(); }
+ct_status ct_process_group_barrier(ct_work **, ct_process_group *) { CT_NO_C10D(); }
+ct_status ct_process_group_send(ct_work **, ct_process_group *, const ct_tensor *, int32_t, int32_t) { CT_NO_C10D(); }
+ct_status ct_process_group_recv(ct_work **, ct_process_group *, ct_tensor *, int32_t, int32_t) { CT_NO_C10D(); }
 ct_status ct_work_wait(ct_work *, double) { CT_NO_C10D(); }
-ct_status ct_work_is_completed(ct_work *, int32_t *) { CT_NO_C10D(); }
-ct_status ct_work_source_rank(ct_work *, int32_t *) { CT_NO_C10D(); }
+ct_status ct_work_is_completed(int32_t *, ct_work *) { CT_NO_C10D(); }
+ct_status ct_work_source_rank(int32_t *, ct_work *) { CT_NO_C10D(); }
 void ct_work_free(ct_work *) {}
 }  // extern "C"
 
 extern "C" {
-ct_status ct_ddp_new(ct_ddp **out, ct_process_group *, ct_tensor *const *, size_t,
-                     ct_tensor *const *, size_t, double, int32_t) {
+ct_status ct_ddp_new(ct_ddp **out, ct_process_group *, const ct_tensor *const *, size_t,
+                     const ct_tensor *const *, size_t, double, int32_t) {
   if (out) *out = nullptr;
   return ct::set_error(CT_ERR_NOT_SUPPORTED, "ct_ddp_new: this ctorch has no c10d");
 }
@@ -78,7 +79,7 @@ ct_status ct_ddp_new_module(ct_ddp **out, ct_process_group *, ct_module *, doubl
   if (out) *out = nullptr;
   return ct::set_error(CT_ERR_NOT_SUPPORTED, "ct_ddp_new_module: this ctorch has no c10d");
 }
-ct_status ct_ddp_prepare_backward(ct_ddp *, ct_tensor *const *, size_t) {
+ct_status ct_ddp_prepare_backward(ct_ddp *, const ct_tensor *const *, size_t) {
   return ct::set_error(CT_ERR_NOT_SUPPORTED, "ct_ddp_prepare_backward: this ctorch has no c10d");
 }
 void ct_ddp_free(ct_ddp *) {}

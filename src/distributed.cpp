@@ -36,14 +36,14 @@ bool valid_timeout(double s) { return std::isfinite(s) && s > 0 && s <= 1e7; }
 constexpr int32_t kMaxWorld = 1 << 16;
 
 // How many tensors a collective over this group takes per list.
-void check_list(const char *fn, const char *what, ct_tensor *const *list, int n) {
+void check_list(const char *fn, const char *what, const ct_tensor *const *list, int n) {
   if (list == nullptr) ct::raise(CT_ERR_INVALID_ARGUMENT, "argument '%s' is NULL", what);
   for (int i = 0; i < n; i++)
     if (list[i] == nullptr)
       ct::raise(CT_ERR_INVALID_ARGUMENT, "%s[%d] is NULL (the group has %d ranks)", what, i, n);
 }
 
-std::vector<at::Tensor> tensors_of(ct_tensor *const *list, int n) {
+std::vector<at::Tensor> tensors_of(const ct_tensor *const *list, int n) {
   std::vector<at::Tensor> v;
   v.reserve(n);
   for (int i = 0; i < n; i++) v.push_back(list[i]->t);
@@ -169,7 +169,7 @@ int32_t ct_distributed_has_backend(const char *backend) {
   return backend != nullptr && ct::dist::has_backend(backend) ? 1 : 0;
 }
 
-ct_status ct_store_tcp_new(ct_store **out, const char *host, int32_t port, int32_t is_master,
+ct_status ct_store_new_tcp(ct_store **out, const char *host, int32_t port, int32_t is_master,
                            int32_t world_size, double timeout_s) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
@@ -192,7 +192,7 @@ ct_status ct_store_tcp_new(ct_store **out, const char *host, int32_t port, int32
   });
 }
 
-ct_status ct_store_file_new(ct_store **out, const char *path, int32_t world_size) {
+ct_status ct_store_new_file(ct_store **out, const char *path, int32_t world_size, double timeout_s) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -200,6 +200,8 @@ ct_status ct_store_file_new(ct_store **out, const char *path, int32_t world_size
     CT_CHECK_NOT_NULL(path);
     CT_CHECK_ARG(*path != '\0', "%s: path is empty", ct_fn_);
     CT_CHECK_ARG(world_size >= 1, "%s: world_size must be >= 1, got %d", ct_fn_, world_size);
+    CT_CHECK_ARG(valid_timeout(timeout_s), "%s: timeout_s must be finite and in (0, 1e7] (got %g)",
+                 ct_fn_, timeout_s);
     // c10d's FileStore opens the file only when first used, and then
     // retries for minutes: check here that it can be made.
     int fd = ::open(path, O_RDWR | O_CREAT, 0644);
@@ -210,12 +212,13 @@ ct_status ct_store_file_new(ct_store **out, const char *path, int32_t world_size
     auto s = std::make_unique<ct_store>();
     ct::dist::run_store(ct_fn_, "open the file store", path,
                         [&] { s->store = c10::make_intrusive<c10d::FileStore>(path, world_size); });
+    s->store->setTimeout(timeout_ms(timeout_s));
     *out = s.release();
     return CT_OK;
   });
 }
 
-ct_status ct_store_prefix_new(ct_store **out, ct_store *store, const char *prefix) {
+ct_status ct_store_new_prefix(ct_store **out, ct_store *store, const char *prefix) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -242,37 +245,40 @@ ct_status ct_store_port(int32_t *out, const ct_store *store) {
   });
 }
 
-ct_status ct_store_set(ct_store *store, const char *key, const void *data, size_t n) {
+ct_status ct_store_set(ct_store *store, const char *key, const void *data, size_t size) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(store);
     ct::dist::check_store_process(*store);
     CT_CHECK_NOT_NULL(key);
-    CT_CHECK_ARG(data != nullptr || n == 0, "%s: data is NULL but n is %zu", ct_fn_, n);
+    CT_CHECK_ARG(data != nullptr || size == 0, "%s: data is NULL but size is %zu", ct_fn_, size);
     const auto *p = static_cast<const uint8_t *>(data);
-    std::vector<uint8_t> v(p, p + n);
+    std::vector<uint8_t> v(p, p + size);
     ct::dist::run_store(ct_fn_, "set", key, [&] { store->store->set(key, v); });
     return CT_OK;
   });
 }
 
-ct_status ct_store_get(ct_store *store, const char *key, void *buf, size_t cap, size_t *n) {
+ct_status ct_store_get(void **data, size_t *size, ct_store *store, const char *key) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(data);
+    CT_CHECK_NOT_NULL(size);
     CT_CHECK_NOT_NULL(store);
     ct::dist::check_store_process(*store);
     CT_CHECK_NOT_NULL(key);
-    CT_CHECK_NOT_NULL(n);
-    CT_CHECK_ARG(buf != nullptr || cap == 0, "%s: buf is NULL but cap is %zu", ct_fn_, cap);
     std::vector<uint8_t> v;
     ct::dist::run_store(ct_fn_, "get", key, [&] { v = store->store->get(key); });
-    *n = v.size();
-    if (cap > 0) std::memcpy(buf, v.data(), std::min(cap, v.size()));
+    void *buf = std::malloc(v.empty() ? 1 : v.size());  // freed with ct_free
+    if (buf == nullptr) throw std::bad_alloc();
+    if (!v.empty()) std::memcpy(buf, v.data(), v.size());
+    *data = buf;
+    *size = v.size();
     return CT_OK;
   });
 }
 
-ct_status ct_store_add(ct_store *store, const char *key, int64_t delta, int64_t *out) {
+ct_status ct_store_add(int64_t *out, ct_store *store, const char *key, int64_t delta) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(store);
@@ -287,7 +293,7 @@ ct_status ct_store_add(ct_store *store, const char *key, int64_t delta, int64_t 
 
 void ct_store_free(ct_store *store) {
   ct::guard_value(0, [&] {
-    delete store;
+    if (store != nullptr) ct::dist::free_handle(store, store->pid);
     return 0;
   });
 }
@@ -317,7 +323,7 @@ ct_status ct_process_group_new(ct_process_group **out, ct_store *store, const ch
   });
 }
 
-ct_status ct_process_group_init_env(ct_process_group **out, const char *backend, double timeout_s) {
+ct_status ct_process_group_new_from_env(ct_process_group **out, const char *backend, double timeout_s) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -380,12 +386,12 @@ int32_t ct_process_group_size(const ct_process_group *pg) { return pg ? pg->g->s
 
 void ct_process_group_free(ct_process_group *pg) {
   ct::guard_value(0, [&] {
-    delete pg;
+    if (pg != nullptr) ct::dist::free_handle(pg, pg->g->pid);
     return 0;
   });
 }
 
-ct_status ct_all_reduce(ct_process_group *pg, ct_tensor *tensor, int32_t op, ct_work **work) {
+ct_status ct_process_group_all_reduce(ct_work **work, ct_process_group *pg, ct_tensor *tensor, int32_t op) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     checked(ct_fn_, pg);
@@ -407,7 +413,7 @@ ct_status ct_all_reduce(ct_process_group *pg, ct_tensor *tensor, int32_t op, ct_
   });
 }
 
-ct_status ct_broadcast(ct_process_group *pg, ct_tensor *tensor, int32_t root, ct_work **work) {
+ct_status ct_process_group_broadcast(ct_work **work, ct_process_group *pg, ct_tensor *tensor, int32_t root) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     checked(ct_fn_, pg);
@@ -424,8 +430,8 @@ ct_status ct_broadcast(ct_process_group *pg, ct_tensor *tensor, int32_t root, ct
   });
 }
 
-ct_status ct_all_gather(ct_process_group *pg, ct_tensor *const *outputs, ct_tensor *input,
-                        ct_work **work) {
+ct_status ct_process_group_all_gather(ct_work **work, ct_process_group *pg, ct_tensor *const *outputs,
+                                      const ct_tensor *input) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     checked(ct_fn_, pg);
@@ -440,14 +446,18 @@ ct_status ct_all_gather(ct_process_group *pg, ct_tensor *const *outputs, ct_tens
       check_like(ct_fn_, "outputs", i, outs[0][i], in);
     }
     return collective(ct_fn_, pg, work, "all_gather", [&](ct_work &w) {
+      if (in.numel() == 0) {  // nothing to move; Gloo divides by the size (SIGFPE)
+        w.w = pg->g->backend_impl()->barrier(c10d::BarrierOptions());
+        return;
+      }
       std::vector<at::Tensor> ins{in};
       w.w = pg->g->backend_impl()->allgather(outs, ins, c10d::AllgatherOptions());
     });
   });
 }
 
-ct_status ct_all_to_all(ct_process_group *pg, ct_tensor *const *outputs, ct_tensor *const *inputs,
-                        ct_work **work) {
+ct_status ct_process_group_all_to_all(ct_work **work, ct_process_group *pg, ct_tensor *const *outputs,
+                                      const ct_tensor *const *inputs) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     checked(ct_fn_, pg);
@@ -470,8 +480,8 @@ ct_status ct_all_to_all(ct_process_group *pg, ct_tensor *const *outputs, ct_tens
   });
 }
 
-ct_status ct_reduce_scatter(ct_process_group *pg, ct_tensor *output, ct_tensor *const *inputs,
-                            int32_t op, ct_work **work) {
+ct_status ct_process_group_reduce_scatter(ct_work **work, ct_process_group *pg, ct_tensor *output,
+                                          const ct_tensor *const *inputs, int32_t op) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     checked(ct_fn_, pg);
@@ -493,7 +503,7 @@ ct_status ct_reduce_scatter(ct_process_group *pg, ct_tensor *output, ct_tensor *
   });
 }
 
-ct_status ct_barrier(ct_process_group *pg, ct_work **work) {
+ct_status ct_process_group_barrier(ct_work **work, ct_process_group *pg) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     checked(ct_fn_, pg);
@@ -503,8 +513,8 @@ ct_status ct_barrier(ct_process_group *pg, ct_work **work) {
   });
 }
 
-ct_status ct_send(ct_process_group *pg, ct_tensor *tensor, int32_t dst, int32_t tag,
-                  ct_work **work) {
+ct_status ct_process_group_send(ct_work **work, ct_process_group *pg, const ct_tensor *tensor, int32_t dst,
+                                int32_t tag) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     checked(ct_fn_, pg);
@@ -519,8 +529,8 @@ ct_status ct_send(ct_process_group *pg, ct_tensor *tensor, int32_t dst, int32_t 
   });
 }
 
-ct_status ct_recv(ct_process_group *pg, ct_tensor *tensor, int32_t src, int32_t tag,
-                  ct_work **work) {
+ct_status ct_process_group_recv(ct_work **work, ct_process_group *pg, ct_tensor *tensor, int32_t src,
+                                int32_t tag) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     checked(ct_fn_, pg);
@@ -550,22 +560,22 @@ ct_status ct_work_wait(ct_work *work, double timeout_s) {
   });
 }
 
-ct_status ct_work_is_completed(ct_work *work, int32_t *done) {
+ct_status ct_work_is_completed(int32_t *out, ct_work *work) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(work);
-    CT_CHECK_NOT_NULL(done);
     ct::dist::check_process(ct_fn_, *work->group);
-    *done = (work->done.load() || work->w->isCompleted()) ? 1 : 0;
+    *out = (work->done.load() || work->w->isCompleted()) ? 1 : 0;
     return CT_OK;
   });
 }
 
-ct_status ct_work_source_rank(ct_work *work, int32_t *out) {
+ct_status ct_work_source_rank(int32_t *out, ct_work *work) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(work);
     CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(work);
     CT_CHECK_ARG(work->any_source, "%s: not a recv from any source (src -1)", ct_fn_);
     CT_CHECK_ARG(work->done.load() && work->code == CT_OK,
                  "%s: the recv has not completed successfully (ct_work_wait first)", ct_fn_);
@@ -576,7 +586,7 @@ ct_status ct_work_source_rank(ct_work *work, int32_t *out) {
 
 void ct_work_free(ct_work *work) {
   ct::guard_value(0, [&] {
-    delete work;
+    if (work != nullptr) ct::dist::free_handle(work, work->group->pid);
     return 0;
   });
 }

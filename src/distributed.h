@@ -109,6 +109,17 @@ struct ct_work {
 namespace ct {
 namespace dist {
 
+// Whether this process is a fork() child of the one that made a handle
+// (pid): its threads are not here, so destroying it would wait forever.
+inline bool forked_from(int pid) { return pid != static_cast<int>(getpid()); }
+// Deletes a handle (NULL ok), except in a fork() child of the process that
+// made it (pid): there destroying it would join threads the child does not
+// have, so the child keeps (leaks) the memory of its copy instead.
+template <typename Handle>
+void free_handle(Handle *h, int pid) {
+  if (h != nullptr && !forked_from(pid)) delete h;
+}
+
 // dist_health.cpp: who is there.
 // Leaves this rank's card ("<host> <pid>") in the group's store.
 void leave_card(c10d::Store &store, int rank);

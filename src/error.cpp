@@ -230,10 +230,11 @@ void ct_warnings_clear(void) {
   tls_warnings.clear();
 }
 
-void ct_set_cpp_backtraces(int32_t enabled) {
-  try {
+ct_status ct_set_cpp_backtraces(int32_t enabled) {
+  return ct::guard(__func__, [&] {
     set_backtraces(enabled != 0);
-  } catch (...) {}
+    return CT_OK;
+  });
 }
 
 }  // extern "C"

@@ -48,12 +48,13 @@ void call_value_kernel(const std::string &name, ct_op_fn fn, void *ctx,
   std::vector<const ct_value *> ptrs(n);
   for (size_t i = 0; i < n; ++i) ptrs[i] = &vals[i];
   ct_value *res = nullptr;
+  ct_clear_error();  // a kernel that fails without ct_set_error gets no stale message
   ct_status rc = fn(ctx, n ? ptrs.data() : nullptr, n, &res);
   std::unique_ptr<ct_value> owned(res);
   if (rc != CT_OK) {
     const char *msg = ct_last_error();
     ct::raise(CT_ERR_CALLBACK, "%s: kernel failed (status %d): %s", name.c_str(),
-              static_cast<int>(rc), (msg && *msg) ? msg : "(no message)");
+              static_cast<int>(rc), (msg && *msg) ? msg : "(no message: the callback did not call ct_set_error)");
   }
   vals.clear();
   torch::jit::drop(stack, n);

@@ -97,7 +97,7 @@ ct_status ct_generator_initial_seed(uint64_t *out, const ct_generator *g) {
   });
 }
 
-ct_status ct_generator_get_state(ct_tensor **out, const ct_generator *g) {
+ct_status ct_generator_state(ct_tensor **out, const ct_generator *g) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);

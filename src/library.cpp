@@ -32,7 +32,7 @@ TORCH_API void overrideCanFuseOnCPU(bool value);
 
 namespace {
 // Turns TorchScript CPU fusion off at load on LibTorch >= 2 (its LLVM code
-// generator can hang; see ct_cpu_fuser_set); CTORCH_CPU_FUSER=1 turns it on,
+// generator can hang; see ct_cpu_fuser_set_enabled); CTORCH_CPU_FUSER=1 turns it on,
 // CTORCH_CPU_FUSER=0 off on any version.
 struct CpuFuserInit {
   CpuFuserInit() {
@@ -63,7 +63,7 @@ const char *ct_version(void) { return CTORCH_VERSION_STRING; }
 int32_t ct_abi_version(void) { return CTORCH_ABI_VERSION; }
 const char *ct_torch_version(void) { return CTORCH_TORCH_VERSION; }
 
-int32_t ct_get_num_threads(void) {
+int32_t ct_num_threads(void) {
   return ct::guard_value<int32_t>(-1, [] { return static_cast<int32_t>(at::get_num_threads()); });
 }
 
@@ -78,7 +78,7 @@ ct_status ct_set_num_threads(int32_t n) {
   });
 }
 
-int32_t ct_get_num_interop_threads(void) {
+int32_t ct_num_interop_threads(void) {
   return ct::guard_value<int32_t>(
       -1, [] { return static_cast<int32_t>(at::get_num_interop_threads()); });
 }
@@ -116,7 +116,7 @@ ct_status ct_load_library(const char *path) {
   });
 }
 
-ct_status ct_cpu_fuser_set(int32_t enabled) {
+ct_status ct_cpu_fuser_set_enabled(int32_t enabled) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     bool was = torch::jit::canFuseOnCPU();
@@ -124,7 +124,7 @@ ct_status ct_cpu_fuser_set(int32_t enabled) {
     if (enabled != 0 && !torch::jit::canFuseOnCPU()) {
       torch::jit::overrideCanFuseOnCPU(was);
       return ct::set_error(CT_ERR_NOT_SUPPORTED,
-                           "ct_cpu_fuser_set: this LibTorch (%s) has no TorchScript CPU "
+                           "ct_cpu_fuser_set_enabled: this LibTorch (%s) has no TorchScript CPU "
                            "fusion backend (NNC built without LLVM)",
                            CTORCH_TORCH_VERSION);
     }
@@ -136,7 +136,12 @@ int32_t ct_cpu_fuser_is_enabled(void) {
   return ct::guard_value<int32_t>(0, [] { return torch::jit::canFuseOnCPU() ? 1 : 0; });
 }
 
-void ct_grad_mode_set(int32_t enabled) { c10::GradMode::set_enabled(enabled != 0); }
+ct_status ct_grad_mode_set_enabled(int32_t enabled) {
+  return ct::guard(__func__, [&] {
+    c10::GradMode::set_enabled(enabled != 0);
+    return CT_OK;
+  });
+}
 int32_t ct_grad_mode_is_enabled(void) { return c10::GradMode::is_enabled() ? 1 : 0; }
 
 }  // extern "C"

@@ -11,7 +11,7 @@
 // through the training primitive (as fast; its workspace is dropped) where
 // that one is right, else through ctorch's layer. Everything else
 // (convolutions, linear, grad-mode LSTMs, other dtypes) is untouched.
-// ct_lstm_guard_set / CTORCH_LSTM_GUARD force either way.
+// ct_lstm_guard_set_mode / CTORCH_LSTM_GUARD force either way.
 #include "checks.h"
 #include "internal.h"
 #include "locks.h"
@@ -180,7 +180,7 @@ void record_probe(const ProbeErrors &err) {
         err.inference, " on a probe); float32 LSTM layers without grad now run through ",
         result == kUseTraining ? "oneDNN's training kernel (right here)"
                                : "ctorch's own LSTM layer",
-        ". CTORCH_LSTM_GUARD=0 or ct_lstm_guard_set(0) uses oneDNN's inference kernel "
+        ". CTORCH_LSTM_GUARD=0 or ct_lstm_guard_set_mode(0) uses oneDNN's inference kernel "
         "anyway.");
 }
 
@@ -255,7 +255,7 @@ struct LstmGuardInit {
       g_mode.store(mode);
       set_registered(mode != kOff);
     } catch (...) {
-      g_library.reset();  // LibTorch's kernel stays; ct_lstm_guard_state() says -1
+      g_library.reset();  // LibTorch's kernel stays; ct_lstm_guard_route() says -1
     }
   }
 } lstm_guard_init;
@@ -265,7 +265,7 @@ struct LstmGuardInit {
 
 extern "C" {
 
-ct_status ct_lstm_guard_set(int32_t mode) {
+ct_status ct_lstm_guard_set_mode(int32_t mode) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_ARG(mode == kAuto || mode == kOff || mode == kOn,
@@ -286,7 +286,7 @@ ct_status ct_lstm_guard_set(int32_t mode) {
   });
 }
 
-int32_t ct_lstm_guard_state(void) {
+int32_t ct_lstm_guard_route(void) {
 #if CT_HAS_ONEDNN_LSTM
   std::lock_guard<std::mutex> lock(g_mutex);
   if (!g_library) return g_mode.load() == kOff ? 0 : -1;

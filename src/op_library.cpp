@@ -148,12 +148,35 @@ struct TensorKernel final : c10::OperatorKernel {
         for (ct_tensor *t : o) delete t;
       }
     } free_outs{outs};
+    ct_clear_error();  // a kernel that fails without ct_set_error gets no stale message
     ct_status rc =
         hold->tensor_fn(hold->ctx, n ? in_ptrs.data() : nullptr, n, m ? outs.data() : nullptr, m);
+    // A handle stored twice, or an input handle stored as an output, would be
+    // freed twice (or freed though ctorch owns it): drop those slots first.
+    std::string misuse;
+    for (size_t i = 0; i < m; ++i) {
+      if (outs[i] == nullptr) continue;
+      for (size_t j = 0; j < n && outs[i] != nullptr; ++j)
+        if (outs[i] == in_ptrs[j]) {
+          outs[i] = nullptr;
+          if (misuse.empty())
+            misuse = "outputs[" + std::to_string(i) + "] is the input handle inputs[" +
+                     std::to_string(j) + "] (store a new handle: ct_tensor_ref)";
+        }
+      for (size_t j = 0; j < i && outs[i] != nullptr; ++j)
+        if (outs[i] == outs[j]) {
+          outs[i] = nullptr;
+          if (misuse.empty())
+            misuse = "outputs[" + std::to_string(j) + "] and outputs[" + std::to_string(i) +
+                     "] are the same handle (each slot needs a handle of its own: ct_tensor_ref)";
+        }
+    }
+    if (rc == CT_OK && !misuse.empty())
+      ct::raise(CT_ERR_CALLBACK, "%s: %s", hold->name.c_str(), misuse.c_str());
     if (rc != CT_OK) {
       const char *msg = ct_last_error();
       ct::raise(CT_ERR_CALLBACK, "%s: kernel failed (status %d): %s", hold->name.c_str(),
-                static_cast<int>(rc), (msg && *msg) ? msg : "(no message)");
+                static_cast<int>(rc), (msg && *msg) ? msg : "(no message: the callback did not call ct_set_error)");
     }
     for (size_t i = 0; i < m; ++i)
       if (outs[i] == nullptr || !outs[i]->t.defined())

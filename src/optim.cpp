@@ -164,9 +164,19 @@ void check_option(const char *func, const AlgoInfo &a, const OptionSpec &s, cons
 double get_number(const Dict &g, const char *name) { return number(g.at(name)); }
 bool get_bool(const Dict &g, const char *name) { return g.at(name).toBool(); }
 
-// Checks what spans options (nesterov's needs), after each is checked alone.
-void check_group(const char *func, const AlgoInfo &a, const Dict &g) {
-  for (const auto &s : a.specs) check_option(func, a, s, g.at(s.name));
+// Checks what spans options (nesterov's needs), after each is checked alone,
+// and gives the group a betas tuple of its own: the caller's list (or the one
+// a state_dict was loaded from) can change later, the optimizer's cannot.
+void check_group(const char *func, const AlgoInfo &a, Dict &g) {
+  for (const auto &s : a.specs) {
+    const IValue &v = g.at(s.name);
+    check_option(func, a, s, v);
+    if (s.kind == Kind::Betas) {
+      const std::vector<IValue> items =
+          v.isTuple() ? v.toTupleRef().elements().vec() : v.toListRef().vec();
+      g.insert_or_assign(s.name, betas(number(items[0]), number(items[1])));
+    }
+  }
   if (a.algo == Algo::SGD && get_bool(g, "nesterov") &&
       (get_number(g, "momentum") <= 0 || get_number(g, "dampening") != 0))
     ct::raise(CT_ERR_INVALID_ARGUMENT,

@@ -47,7 +47,8 @@ double number(const IValue &v);
 double get_number(const Dict &g, const char *name);
 bool get_bool(const Dict &g, const char *name);
 // Checks every option of a group and what spans options; throws ct::Error.
-void check_group(const char *func, const AlgoInfo &a, const Dict &g);
+// Replaces betas by a tuple of doubles of its own (never the caller's list).
+void check_group(const char *func, const AlgoInfo &a, Dict &g);
 // A new "step" state: a float32 0-dim tensor, as torch >= 1.12 makes.
 at::Tensor new_step();
 

@@ -438,7 +438,7 @@ ct_status ct_package_run_on_stream(ct_tensor **outputs, size_t n_outputs, size_t
   return run_package(__func__, outputs, n_outputs, n_returned, p, inputs, n_inputs, stream);
 }
 
-ct_status ct_package_load_with(ct_package **out, const char *path, const char *model_name,
+ct_status ct_package_load_ext(ct_package **out, const char *path, const char *model_name,
                                size_t num_runners, int32_t device_index) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {

@@ -1,5 +1,5 @@
 // Tensors: factories, handles and conversions, metadata accessors (one at a
-// time and ct_tensor_info_get), printing, comparison. Codes are in codes.cpp,
+// time and ct_tensor_metadata), printing, comparison. Codes are in codes.cpp,
 // tensors over caller memory in from_blob.cpp.
 #include "checks.h"
 #include "internal.h"
@@ -315,7 +315,6 @@ int32_t ct_tensor_requires_grad(const ct_tensor *t) {
   return t && t->t.defined() && t->t.requires_grad() ? 1 : 0;
 }
 int32_t ct_tensor_is_defined(const ct_tensor *t) { return defined(t) ? 1 : 0; }
-int32_t ct_tensor_defined(const ct_tensor *t) { return defined(t) ? 1 : 0; }
 
 ct_status ct_tensor_to_string(char **out, const ct_tensor *t) {
   const char *const ct_fn_ = __func__;
@@ -349,7 +348,7 @@ ct_status ct_tensor_allclose(int32_t *out, const ct_tensor *a, const ct_tensor *
 
 // ---- All metadata in one call (issue 12; owner: helper "src") ----------------
 
-extern "C" ct_status ct_tensor_info_get(ct_tensor_info *out, const ct_tensor *t) {
+extern "C" ct_status ct_tensor_metadata(ct_tensor_info *out, const ct_tensor *t) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);

@@ -1,6 +1,7 @@
 // Values (c10::IValue behind a ct_value handle): constructors, accessors,
 // containers, and printing (ct_value_*). torch.save files are in src/pickle/.
 #include "messages.h"
+#include "checks.h"
 
 #include <algorithm>
 #include <cstring>
@@ -181,6 +182,9 @@ c10::TypePtr unify_or_any(const std::vector<c10::TypePtr> &types) {
 
 c10::TypePtr value_type(const c10::IValue &v) {
   if (v.isTensor()) return c10::TensorType::get();
+  // A list carries its element type: O(1), where unshapedType(v.type()) walks
+  // the whole type, which made nested lists quadratic to build (issue 40).
+  if (v.isList()) return c10::ListType::create(v.toList().elementType());
   return c10::unshapedType(v.type());
 }
 
@@ -358,7 +362,7 @@ ct_status ct_value_to_double(double *out, const ct_value *v) {
       });
 }
 
-ct_status ct_value_to_string(const char **out, size_t *len, const ct_value *v) {
+ct_status ct_value_as_string(const char **out, size_t *len, const ct_value *v) {
   return typed_get(__func__, out, v, &c10::IValue::isString, "string", [len](const c10::IValue &x) {
     const std::string &s = x.toStringRef();
     if (len) *len = s.size();
@@ -403,7 +407,7 @@ ct_status ct_value_from_module(ct_value **out, const ct_module *m) {
   return construct(__func__, out, "m", m, [](const ct_module &x) { return x.m._ivalue(); });
 }
 
-ct_status ct_value_len(size_t *out, const ct_value *v) {
+ct_status ct_value_length(size_t *out, const ct_value *v) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
@@ -507,6 +511,10 @@ ct_status ct_value_to_repr(char **out, const ct_value *v) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(v);
+    // LibTorch's printer recurses: a list that contains itself, or one nested
+    // deeper than ctorch's limit, would overflow the stack.
+    const std::string why = ct::loaded_nesting_problem(v->v);
+    if (!why.empty()) return ct::set_error(CT_ERR_INVALID_ARGUMENT, "%s: %s", ct_fn_, why.c_str());
     std::ostringstream os;
     os << v->v;
     *out = ct::dup_string(os.str());

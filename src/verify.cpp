@@ -45,7 +45,7 @@ ct_status repr_parts(const ct_value *v, int depth) {
   if (tag == CT_VALUE_TENSOR || tag == CT_VALUE_TENSOR_LIST) return CT_OK;
   if (depth < 64 && (tag == CT_VALUE_DICT || tag == CT_VALUE_LIST || tag == CT_VALUE_TUPLE)) {
     size_t n = 0;
-    ct_status s = ct_value_len(&n, v);
+    ct_status s = ct_value_length(&n, v);
     for (size_t i = 0; s == CT_OK && i < n; ++i) {
       ct_value *k = nullptr, *x = nullptr;
       s = tag == CT_VALUE_DICT ? ct_value_dict_item(&k, &x, v, i) : ct_value_get(&x, v, i);

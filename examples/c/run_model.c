@@ -85,13 +85,13 @@ int main(int argc, char **argv) {
   ct_value *methods = NULL;
   size_t n = 0;
   CHECK(ct_module_methods(&methods, m));
-  CHECK(ct_value_len(&n, methods));
+  CHECK(ct_value_length(&n, methods));
   printf("methods:\n");
   for (size_t i = 0; i < n; ++i) {
     ct_value *k = NULL, *v = NULL;
     const char *schema;
     CHECK(ct_value_dict_item(&k, &v, methods, i));
-    CHECK(ct_value_to_string(&schema, NULL, v));
+    CHECK(ct_value_as_string(&schema, NULL, v));
     printf("  %s\n", schema);
     ct_value_free(k);
     ct_value_free(v);
@@ -101,14 +101,14 @@ int main(int argc, char **argv) {
   /* Parameters with their shapes. */
   ct_value *params = NULL;
   CHECK(ct_module_named_parameters(&params, m, 1));
-  CHECK(ct_value_len(&n, params));
+  CHECK(ct_value_length(&n, params));
   printf("parameters (%zu):\n", n);
   for (size_t i = 0; i < n; ++i) {
     ct_value *k = NULL, *v = NULL;
     ct_tensor *t = NULL;
     const char *name;
     CHECK(ct_value_dict_item(&k, &v, params, i));
-    CHECK(ct_value_to_string(&name, NULL, k));
+    CHECK(ct_value_as_string(&name, NULL, k));
     CHECK(ct_value_to_tensor(&t, v));
     if (i < 10 || i + 3 > n) {
       printf("  %-32s ", name);

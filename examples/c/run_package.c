@@ -30,13 +30,13 @@
 
 static void print_str_list(const char *title, const ct_value *list) {
   size_t n = 0;
-  CHECK(ct_value_len(&n, list));
+  CHECK(ct_value_length(&n, list));
   printf("%s (%zu):", title, n);
   for (size_t i = 0; i < n; ++i) {
     ct_value *s = NULL;
     const char *str = NULL;
     CHECK(ct_value_get(&s, list, i));
-    CHECK(ct_value_to_string(&str, NULL, s));
+    CHECK(ct_value_as_string(&str, NULL, s));
     printf(" %s", str);
     ct_value_free(s);
   }
@@ -59,13 +59,13 @@ int main(int argc, char **argv) {
   ct_value *md = NULL;
   CHECK(ct_package_metadata(&md, p));
   size_t n = 0;
-  CHECK(ct_value_len(&n, md));
+  CHECK(ct_value_length(&n, md));
   for (size_t i = 0; i < n; ++i) {
     ct_value *k = NULL, *v = NULL;
     const char *ks = NULL, *vs = NULL;
     CHECK(ct_value_dict_item(&k, &v, md, i));
-    CHECK(ct_value_to_string(&ks, NULL, k));
-    CHECK(ct_value_to_string(&vs, NULL, v));
+    CHECK(ct_value_as_string(&ks, NULL, k));
+    CHECK(ct_value_as_string(&vs, NULL, v));
     printf("metadata %s = %s\n", ks, vs);
     ct_value_free(k);
     ct_value_free(v);

@@ -308,7 +308,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   /* the model saved whole (TorchScript), and logits of 16 images for the check */
-  ct_grad_mode_set(0);
+  ct_grad_mode_set_enabled(0);
   ct_tensor *probe_in = NULL, *probe = NULL;
   {
     ct_value *args[4] = {v_tensor(r.x), v_int(0), v_int(0), v_int(16)}, *res = NULL;
@@ -318,7 +318,7 @@ int main(int argc, char **argv) {
     ct_value_free(res);
   }
   probe = method(r.m, "forward", probe_in);
-  ct_grad_mode_set(1);
+  ct_grad_mode_set_enabled(1);
   snprintf(path, sizeof path, "%s/model.pt", outdir);
   CHECK(ct_module_save(r.m, path, NULL));
   ct_value *loss_list = NULL;

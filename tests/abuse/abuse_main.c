@@ -123,10 +123,10 @@ static void setup(void) {
   if (ct_distributed_has_backend("gloo")) {
     ct_tensor *p = NULL;
     int64_t one = 1;
-    if (ct_store_tcp_new(&g_store, "127.0.0.1", 0, 1, 1, 2.0)) die("store");
+    if (ct_store_new_tcp(&g_store, "127.0.0.1", 0, 1, 1, 2.0)) die("store");
     if (ct_store_set(g_store, "k", "v", 1)) die("store set");
     if (ct_process_group_new(&g_process_group, g_store, "gloo", 0, 1, 2.0)) die("group");
-    if (ct_barrier(g_process_group, &g_work) || ct_work_wait(g_work, 0)) die("work");
+    if (ct_process_group_barrier(&g_work, g_process_group) || ct_work_wait(g_work, 0)) die("work");
     if (ct_tensor_zeros(&p, &one, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 1)) die("ddp param");
     if (ct_ddp_new(&g_ddp, g_process_group, &p, 1, NULL, 0, 0, 0)) die("ddp");
   }

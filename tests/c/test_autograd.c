@@ -412,11 +412,11 @@ static void test_custom_function_paths(void **state) {
 
   /* Grad mode off: no graph, destroy before apply returns. */
   before = g_destroyed;
-  ct_grad_mode_set(0);
+  ct_grad_mode_set_enabled(0);
   fctx *c = fctx_new();
   CT_OK_OR_FAIL(
       ct_autograd_function_apply(out, 2, in, 2, NULL, f_forward, f_backward, c, fctx_destroy));
-  ct_grad_mode_set(1);
+  ct_grad_mode_set_enabled(1);
   assert_int_equal(g_destroyed, before + 1);
   assert_int_equal(ct_tensor_requires_grad(out[0]), 0);
   ct_tensor_free(out[0]);

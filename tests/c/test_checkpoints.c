@@ -119,7 +119,7 @@ static void test_optimizer_checkpoint(void **state) {
   ct_value *name = get(ast, "name"), *betas = get(ast, "betas"), *resume = get(ast, "resume");
   const char *s = NULL;
   size_t len = 0;
-  CT_OK_OR_FAIL(ct_value_to_string(&s, &len, name));
+  CT_OK_OR_FAIL(ct_value_as_string(&s, &len, name));
   assert_int_equal(len, 4);
   assert_memory_equal(s, "run1", 4);
   assert_int_equal(ct_value_tag(betas), CT_VALUE_TUPLE);
@@ -129,10 +129,10 @@ static void test_optimizer_checkpoint(void **state) {
   /* A set is a list. */
   ct_value *classes = get(ck, "classes"), *c0 = NULL;
   size_t n = 0;
-  CT_OK_OR_FAIL(ct_value_len(&n, classes));
+  CT_OK_OR_FAIL(ct_value_length(&n, classes));
   assert_int_equal(n, 1);
   CT_OK_OR_FAIL(ct_value_get(&c0, classes, 0));
-  CT_OK_OR_FAIL(ct_value_to_string(&s, &len, c0));
+  CT_OK_OR_FAIL(ct_value_as_string(&s, &len, c0));
   assert_memory_equal(s, "cat", 3);
   /* Non-objects have no class. */
   CT_EXPECT_ERROR(ct_value_object_class(&s, ck), CT_ERR_TYPE, "not an object");
@@ -192,7 +192,7 @@ static void test_plain_pickle(void **state) {
   assert_int_equal(get_int(st, "depth"), 4);
   ct_value *tags = get(st, "tags");
   size_t n = 0;
-  CT_OK_OR_FAIL(ct_value_len(&n, tags));
+  CT_OK_OR_FAIL(ct_value_length(&n, tags));
   assert_int_equal(n, 2);
   ct_value_free(tags);
   ct_value_free(st);
@@ -865,7 +865,7 @@ static void test_libtorch_tagged_containers(void **state) {
   CT_OK_OR_FAIL(ct_pickle_load_buffer(&v, intlist, sizeof intlist - 1));
   assert_int_equal(ct_value_tag(v), CT_VALUE_INT_LIST);
   size_t n = 0;
-  CT_OK_OR_FAIL(ct_value_len(&n, v));
+  CT_OK_OR_FAIL(ct_value_length(&n, v));
   assert_int_equal(n, 3);
   ct_value_free(v);
   /* restore_type_tag({'a': 1}, 'Dict[str, int]') is the dict itself. */

@@ -86,8 +86,8 @@ static void test_not_supported_without_gpu(void **state) {
   assert_ptr_equal(stream, (void *)0x1234);
   EXPECT_NO_CUDA(ct_cuda_set_stream(&prev, -1, NULL), "ct_cuda_set_stream");
   assert_ptr_equal(prev, (void *)0x5678);
-  EXPECT_NO_CUDA(ct_cuda_stream_synchronize(NULL, -1), "ct_cuda_stream_synchronize");
-  EXPECT_NO_CUDA(ct_cuda_stream_wait_stream(NULL, NULL, -1), "ct_cuda_stream_wait_stream");
+  EXPECT_NO_CUDA(ct_cuda_stream_synchronize(-1, NULL), "ct_cuda_stream_synchronize");
+  EXPECT_NO_CUDA(ct_cuda_stream_wait_stream(-1, NULL, NULL), "ct_cuda_stream_wait_stream");
   EXPECT_NO_CUDA(ct_cuda_max_memory_allocated(&bytes, -1), "ct_cuda_max_memory_allocated");
   EXPECT_NO_CUDA(ct_cuda_max_memory_reserved(&bytes, 0), "ct_cuda_max_memory_reserved");
   assert_int_equal(bytes, 4242);
@@ -95,7 +95,7 @@ static void test_not_supported_without_gpu(void **state) {
   ct_value *stats = (ct_value *)0x1;
   EXPECT_NO_CUDA(ct_cuda_memory_stats(&stats, -1), "ct_cuda_memory_stats");
   assert_ptr_equal(stats, (ct_value *)0x1);
-  EXPECT_NO_CUDA(ct_cuda_set_memory_fraction(0.5, -1), "ct_cuda_set_memory_fraction");
+  EXPECT_NO_CUDA(ct_cuda_set_memory_fraction(-1, 0.5), "ct_cuda_set_memory_fraction");
   EXPECT_NO_CUDA(ct_cuda_stream_from_pool(&stream, -1, 0), "ct_cuda_stream_from_pool");
   assert_ptr_equal(stream, (void *)0x1234);
   ct_cuda_event *ev = (ct_cuda_event *)0x1;
@@ -213,11 +213,11 @@ static void test_memory_peaks_and_stats(void **state) {
   assert_true(peak0 < peak);
   /* A fraction too small for 16 MiB: the allocation fails cleanly. */
   CT_OK_OR_FAIL(ct_cuda_empty_cache());
-  CT_OK_OR_FAIL(ct_cuda_set_memory_fraction(1e-6, 0));
+  CT_OK_OR_FAIL(ct_cuda_set_memory_fraction(0, 1e-6));
   ct_status st = ct_tensor_empty(&t, sizes, 1, CT_FLOAT32, CT_DEVICE_CUDA, 0, 0);
-  CT_OK_OR_FAIL(ct_cuda_set_memory_fraction(1.0, 0));
+  CT_OK_OR_FAIL(ct_cuda_set_memory_fraction(0, 1.0));
   if (st != CT_ERR_OUT_OF_MEMORY) fail_msg("expected CT_ERR_OUT_OF_MEMORY, got %d", st);
-  CT_EXPECT_ERROR(ct_cuda_set_memory_fraction(1.5, 0), CT_ERR_INVALID_ARGUMENT,
+  CT_EXPECT_ERROR(ct_cuda_set_memory_fraction(0, 1.5), CT_ERR_INVALID_ARGUMENT,
                   "fraction must be between 0 and 1");
   void *s1 = NULL, *s2 = NULL;
   CT_OK_OR_FAIL(ct_cuda_stream_from_pool(&s1, 0, 0));
@@ -346,8 +346,8 @@ static void test_streams(void **state) {
   CT_OK_OR_FAIL(ct_cuda_set_device(0));
   CT_OK_OR_FAIL(ct_cuda_set_stream(&prev, 0, NULL));
   CT_OK_OR_FAIL(ct_cuda_set_stream(NULL, 0, prev));
-  CT_OK_OR_FAIL(ct_cuda_stream_wait_stream((void *)2, NULL, 0));
-  CT_OK_OR_FAIL(ct_cuda_stream_synchronize(NULL, 0));
+  CT_OK_OR_FAIL(ct_cuda_stream_wait_stream(0, (void *)2, NULL));
+  CT_OK_OR_FAIL(ct_cuda_stream_synchronize(0, NULL));
 
   stream_create_fn create = (stream_create_fn)cudart_symbol("cudaStreamCreate");
   stream_destroy_fn destroy = (stream_destroy_fn)cudart_symbol("cudaStreamDestroy");
@@ -369,8 +369,8 @@ static void test_streams(void **state) {
   CT_OK_OR_FAIL(ct_tensor_full(&t, sizes, 1, 3.0, CT_FLOAT32, CT_DEVICE_CUDA, 0, 0));
   CT_OK_OR_FAIL(ct_tensor_fill_(t, 5.0));
   /* The old stream waits for ext on the device; then wait on the host. */
-  CT_OK_OR_FAIL(ct_cuda_stream_wait_stream(prev, ext, 0));
-  CT_OK_OR_FAIL(ct_cuda_stream_synchronize(ext, 0));
+  CT_OK_OR_FAIL(ct_cuda_stream_wait_stream(0, prev, ext));
+  CT_OK_OR_FAIL(ct_cuda_stream_synchronize(0, ext));
   void *back = NULL;
   CT_OK_OR_FAIL(ct_cuda_set_stream(&back, 0, prev));
   assert_ptr_equal(back, ext);
@@ -437,7 +437,7 @@ static void test_pinned_and_non_blocking(void **state) {
   CT_OK_OR_FAIL(ct_tensor_to(&g, pinned, CT_DEVICE_CUDA, 0, CT_DTYPE_KEEP, 1, 0));
   assert_int_equal(ct_tensor_device_type(g), CT_DEVICE_CUDA);
   assert_int_equal(ct_tensor_is_pinned(g), 0);
-  CT_OK_OR_FAIL(ct_cuda_stream_synchronize(s, 0));
+  CT_OK_OR_FAIL(ct_cuda_stream_synchronize(0, s));
   ct_tensor *back = to_cpu(g);
   int32_t eq = 0;
   CT_OK_OR_FAIL(ct_tensor_equal(&eq, back, h));
@@ -457,7 +457,7 @@ static void test_pinned_and_non_blocking(void **state) {
   CT_OK_OR_FAIL(ct_tensor_pin_memory(&dst, h));
   CT_OK_OR_FAIL(ct_tensor_fill_(dst, 0.0));
   CT_OK_OR_FAIL(ct_tensor_copy_(dst, g, 1));
-  CT_OK_OR_FAIL(ct_cuda_stream_synchronize(s, 0));
+  CT_OK_OR_FAIL(ct_cuda_stream_synchronize(0, s));
   const float *p = (const float *)ct_tensor_data_ptr(dst);
   for (int i = 0; i < N_ELEMS; i++) assert_true(p[i] == 2.5f);
   ct_tensor_free(dst);

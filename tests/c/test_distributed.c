@@ -133,7 +133,7 @@ static ct_store *g_test_store;
 
 static ct_process_group *tcp_group(double timeout_s) {
   ct_store *s = NULL;
-  RK_OK(ct_store_tcp_new(&s, master_addr(), g_port, g_rank == 0, g_world, timeout_s));
+  RK_OK(ct_store_new_tcp(&s, master_addr(), g_port, g_rank == 0, g_world, timeout_s));
   ct_process_group *pg = NULL;
   RK_OK(ct_process_group_new(&pg, s, "gloo", g_rank, g_world, timeout_s));
   ct_store_free(g_test_store);
@@ -151,7 +151,7 @@ static void case_collectives(void) {
     ct_tensor *t = full_f32(5, 0);
     for (int i = 0; i < 5; i++) fp(t)[i] = (float)((r + 1) * (i + 1));
     void *before = ct_tensor_data_ptr(t);
-    RK_OK(ct_all_reduce(pg, t, ops[k], NULL));
+    RK_OK(ct_process_group_all_reduce(NULL, pg, t, ops[k]));
     R_CHECK(ct_tensor_data_ptr(t) == before, "in place");
     for (int i = 0; i < 5; i++) {
       double sum = 0, prod = 1;
@@ -167,74 +167,85 @@ static void case_collectives(void) {
     int64_t v = 1LL << r, sz[1] = {1};
     ct_tensor *t = NULL;
     RK_OK(ct_tensor_from_data(&t, &v, sz, 1, CT_INT64, CT_DEVICE_CPU, -1));
-    RK_OK(ct_all_reduce(pg, t, CT_REDUCE_BOR, NULL));
+    RK_OK(ct_process_group_all_reduce(NULL, pg, t, CT_REDUCE_BOR));
     R_CHECK(*(int64_t *)ct_tensor_data_ptr(t) == (1LL << n) - 1, "bor");
     ct_tensor_free(t);
   }
   /* broadcast from the last rank */
   ct_tensor *b = full_f32(3, (float)r);
-  RK_OK(ct_broadcast(pg, b, n - 1, NULL));
+  RK_OK(ct_process_group_broadcast(NULL, pg, b, n - 1));
   R_CHECK(fp(b)[0] == n - 1 && fp(b)[2] == n - 1, "broadcast");
   ct_tensor_free(b);
   /* all_gather */
   ct_tensor *in = full_f32(2, (float)(10 * r + 1)), *outs[8];
   for (int q = 0; q < n; q++) outs[q] = full_f32(2, -1);
-  RK_OK(ct_all_gather(pg, outs, in, NULL));
+  RK_OK(ct_process_group_all_gather(NULL, pg, outs, in));
   for (int q = 0; q < n; q++) R_CHECK(fp(outs[q])[1] == 10 * q + 1, "all_gather %d", q);
+  /* all_gather of 0-element tensors (issue 40 item 6: Gloo's SIGFPE killed every rank) */
+  {
+    ct_tensor *e_in = full_f32(0, 0), *e_outs[8];
+    for (int q = 0; q < n; q++) e_outs[q] = full_f32(0, 0);
+    RK_OK(ct_process_group_all_gather(NULL, pg, e_outs, e_in));
+    for (int q = 0; q < n; q++) {
+      R_CHECK(ct_tensor_numel(e_outs[q]) == 0, "empty all_gather output %d", q);
+      ct_tensor_free(e_outs[q]);
+    }
+    ct_tensor_free(e_in);
+  }
   /* all_to_all: rank r sends 100 r + q to rank q */
   ct_tensor *ins[8];
   for (int q = 0; q < n; q++) {
     ins[q] = full_f32(2, (float)(100 * r + q));
     fp(outs[q])[0] = -1;
   }
-  RK_OK(ct_all_to_all(pg, outs, ins, NULL));
+  RK_OK(ct_process_group_all_to_all(NULL, pg, outs, ins));
   for (int q = 0; q < n; q++) R_CHECK(fp(outs[q])[0] == 100 * q + r, "all_to_all from %d", q);
   /* reduce_scatter: inputs[q] = r + q everywhere; output = sum_r (r + this) */
   for (int q = 0; q < n; q++) fp(ins[q])[0] = fp(ins[q])[1] = (float)(r + q);
   ct_tensor *rs = full_f32(2, -1);
-  RK_OK(ct_reduce_scatter(pg, rs, ins, CT_REDUCE_SUM, NULL));
+  RK_OK(ct_process_group_reduce_scatter(NULL, pg, rs, ins, CT_REDUCE_SUM));
   R_CHECK(fp(rs)[0] == n * (n - 1) / 2 + n * r, "reduce_scatter sum %g", fp(rs)[0]);
-  RK_OK(ct_reduce_scatter(pg, rs, ins, CT_REDUCE_MAX, NULL));
+  RK_OK(ct_process_group_reduce_scatter(NULL, pg, rs, ins, CT_REDUCE_MAX));
   R_CHECK(fp(rs)[1] == (n - 1) + r, "reduce_scatter max %g", fp(rs)[1]);
   /* async: start, then wait; the result appears only after the wait */
   ct_tensor *a = full_f32(1000, 1);
   ct_work *w = NULL;
-  RK_OK(ct_all_reduce(pg, a, CT_REDUCE_AVG, &w));
+  RK_OK(ct_process_group_all_reduce(&w, pg, a, CT_REDUCE_AVG));
   R_CHECK(w != NULL, "work");
   RK_OK(ct_work_wait(w, 0));
   R_CHECK(fp(a)[999] == 1.0f, "avg async %g", fp(a)[999]);
   int32_t done = 0;
-  RK_OK(ct_work_is_completed(w, &done));
+  RK_OK(ct_work_is_completed(&done, w));
   R_CHECK(done == 1, "completed");
   RK_OK(ct_work_wait(w, 0)); /* again: same result */
   ct_work_free(w);
-  RK_OK(ct_barrier(pg, &w));
+  RK_OK(ct_process_group_barrier(&w, pg));
   RK_OK(ct_work_wait(w, 5));
   ct_work_free(w);
   /* point to point in a ring, and a receive from any source */
   ct_tensor *s = full_f32(4, (float)r), *rv = full_f32(4, -1);
   ct_work *sw = NULL, *rw = NULL;
-  RK_OK(ct_send(pg, s, (r + 1) % n, 7, &sw));
-  RK_OK(ct_recv(pg, rv, (r + n - 1) % n, 7, &rw));
+  RK_OK(ct_process_group_send(&sw, pg, s, (r + 1) % n, 7));
+  RK_OK(ct_process_group_recv(&rw, pg, rv, (r + n - 1) % n, 7));
   RK_OK(ct_work_wait(rw, 0));
   RK_OK(ct_work_wait(sw, 0));
   R_CHECK(fp(rv)[3] == (r + n - 1) % n, "ring recv");
   ct_work_free(sw);
   ct_work_free(rw);
   if (r == 0) {
-    RK_OK(ct_recv(pg, rv, -1, 9, &rw));
+    RK_OK(ct_process_group_recv(&rw, pg, rv, -1, 9));
     RK_OK(ct_work_wait(rw, 0));
     int32_t src = -1;
-    RK_OK(ct_work_source_rank(rw, &src));
+    RK_OK(ct_work_source_rank(&src, rw));
     R_CHECK(src == n - 1 && fp(rv)[0] == n - 1, "any source: %d", src);
     ct_work_free(rw);
   } else if (r == n - 1) {
-    RK_OK(ct_send(pg, s, 0, 9, NULL));
+    RK_OK(ct_process_group_send(NULL, pg, s, 0, 9));
   }
   /* a wait shorter than the operation runs out, and the work goes on */
   if (r == 0) {
     ct_tensor *late = full_f32(3, -1);
-    RK_OK(ct_recv(pg, late, 1, 11, &rw));
+    RK_OK(ct_process_group_recv(&rw, pg, late, 1, 11));
     R_ERR(ct_work_wait(rw, 0.2), CT_ERR_TIMEOUT, "goes on");
     RK_OK(ct_work_wait(rw, 0));
     R_CHECK(fp(late)[2] == 11, "late recv %g", fp(late)[2]);
@@ -243,10 +254,10 @@ static void case_collectives(void) {
   } else if (r == 1) {
     usleep(600000);
     ct_tensor *late = full_f32(3, 11);
-    RK_OK(ct_send(pg, late, 0, 11, NULL));
+    RK_OK(ct_process_group_send(NULL, pg, late, 0, 11));
     ct_tensor_free(late);
   }
-  RK_OK(ct_barrier(pg, NULL));
+  RK_OK(ct_process_group_barrier(NULL, pg));
   /* a subgroup of the even ranks (every rank takes part in making it) */
   int32_t evens[4];
   size_t ne = 0;
@@ -258,7 +269,7 @@ static void case_collectives(void) {
         sub != NULL && ct_process_group_rank(sub) == r / 2 && ct_process_group_size(sub) == (int)ne,
         "subgroup rank");
     ct_tensor *t = full_f32(2, (float)r);
-    RK_OK(ct_all_reduce(sub, t, CT_REDUCE_SUM, NULL));
+    RK_OK(ct_process_group_all_reduce(NULL, sub, t, CT_REDUCE_SUM));
     float want = 0;
     for (size_t q = 0; q < ne; q++) want += evens[q];
     R_CHECK(fp(t)[0] == want, "subgroup sum %g", fp(t)[0]);
@@ -267,7 +278,7 @@ static void case_collectives(void) {
     R_CHECK(sub == NULL, "not a member");
   }
   ct_process_group_free(sub);
-  RK_OK(ct_barrier(pg, NULL));
+  RK_OK(ct_process_group_barrier(NULL, pg));
   for (int q = 0; q < n; q++) ct_tensor_free(outs[q]), ct_tensor_free(ins[q]);
   ct_tensor_free(in);
   ct_tensor_free(rs);
@@ -280,32 +291,43 @@ static void case_collectives(void) {
 static void case_bad_input(void) {
   ct_process_group *pg = tcp_group(10);
   ct_tensor *t = full_f32(4, 1), *list[2] = {t, NULL};
-  R_ERR(ct_all_reduce(NULL, t, CT_REDUCE_SUM, NULL), CT_ERR_INVALID_ARGUMENT, "'pg' is NULL");
-  R_ERR(ct_all_reduce(pg, NULL, CT_REDUCE_SUM, NULL), CT_ERR_INVALID_ARGUMENT, "NULL");
-  R_ERR(ct_all_reduce(pg, t, 42, NULL), CT_ERR_INVALID_ARGUMENT, "unknown reduce op 42");
-  R_ERR(ct_all_reduce(pg, t, CT_REDUCE_BAND, NULL), CT_ERR_INVALID_ARGUMENT, "integer");
-  R_ERR(ct_broadcast(pg, t, 5, NULL), CT_ERR_INVALID_ARGUMENT, "root 5 is outside");
-  R_ERR(ct_all_gather(pg, list, t, NULL), CT_ERR_INVALID_ARGUMENT, "outputs[1] is NULL");
-  R_ERR(ct_send(pg, t, g_rank, 0, NULL), CT_ERR_INVALID_ARGUMENT, "is this rank");
-  R_ERR(ct_recv(pg, t, -2, 0, NULL), CT_ERR_INVALID_ARGUMENT, "outside");
+  R_ERR(ct_process_group_all_reduce(NULL, NULL, t, CT_REDUCE_SUM), CT_ERR_INVALID_ARGUMENT, "'pg' is NULL");
+  R_ERR(ct_process_group_all_reduce(NULL, pg, NULL, CT_REDUCE_SUM), CT_ERR_INVALID_ARGUMENT, "NULL");
+  R_ERR(ct_process_group_all_reduce(NULL, pg, t, 42), CT_ERR_INVALID_ARGUMENT, "unknown reduce op 42");
+  R_ERR(ct_process_group_all_reduce(NULL, pg, t, CT_REDUCE_BAND), CT_ERR_INVALID_ARGUMENT, "integer");
+  R_ERR(ct_process_group_broadcast(NULL, pg, t, 5), CT_ERR_INVALID_ARGUMENT, "root 5 is outside");
+  R_ERR(ct_process_group_all_gather(NULL, pg, list, t), CT_ERR_INVALID_ARGUMENT, "outputs[1] is NULL");
+  R_ERR(ct_process_group_send(NULL, pg, t, g_rank, 0), CT_ERR_INVALID_ARGUMENT, "is this rank");
+  R_ERR(ct_process_group_recv(NULL, pg, t, -2, 0), CT_ERR_INVALID_ARGUMENT, "outside");
   ct_tensor *other = full_f32(3, 0), *mixed[2] = {t, other};
-  R_ERR(ct_all_gather(pg, mixed, t, NULL), CT_ERR_INVALID_ARGUMENT, "like the others");
+  R_ERR(ct_process_group_all_gather(NULL, pg, mixed, t), CT_ERR_INVALID_ARGUMENT, "like the others");
   /* a transposed (non-contiguous) tensor */
   ct_tensor *m = NULL, *mt = NULL;
   int64_t sz[2] = {2, 3};
   RK_OK(ct_tensor_zeros(&m, sz, 2, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
   mt = op2("aten::t", "", m, NULL);
-  R_ERR(ct_all_reduce(pg, mt, CT_REDUCE_SUM, NULL), CT_ERR_INVALID_ARGUMENT, "contiguous");
+  R_ERR(ct_process_group_all_reduce(NULL, pg, mt, CT_REDUCE_SUM), CT_ERR_INVALID_ARGUMENT, "contiguous");
+  { /* a dtype Gloo cannot send: refused at once, not after the peers' wait (issue 40) */
+    ct_tensor *c = NULL;
+    int64_t four[1] = {4};
+    RK_OK(ct_tensor_zeros(&c, four, 1, CT_COMPLEX64, CT_DEVICE_CPU, -1, 0));
+    double t_c = now_s();
+    R_ERR(ct_process_group_all_reduce(NULL, pg, c, CT_REDUCE_SUM), CT_ERR_NOT_SUPPORTED,
+          "which backend gloo cannot send");
+    R_ERR(ct_process_group_broadcast(NULL, pg, c, 0), CT_ERR_NOT_SUPPORTED, "complex");
+    R_CHECK(now_s() - t_c < 0.5, "refused in %.2f s", now_s() - t_c);
+    ct_tensor_free(c);
+  }
   ct_work *w = NULL;
   R_ERR(ct_work_wait(NULL, 0), CT_ERR_INVALID_ARGUMENT, "NULL");
-  RK_OK(ct_barrier(pg, &w));
+  RK_OK(ct_process_group_barrier(&w, pg));
   int32_t src;
-  R_ERR(ct_work_source_rank(w, &src), CT_ERR_INVALID_ARGUMENT, "not a recv from any source");
+  R_ERR(ct_work_source_rank(&src, w), CT_ERR_INVALID_ARGUMENT, "not a recv from any source");
   RK_OK(ct_work_wait(w, 0));
   ct_work_free(w);
   ct_process_group *bad = NULL;
   ct_store *s = NULL;
-  RK_OK(ct_store_tcp_new(&s, "127.0.0.1", g_port, 0, g_world, 5));
+  RK_OK(ct_store_new_tcp(&s, "127.0.0.1", g_port, 0, g_world, 5));
   R_ERR(ct_process_group_new(&bad, s, "nccl", g_rank, g_world, 5),
         ct_cuda_is_compiled() ? CT_ERR_NOT_SUPPORTED : CT_ERR_NOT_SUPPORTED, "nccl");
   R_ERR(ct_process_group_new(&bad, s, "mpi", g_rank, g_world, 5), CT_ERR_INVALID_ARGUMENT,
@@ -317,7 +339,7 @@ static void case_bad_input(void) {
   int32_t dup[2] = {0, 0};
   R_ERR(ct_process_group_new_subgroup(&bad, pg, dup, 2, 0), CT_ERR_INVALID_ARGUMENT, "twice");
   ct_store_free(s);
-  RK_OK(ct_barrier(pg, NULL));
+  RK_OK(ct_process_group_barrier(NULL, pg));
   ct_tensor_free(t), ct_tensor_free(other), ct_tensor_free(m), ct_tensor_free(mt);
   ct_process_group_free(pg);
 }
@@ -325,47 +347,57 @@ static void case_bad_input(void) {
 static void case_store(void) {
   /* one rank: the store alone */
   ct_store *s = NULL, *p = NULL, *clash = NULL;
-  RK_OK(ct_store_tcp_new(&s, "127.0.0.1", 0, 1, 1, 1.5));
+  RK_OK(ct_store_new_tcp(&s, "127.0.0.1", 0, 1, 1, 1.5));
   int32_t port = 0;
   RK_OK(ct_store_port(&port, s));
   R_CHECK(port > 0, "port %d", port);
-  R_ERR(ct_store_tcp_new(&clash, "127.0.0.1", port, 1, 1, 1), CT_ERR_IO, "127.0.0.1");
+  R_ERR(ct_store_new_tcp(&clash, "127.0.0.1", port, 1, 1, 1), CT_ERR_IO, "127.0.0.1");
   RK_OK(ct_store_set(s, "k", "hello", 5));
-  char buf[16];
+  void *buf = NULL;
   size_t n = 0;
-  RK_OK(ct_store_get(s, "k", buf, sizeof buf, &n));
+  RK_OK(ct_store_get(&buf, &n, s, "k"));
   R_CHECK(n == 5 && memcmp(buf, "hello", 5) == 0, "get");
-  RK_OK(ct_store_get(s, "k", buf, 2, &n));
-  R_CHECK(n == 5, "length beyond cap");
+  ct_free(buf);
+  buf = NULL;
+  RK_OK(ct_store_set(s, "empty", NULL, 0));
+  RK_OK(ct_store_get(&buf, &n, s, "empty"));
+  R_CHECK(n == 0 && buf != NULL, "an empty value: size 0, a buffer to free");
+  ct_free(buf);
+  buf = NULL;
+  R_ERR(ct_store_get(NULL, &n, s, "k"), CT_ERR_INVALID_ARGUMENT, "NULL");
+  R_ERR(ct_store_get(&buf, NULL, s, "k"), CT_ERR_INVALID_ARGUMENT, "NULL");
   int64_t v = 0;
-  RK_OK(ct_store_add(s, "c", 3, &v));
-  RK_OK(ct_store_add(s, "c", 4, &v));
+  RK_OK(ct_store_add(&v, s, "c", 3));
+  RK_OK(ct_store_add(&v, s, "c", 4));
   R_CHECK(v == 7, "add");
-  RK_OK(ct_store_prefix_new(&p, s, "pre"));
+  RK_OK(ct_store_new_prefix(&p, s, "pre"));
   RK_OK(ct_store_set(p, "k", "x", 1));
-  RK_OK(ct_store_get(s, "pre/k", buf, sizeof buf, &n));
-  R_CHECK(n == 1 && buf[0] == 'x', "prefix");
+  RK_OK(ct_store_get(&buf, &n, s, "pre/k"));
+  R_CHECK(n == 1 && ((char *)buf)[0] == 'x', "prefix");
+  ct_free(buf);
+  buf = NULL;
   double t0 = now_s();
   ct_status st;
-  R_ERR(ct_store_get(s, "never", buf, sizeof buf, &n), CT_ERR_TIMEOUT, "never");
+  R_ERR(ct_store_get(&buf, &n, s, "never"), CT_ERR_TIMEOUT, "never");
+  R_CHECK(buf == NULL, "data untouched on failure");
   R_CHECK(now_s() - t0 < 10, "get timed out in %.1f s", now_s() - t0);
   R_ERR(ct_store_port(&port, p), CT_ERR_NOT_SUPPORTED, "not a TCP store");
   /* a master for 2 that nobody joins waits its timeout (then 1.13 goes on) */
   t0 = now_s();
-  st = ct_store_tcp_new(&clash, "127.0.0.1", 0, 1, 2, 1);
+  st = ct_store_new_tcp(&clash, "127.0.0.1", 0, 1, 2, 1);
   R_CHECK((st == CT_OK || st == CT_ERR_IO) && now_s() - t0 >= 0.9 && now_s() - t0 < 8,
           "lonely master: %d after %.1f s", st, now_s() - t0);
   ct_store_free(clash);
   clash = NULL;
-  R_ERR(ct_store_tcp_new(&clash, "127.0.0.1", 70000, 1, 1, 1), CT_ERR_INVALID_ARGUMENT, "70000");
-  R_ERR(ct_store_tcp_new(&clash, NULL, 1, 1, 1, 1), CT_ERR_INVALID_ARGUMENT, "NULL");
-  R_ERR(ct_store_tcp_new(&clash, "127.0.0.1", 0, 0, 1, 1), CT_ERR_INVALID_ARGUMENT, "port 0");
+  R_ERR(ct_store_new_tcp(&clash, "127.0.0.1", 70000, 1, 1, 1), CT_ERR_INVALID_ARGUMENT, "70000");
+  R_ERR(ct_store_new_tcp(&clash, NULL, 1, 1, 1, 1), CT_ERR_INVALID_ARGUMENT, "NULL");
+  R_ERR(ct_store_new_tcp(&clash, "127.0.0.1", 0, 0, 1, 1), CT_ERR_INVALID_ARGUMENT, "port 0");
   /* nothing listens on a fresh port: connecting fails after the timeout */
   t0 = now_s();
-  st = ct_store_tcp_new(&clash, "127.0.0.1", g_port, 0, 1, 1);
+  st = ct_store_new_tcp(&clash, "127.0.0.1", g_port, 0, 1, 1);
   R_CHECK(st == CT_ERR_IO || st == CT_ERR_TIMEOUT, "no server: %d", st);
   R_CHECK(clash == NULL && now_s() - t0 < 15, "no server took %.1f s", now_s() - t0);
-  R_ERR(ct_store_tcp_new(&clash, "no-such-host.invalid", 29400, 0, 1, 1), CT_ERR_IO,
+  R_ERR(ct_store_new_tcp(&clash, "no-such-host.invalid", 29400, 0, 1, 1), CT_ERR_IO,
         "no-such-host");
   ct_store_free(p);
   ct_store_free(s);
@@ -374,14 +406,22 @@ static void case_store(void) {
   int fd = mkstemp(path);
   close(fd);
   unlink(path);
-  R_ERR(ct_store_file_new(&clash, "/nonexistent-dir/ctorch/store", 1), CT_ERR_IO,
+  R_ERR(ct_store_new_file(&clash, "/nonexistent-dir/ctorch/store", 1, 30), CT_ERR_IO,
         "/nonexistent-dir/ctorch/store");
-  RK_OK(ct_store_file_new(&s, path, 1));
+  R_ERR(ct_store_new_file(&clash, path, 1, 0), CT_ERR_INVALID_ARGUMENT, "timeout_s");
+  RK_OK(ct_store_new_file(&s, path, 1, 1.0));
+  { /* a missing key fails after the store's timeout, not LibTorch's 300 s (issue 40) */
+    void *data = NULL;
+    size_t size = 0;
+    double t_get = now_s();
+    R_ERR(ct_store_get(&data, &size, s, "never-set"), CT_ERR_TIMEOUT, "never-set");
+    R_CHECK(now_s() - t_get < 10, "file store get timed out in %.1f s", now_s() - t_get);
+  }
   if (ct_distributed_has_backend("gloo")) { /* a one-rank group over the file store */
     ct_process_group *pg = NULL;
     RK_OK(ct_process_group_new(&pg, s, NULL, 0, 1, 5));
     ct_tensor *t = full_f32(3, 2);
-    RK_OK(ct_all_reduce(pg, t, CT_REDUCE_SUM, NULL));
+    RK_OK(ct_process_group_all_reduce(NULL, pg, t, CT_REDUCE_SUM));
     R_CHECK(fp(t)[0] == 2, "one rank");
     ct_tensor_free(t);
     ct_process_group_free(pg);
@@ -394,19 +434,19 @@ static void case_env(void) {
   char v[16];
   unsetenv("MASTER_ADDR");
   ct_process_group *pg = NULL;
-  R_ERR(ct_process_group_init_env(&pg, "gloo", 10), CT_ERR_INVALID_ARGUMENT, "MASTER_ADDR");
+  R_ERR(ct_process_group_new_from_env(&pg, "gloo", 10), CT_ERR_INVALID_ARGUMENT, "MASTER_ADDR");
   setenv("MASTER_ADDR", "127.0.0.1", 1);
   snprintf(v, sizeof v, "%d", g_port);
   setenv("MASTER_PORT", v, 1);
   setenv("WORLD_SIZE", "x", 1);
-  R_ERR(ct_process_group_init_env(&pg, "gloo", 10), CT_ERR_INVALID_ARGUMENT, "WORLD_SIZE='x'");
+  R_ERR(ct_process_group_new_from_env(&pg, "gloo", 10), CT_ERR_INVALID_ARGUMENT, "WORLD_SIZE='x'");
   snprintf(v, sizeof v, "%d", g_world);
   setenv("WORLD_SIZE", v, 1);
   snprintf(v, sizeof v, "%d", g_rank);
   setenv("RANK", v, 1);
-  RK_OK(ct_process_group_init_env(&pg, NULL, 20));
+  RK_OK(ct_process_group_new_from_env(&pg, NULL, 20));
   ct_tensor *t = full_f32(2, 1);
-  RK_OK(ct_all_reduce(pg, t, CT_REDUCE_SUM, NULL));
+  RK_OK(ct_process_group_all_reduce(NULL, pg, t, CT_REDUCE_SUM));
   R_CHECK(fp(t)[0] == g_world, "env sum");
   ct_tensor_free(t);
   ct_process_group_free(pg);
@@ -441,11 +481,11 @@ static int names_rank(const char *msg, const char *lead, int rank) {
 static void survivors_done(int n_survivors) {
   int64_t n = 0;
   if (g_rank != 0) {
-    RK_OK(ct_store_add(g_test_store, "test/checked", 1, &n));
+    RK_OK(ct_store_add(&n, g_test_store, "test/checked", 1));
     return;
   }
   for (double t0 = now_s(); now_s() - t0 < 20; usleep(50000)) {
-    RK_OK(ct_store_add(g_test_store, "test/checked", 0, &n));
+    RK_OK(ct_store_add(&n, g_test_store, "test/checked", 0));
     if (n >= n_survivors - 1) return;
   }
   R_CHECK(0, "%lld of %d other survivors checked their errors", (long long)n, n_survivors - 1);
@@ -456,7 +496,7 @@ static void survivors_done(int n_survivors) {
 static ct_status failing_all_reduce(ct_process_group *pg, int64_t n, double *took) {
   ct_tensor *t = full_f32(n, 1);
   double t0 = now_s();
-  ct_status st = ct_all_reduce(pg, t, CT_REDUCE_SUM, NULL);
+  ct_status st = ct_process_group_all_reduce(NULL, pg, t, CT_REDUCE_SUM);
   *took = now_s() - t0;
   ct_tensor_free(t);
   return st;
@@ -475,7 +515,7 @@ static void survivor_ends(ct_process_group *pg, double took, double limit_s) {
  * within the timeout (plus a margin), never hangs. */
 static void case_peer_dies(void) {
   ct_process_group *pg = tcp_group(4);
-  RK_OK(ct_barrier(pg, NULL));
+  RK_OK(ct_process_group_barrier(NULL, pg));
   if (g_rank == g_world - 1) _exit(0);
   double took;
   ct_status st = failing_all_reduce(pg, 1 << 16, &took);
@@ -489,7 +529,7 @@ static void case_peer_dies(void) {
  * the others' next collective times out, naming it from its heartbeat. */
 static void case_peer_stops(void) {
   ct_process_group *pg = tcp_group(3);
-  RK_OK(ct_barrier(pg, NULL));
+  RK_OK(ct_process_group_barrier(NULL, pg));
   usleep(1200000); /* a few heartbeats */
   if (g_rank == g_world - 1) raise(SIGSTOP);
   double took;
@@ -506,12 +546,12 @@ static void case_peer_stops(void) {
  * as alive but behind (number 2 on the group; its last was 1, barrier). */
 static void case_peer_lags(void) {
   ct_process_group *pg = tcp_group(3);
-  RK_OK(ct_barrier(pg, NULL));
+  RK_OK(ct_process_group_barrier(NULL, pg));
   if (g_rank == g_world - 1) {
     /* Busy until the others have checked their errors (or 20 s). */
     int64_t n = 0;
     for (double t0 = now_s(); now_s() - t0 < 20 && n < g_world - 2; usleep(100000))
-      if (ct_store_add(g_test_store, "test/checked", 0, &n) != CT_OK) break;
+      if (ct_store_add(&n, g_test_store, "test/checked", 0) != CT_OK) break;
     _exit(0); /* its group is broken by now: nothing to tear down */
   }
   double took;
@@ -532,7 +572,7 @@ static void case_peer_lags(void) {
 static void case_never_arrives(void) {
   ct_store *s = NULL;
   /* world_size -1: the master does not wait for the stores to connect */
-  RK_OK(ct_store_tcp_new(&s, "127.0.0.1", g_port, g_rank == 0, -1, 3));
+  RK_OK(ct_store_new_tcp(&s, "127.0.0.1", g_port, g_rank == 0, -1, 3));
   ct_process_group *pg = NULL;
   double t0 = now_s();
   ct_status st = ct_process_group_new(&pg, s, "gloo", g_rank, g_world, 3);
@@ -649,27 +689,65 @@ static void case_mixed(void) {
   int r = g_rank, n = g_world;
   ct_tensor *x = full_f32(1000, 0);
   for (int i = 0; i < 1000; i++) fp(x)[i] = (float)(((i * (r + 1)) % 97) / 7.0);
-  RK_OK(ct_all_reduce(pg, x, CT_REDUCE_SUM, NULL));
+  RK_OK(ct_process_group_all_reduce(NULL, pg, x, CT_REDUCE_SUM));
   print_hex("allreduce", fp(x), 4000);
   int64_t yv[4], sz[1] = {4};
   for (int i = 0; i < 4; i++) yv[i] = r * 10 + i;
   ct_tensor *y = NULL;
   RK_OK(ct_tensor_from_data(&y, yv, sz, 1, CT_INT64, CT_DEVICE_CPU, -1));
-  RK_OK(ct_broadcast(pg, y, n - 1, NULL));
+  RK_OK(ct_process_group_broadcast(NULL, pg, y, n - 1));
   print_hex("broadcast", ct_tensor_data_ptr(y), 32);
   ct_tensor *z = full_f32(2, (float)r), *outs[8];
   fp(z)[1] = r + 0.5f;
   for (int q = 0; q < n; q++) outs[q] = full_f32(2, -1);
-  RK_OK(ct_all_gather(pg, outs, z, NULL));
+  RK_OK(ct_process_group_all_gather(NULL, pg, outs, z));
   printf("allgather ");
   for (int q = 0; q < n; q++)
     for (int i = 0; i < 8; i++) printf("%02x", ((unsigned char *)fp(outs[q]))[i]);
   printf("\n");
-  RK_OK(ct_barrier(pg, NULL));
+  RK_OK(ct_process_group_barrier(NULL, pg));
   printf("done\n");
   fflush(stdout);
   for (int q = 0; q < n; q++) ct_tensor_free(outs[q]);
   ct_tensor_free(x), ct_tensor_free(y), ct_tensor_free(z);
+  ct_process_group_free(pg);
+}
+
+/* Issue 40 item 11: in a forked child, freeing a group (and its store and
+ * work) must return: Gloo's destructor joins threads that are not there. */
+static void case_forked(void) {
+  ct_process_group *pg = tcp_group(20);
+  ct_tensor *t = full_f32(4, 1);
+  ct_work *w = NULL;
+  RK_OK(ct_process_group_barrier(&w, pg));
+  RK_OK(ct_work_wait(w, 0));
+  fflush(stdout);
+  pid_t child = fork();
+  if (child == 0) {
+    int ok = ct_process_group_all_reduce(NULL, pg, t, CT_REDUCE_SUM) == CT_ERR_INVALID_ARGUMENT &&
+             strstr(ct_last_error(), "a fork") != NULL;
+    ct_work_free(w);
+    ct_process_group_free(pg);
+    ct_store_free(g_test_store);
+    _exit(ok ? 0 : 3);
+  }
+  R_CHECK(child > 0, "fork");
+  int status = -1;
+  double t0 = now_s();
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    if (now_s() - t0 > 30) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      R_CHECK(0, "the forked child hung freeing the group");
+    }
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  R_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+  /* the parent's group is untouched */
+  RK_OK(ct_process_group_all_reduce(NULL, pg, t, CT_REDUCE_SUM));
+  ct_work_free(w);
+  ct_tensor_free(t);
   ct_process_group_free(pg);
 }
 
@@ -682,6 +760,8 @@ static int rank_main(const char *name) {
     case_bad_input();
   else if (!strcmp(name, "store"))
     case_store();
+  else if (!strcmp(name, "forked"))
+    case_forked();
   else if (!strcmp(name, "env"))
     case_env();
   else if (!strcmp(name, "peer_dies"))
@@ -727,6 +807,11 @@ static void test_store(void **state) {
   if (skip_without_c10d()) skip();
   run_ranks("store", 1, 1, 60);
 }
+static void test_forked_child_frees(void **state) {
+  (void)state;
+  if (skip_without_gloo()) skip();
+  run_ranks("forked", 1, 1, 60);
+}
 static void test_env(void **state) {
   (void)state;
   if (skip_without_gloo()) skip();
@@ -761,7 +846,7 @@ static void test_not_compiled_says_so(void **state) {
   (void)state;
   if (ct_distributed_is_compiled()) skip();
   ct_store *s = NULL;
-  CT_EXPECT_ERROR(ct_store_tcp_new(&s, "127.0.0.1", 1, 0, 1, 1), CT_ERR_NOT_SUPPORTED, "c10d");
+  CT_EXPECT_ERROR(ct_store_new_tcp(&s, "127.0.0.1", 1, 0, 1, 1), CT_ERR_NOT_SUPPORTED, "c10d");
 }
 
 /* Which backends this build has, and what each says where it cannot run:
@@ -782,7 +867,7 @@ static void test_backends(void **state) {
   if (nccl) assert_int_equal(ct_cuda_is_compiled(), 1);
   ct_store *s = NULL;
   ct_process_group *pg = NULL;
-  CT_OK_OR_FAIL(ct_store_tcp_new(&s, "127.0.0.1", 0, 1, 1, 20));
+  CT_OK_OR_FAIL(ct_store_new_tcp(&s, "127.0.0.1", 0, 1, 1, 20));
   if (!gloo)
     CT_EXPECT_ERROR(ct_process_group_new(&pg, s, "gloo", 0, 1, 5), CT_ERR_NOT_SUPPORTED,
                     "backend 'gloo' is not in this ctorch build");
@@ -797,13 +882,13 @@ static void test_backends(void **state) {
     int64_t n = 4;
     ct_tensor *c = NULL, *g = NULL, *back = NULL;
     CT_OK_OR_FAIL(ct_tensor_full(&c, &n, 1, 3.0, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
-    CT_EXPECT_ERROR(ct_all_reduce(pg, c, CT_REDUCE_SUM, NULL), CT_ERR_INVALID_ARGUMENT,
+    CT_EXPECT_ERROR(ct_process_group_all_reduce(NULL, pg, c, CT_REDUCE_SUM), CT_ERR_INVALID_ARGUMENT,
                     "backend nccl takes CUDA tensors");
     CT_OK_OR_FAIL(ct_tensor_full(&g, &n, 1, 3.0, CT_FLOAT32, CT_DEVICE_CUDA, 0, 0));
-    CT_OK_OR_FAIL(ct_all_reduce(pg, g, CT_REDUCE_SUM, NULL));
-    CT_OK_OR_FAIL(ct_all_reduce(pg, g, CT_REDUCE_AVG, NULL));
-    CT_OK_OR_FAIL(ct_broadcast(pg, g, 0, NULL));
-    CT_OK_OR_FAIL(ct_barrier(pg, NULL));
+    CT_OK_OR_FAIL(ct_process_group_all_reduce(NULL, pg, g, CT_REDUCE_SUM));
+    CT_OK_OR_FAIL(ct_process_group_all_reduce(NULL, pg, g, CT_REDUCE_AVG));
+    CT_OK_OR_FAIL(ct_process_group_broadcast(NULL, pg, g, 0));
+    CT_OK_OR_FAIL(ct_process_group_barrier(NULL, pg));
     CT_OK_OR_FAIL(ct_tensor_to(&back, g, CT_DEVICE_CPU, -1, CT_DTYPE_KEEP, 0, 1));
     for (int i = 0; i < 4; i++) assert_true(((float *)ct_tensor_data_ptr(back))[i] == 3.0f);
     ct_tensor_free(back);
@@ -824,6 +909,7 @@ int main(int argc, char **argv) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_store),
+      cmocka_unit_test(test_forked_child_frees),
       cmocka_unit_test(test_collectives_2),
       cmocka_unit_test(test_collectives_4),
       cmocka_unit_test(test_bad_input),

@@ -165,13 +165,13 @@ static void test_call_foreign(void **state) {
   ct_value *l = NULL;
   CT_OK_OR_FAIL(ct_op_list(&l));
   size_t n = 0;
-  CT_OK_OR_FAIL(ct_value_len(&n, l));
+  CT_OK_OR_FAIL(ct_value_length(&n, l));
   int found = 0;
   for (size_t i = 0; i < n; ++i) {
     ct_value *s = NULL;
     const char *str = NULL;
     CT_OK_OR_FAIL(ct_value_get(&s, l, i));
-    CT_OK_OR_FAIL(ct_value_to_string(&str, NULL, s));
+    CT_OK_OR_FAIL(ct_value_as_string(&str, NULL, s));
     if (strcmp(str, "myns::scale") == 0) found = 1;
     ct_value_free(s);
   }

@@ -1,4 +1,4 @@
-/* TorchScript CPU fusion switch (ct_cpu_fuser_set / CTORCH_CPU_FUSER): off by
+/* TorchScript CPU fusion switch (ct_cpu_fuser_set_enabled / CTORCH_CPU_FUSER): off by
  * default on LibTorch 2.x, whose NNC/LLVM code generator can hang (Debian 13's
  * LibTorch 2.6); a fusable scripted function then runs to the end. */
 #include "test_util.h"
@@ -70,13 +70,13 @@ static void test_fusable_function_runs(void **state) {
 
 static void test_switch(void **state) {
   (void)state;
-  CT_OK_OR_FAIL(ct_cpu_fuser_set(0));
+  CT_OK_OR_FAIL(ct_cpu_fuser_set_enabled(0));
   assert_int_equal(ct_cpu_fuser_is_enabled(), 0);
-  ct_status st = ct_cpu_fuser_set(1);
+  ct_status st = ct_cpu_fuser_set_enabled(1);
   if (st == CT_OK) {
     /* A LibTorch with an LLVM backend: the switch works both ways. */
     assert_int_equal(ct_cpu_fuser_is_enabled(), 1);
-    CT_OK_OR_FAIL(ct_cpu_fuser_set(0));
+    CT_OK_OR_FAIL(ct_cpu_fuser_set_enabled(0));
     assert_int_equal(ct_cpu_fuser_is_enabled(), 0);
   } else {
     assert_int_equal(st, CT_ERR_NOT_SUPPORTED);
@@ -92,8 +92,8 @@ static void test_switch(void **state) {
  * checked in child processes, since the variable is read at load. */
 static void test_env_switch(void **state) {
   (void)state;
-  int has_backend = ct_cpu_fuser_set(1) == CT_OK;
-  CT_OK_OR_FAIL(ct_cpu_fuser_set(0));
+  int has_backend = ct_cpu_fuser_set_enabled(1) == CT_OK;
+  CT_OK_OR_FAIL(ct_cpu_fuser_set_enabled(0));
   char cmd[4096];
   snprintf(cmd, sizeof cmd, "CTORCH_CPU_FUSER=1 '%s' --print-fuser", self_path);
   FILE *f = popen(cmd, "r");

@@ -1,4 +1,4 @@
-/* The LSTM guard (ct_lstm_guard_set/_state/_check, CTORCH_LSTM_GUARD): a
+/* The LSTM guard (ct_lstm_guard_set_mode/_state/_check, CTORCH_LSTM_GUARD): a
  * float32 LSTM without grad matches the same LSTM in float64 (LibTorch's
  * non-oneDNN kernel) to 1e-5 on whatever CPU this runs on; the guard routes
  * around oneDNN exactly when its probe finds oneDNN wrong, and on CPUs without
@@ -79,9 +79,9 @@ static double no_grad_error(ct_script *s) {
   double worst = 0;
   for (int bidir = 0; bidir < 2; ++bidir) {
     ct_tensor *want = run_lstm(s, 1, bidir);
-    ct_grad_mode_set(0);
+    ct_grad_mode_set_enabled(0);
     ct_tensor *got = run_lstm(s, 0, bidir);
-    ct_grad_mode_set(1);
+    ct_grad_mode_set_enabled(1);
     assert_int_equal(ct_tensor_numel(got), ct_tensor_numel(want));
     const double *g = (const double *)ct_tensor_data_ptr(got);
     const double *w = (const double *)ct_tensor_data_ptr(want);
@@ -110,24 +110,24 @@ static int warned_about_onednn(void) {
 static void test_initial_state(void **state) {
   (void)state;
   if (torch_major() < 2)
-    assert_int_equal(ct_lstm_guard_state(), -1);
+    assert_int_equal(ct_lstm_guard_route(), -1);
   else
-    assert_int_equal(ct_lstm_guard_state(), 2);
+    assert_int_equal(ct_lstm_guard_route(), 2);
 }
 
 static void test_bad_arguments(void **state) {
   (void)state;
-  CT_EXPECT_ERROR(ct_lstm_guard_set(2), CT_ERR_INVALID_ARGUMENT, "mode must be");
-  CT_EXPECT_ERROR(ct_lstm_guard_set(-2), CT_ERR_INVALID_ARGUMENT, "got -2");
+  CT_EXPECT_ERROR(ct_lstm_guard_set_mode(2), CT_ERR_INVALID_ARGUMENT, "mode must be");
+  CT_EXPECT_ERROR(ct_lstm_guard_set_mode(-2), CT_ERR_INVALID_ARGUMENT, "got -2");
   CT_EXPECT_ERROR(ct_lstm_guard_check(NULL), CT_ERR_INVALID_ARGUMENT, "max_error");
   if (torch_major() < 2) {
     double e = 42;
-    CT_EXPECT_ERROR(ct_lstm_guard_set(1), CT_ERR_NOT_SUPPORTED, "no oneDNN LSTM kernel");
+    CT_EXPECT_ERROR(ct_lstm_guard_set_mode(1), CT_ERR_NOT_SUPPORTED, "no oneDNN LSTM kernel");
     CT_EXPECT_ERROR(ct_lstm_guard_check(&e), CT_ERR_NOT_SUPPORTED, "no oneDNN LSTM kernel");
     assert_true(e == 42); /* untouched on failure */
-    CT_OK_OR_FAIL(ct_lstm_guard_set(0));
-    CT_OK_OR_FAIL(ct_lstm_guard_set(-1));
-    assert_int_equal(ct_lstm_guard_state(), -1);
+    CT_OK_OR_FAIL(ct_lstm_guard_set_mode(0));
+    CT_OK_OR_FAIL(ct_lstm_guard_set_mode(-1));
+    assert_int_equal(ct_lstm_guard_route(), -1);
   }
 }
 
@@ -141,13 +141,13 @@ static void test_no_grad_lstm_is_right(void **state) {
   int warned = warned_about_onednn();
   int avx512 = cpu_has_avx512();
   print_message("LibTorch %s, AVX-512 %s: no-grad LSTM vs float64 %.3g, guard state %d\n",
-                ct_torch_version(), avx512 ? "yes" : "no", err, (int)ct_lstm_guard_state());
+                ct_torch_version(), avx512 ? "yes" : "no", err, (int)ct_lstm_guard_route());
   if (!(err <= 1e-5)) fail_msg("float32 LSTM without grad differs from float64 by %g", err);
   if (torch_major() >= 2) {
     double probe = -1;
     CT_OK_OR_FAIL(ct_lstm_guard_check(&probe));
     print_message("oneDNN's no-grad LSTM vs ctorch's layer on the probe: %.3g\n", probe);
-    int state_now = ct_lstm_guard_state();
+    int state_now = ct_lstm_guard_route();
     if (probe > 1e-3) {
       assert_int_equal(state_now, 1);
       assert_true(warned);
@@ -166,30 +166,30 @@ static void test_forced_modes(void **state) {
   (void)state;
   if (torch_major() < 2) skip();
   ct_script *s = lstm_script();
-  int probed = ct_lstm_guard_state();
+  int probed = ct_lstm_guard_route();
   assert_true(probed == 0 || probed == 1);
-  CT_OK_OR_FAIL(ct_lstm_guard_set(1));
-  assert_int_equal(ct_lstm_guard_state(), 1);
+  CT_OK_OR_FAIL(ct_lstm_guard_set_mode(1));
+  assert_int_equal(ct_lstm_guard_route(), 1);
   double err = no_grad_error(s);
   if (!(err <= 1e-5)) fail_msg("ctorch's LSTM layer differs from float64 by %g", err);
-  CT_OK_OR_FAIL(ct_lstm_guard_set(0));
-  assert_int_equal(ct_lstm_guard_state(), 0);
+  CT_OK_OR_FAIL(ct_lstm_guard_set_mode(0));
+  assert_int_equal(ct_lstm_guard_route(), 0);
   err = no_grad_error(s);
   if (probed == 0 && !(err <= 1e-5)) fail_msg("oneDNN's LSTM differs from float64 by %g", err);
-  CT_OK_OR_FAIL(ct_lstm_guard_set(-1));
-  assert_int_equal(ct_lstm_guard_state(), probed);
+  CT_OK_OR_FAIL(ct_lstm_guard_set_mode(-1));
+  assert_int_equal(ct_lstm_guard_route(), probed);
   ct_script_free(s);
 }
 
 /* Child: prints "<state before> <error vs float64> <state after> <warned>
  * <probe error>" (probe error -1 where there is nothing to guard). */
 static int child_report(void) {
-  int before = ct_lstm_guard_state();
+  int before = ct_lstm_guard_route();
   ct_script *s = NULL;
   if (ct_script_compile(&s, LSTM_SRC) != CT_OK) return 1;
   ct_warnings_clear();
   double err = no_grad_error(s), probe = -1;
-  int after = ct_lstm_guard_state(), warned = warned_about_onednn();
+  int after = ct_lstm_guard_route(), warned = warned_about_onednn();
   if (ct_lstm_guard_check(&probe) != CT_OK) probe = -1;
   printf("%d %.9g %d %d %.9g\n", before, err, after, warned, probe);
   ct_script_free(s);

@@ -43,8 +43,8 @@ static void compare(const ct_value *got, const ct_value *want, const char *where
   int32_t tg = ct_value_tag(got), tw = ct_value_tag(want);
   if (is_seq(tg) && is_seq(tw)) {
     size_t ng, nw;
-    CT_OK_OR_FAIL(ct_value_len(&ng, got));
-    CT_OK_OR_FAIL(ct_value_len(&nw, want));
+    CT_OK_OR_FAIL(ct_value_length(&ng, got));
+    CT_OK_OR_FAIL(ct_value_length(&nw, want));
     if (ng != nw) fail_msg("%s: length %zu != %zu", where, ng, nw);
     if ((tg == CT_VALUE_TUPLE) != (tw == CT_VALUE_TUPLE))
       fail_msg("%s: tuple vs list (%d, %d)", where, tg, tw);
@@ -87,8 +87,8 @@ static void compare(const ct_value *got, const ct_value *want, const char *where
     }
     case CT_VALUE_STRING: {
       const char *a, *b;
-      CT_OK_OR_FAIL(ct_value_to_string(&a, NULL, got));
-      CT_OK_OR_FAIL(ct_value_to_string(&b, NULL, want));
+      CT_OK_OR_FAIL(ct_value_as_string(&a, NULL, got));
+      CT_OK_OR_FAIL(ct_value_as_string(&b, NULL, want));
       if (strcmp(a, b)) fail_msg("%s: '%s' != '%s'", where, a, b);
       return;
     }
@@ -113,8 +113,8 @@ static void compare(const ct_value *got, const ct_value *want, const char *where
     }
     case CT_VALUE_DICT: {
       size_t ng, nw;
-      CT_OK_OR_FAIL(ct_value_len(&ng, got));
-      CT_OK_OR_FAIL(ct_value_len(&nw, want));
+      CT_OK_OR_FAIL(ct_value_length(&ng, got));
+      CT_OK_OR_FAIL(ct_value_length(&nw, want));
       if (ng != nw) fail_msg("%s: dict size %zu != %zu", where, ng, nw);
       for (size_t i = 0; i < nw; ++i) {
         ct_value *k = NULL, *b = NULL, *a = NULL;
@@ -138,7 +138,7 @@ static void run_and_compare(ct_module *m, const ct_value *io, const char *inputs
                             const char *output_key) {
   ct_value *inputs = io_get(io, inputs_key), *want = io_get(io, output_key);
   size_t n;
-  CT_OK_OR_FAIL(ct_value_len(&n, inputs));
+  CT_OK_OR_FAIL(ct_value_length(&n, inputs));
   ct_value *args[8] = {0};
   assert_true(n <= 8);
   for (size_t i = 0; i < n; ++i) CT_OK_OR_FAIL(ct_value_get(&args[i], inputs, i));
@@ -155,16 +155,16 @@ static void run_and_compare(ct_module *m, const ct_value *io, const char *inputs
 static void check_names(const ct_value *d, const ct_value *io, const char *key) {
   ct_value *names = io_get(io, key);
   size_t n, nd;
-  CT_OK_OR_FAIL(ct_value_len(&n, names));
-  CT_OK_OR_FAIL(ct_value_len(&nd, d));
+  CT_OK_OR_FAIL(ct_value_length(&n, names));
+  CT_OK_OR_FAIL(ct_value_length(&nd, d));
   assert_int_equal(n, nd);
   for (size_t i = 0; i < n; ++i) {
     ct_value *a = NULL, *b = NULL;
     CT_OK_OR_FAIL(ct_value_dict_item(&a, NULL, d, i));
     CT_OK_OR_FAIL(ct_value_get(&b, names, i));
     const char *sa, *sb;
-    CT_OK_OR_FAIL(ct_value_to_string(&sa, NULL, a));
-    CT_OK_OR_FAIL(ct_value_to_string(&sb, NULL, b));
+    CT_OK_OR_FAIL(ct_value_as_string(&sa, NULL, a));
+    CT_OK_OR_FAIL(ct_value_as_string(&sb, NULL, b));
     assert_string_equal(sa, sb);
     ct_value_free(a);
     ct_value_free(b);
@@ -227,7 +227,7 @@ static void test_multi(void **state) {
   CT_OK_OR_FAIL(ct_module_methods(&methods, m));
   CT_OK_OR_FAIL(ct_value_dict_get_str(&v, methods, "decode"));
   const char *schema;
-  CT_OK_OR_FAIL(ct_value_to_string(&schema, NULL, v));
+  CT_OK_OR_FAIL(ct_value_as_string(&schema, NULL, v));
   assert_non_null(strstr(schema, "float scale=1."));
   assert_non_null(strstr(schema, "int shift=0"));
   ct_value_free(v);
@@ -251,13 +251,13 @@ static void test_multi(void **state) {
   ct_value_free(out);
   ct_value *kw = io_get(io, "decode_kwargs");
   size_t nkw;
-  CT_OK_OR_FAIL(ct_value_len(&nkw, kw));
+  CT_OK_OR_FAIL(ct_value_length(&nkw, kw));
   assert_int_equal(nkw, 2);
   ct_value *keys[2], *vals[2];
   const char *names[2];
   for (size_t i = 0; i < nkw; ++i) {
     CT_OK_OR_FAIL(ct_value_dict_item(&keys[i], &vals[i], kw, i));
-    CT_OK_OR_FAIL(ct_value_to_string(&names[i], NULL, keys[i]));
+    CT_OK_OR_FAIL(ct_value_as_string(&names[i], NULL, keys[i]));
   }
   CT_OK_OR_FAIL(
       ct_module_call(&out, m, "decode", a2, 1, names, (const ct_value *const *)vals, nkw));
@@ -325,14 +325,14 @@ static void test_extra_files(void **state) {
   ct_value *io = load_io("with_meta"), *meta = io_get(io, "meta"), *ef = NULL, *v = NULL;
   CT_OK_OR_FAIL(ct_module_extra_files(&ef, m));
   size_t n;
-  CT_OK_OR_FAIL(ct_value_len(&n, ef));
+  CT_OK_OR_FAIL(ct_value_length(&n, ef));
   assert_int_equal(n, 2);
   CT_OK_OR_FAIL(ct_value_dict_get_str(&v, ef, "meta.json"));
   compare(v, meta, "meta.json");
   ct_value_free(v);
   CT_OK_OR_FAIL(ct_value_dict_get_str(&v, ef, "notes.txt"));
   const char *s;
-  CT_OK_OR_FAIL(ct_value_to_string(&s, NULL, v));
+  CT_OK_OR_FAIL(ct_value_as_string(&s, NULL, v));
   assert_string_equal(s, "hello");
   ct_value_free(v);
   /* Also from a buffer. */
@@ -346,7 +346,7 @@ static void test_extra_files(void **state) {
   free(buf);
   ct_value *ef2 = NULL;
   CT_OK_OR_FAIL(ct_module_extra_files(&ef2, mb));
-  CT_OK_OR_FAIL(ct_value_len(&n, ef2));
+  CT_OK_OR_FAIL(ct_value_length(&n, ef2));
   assert_int_equal(n, 2);
   ct_value_free(ef2);
   run_and_compare(mb, io, "inputs", "output");
@@ -380,7 +380,7 @@ static void test_pickles(void **state) {
   ct_value_free(v);
   /* list */
   CT_OK_OR_FAIL(ct_pickle_load(&v, model_path("tensor_list", ".pt")));
-  CT_OK_OR_FAIL(ct_value_len(&n, v));
+  CT_OK_OR_FAIL(ct_value_length(&n, v));
   assert_int_equal(n, 3);
   CT_OK_OR_FAIL(ct_value_get(&e, v, 2));
   CT_OK_OR_FAIL(ct_value_to_tensor(&t, e));

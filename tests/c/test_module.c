@@ -261,7 +261,7 @@ static void test_introspection(void **state) {
   assert_true(dict_has(d, "scaled"));
   CT_OK_OR_FAIL(ct_value_dict_get_str(&v, d, "scaled"));
   const char *s;
-  CT_OK_OR_FAIL(ct_value_to_string(&s, NULL, v));
+  CT_OK_OR_FAIL(ct_value_as_string(&s, NULL, v));
   assert_string_equal(s,
                       "scaled(__torch__.Net self, Tensor x, float "
                       "factor=2., int offset=1) -> Tensor");
@@ -269,18 +269,18 @@ static void test_introspection(void **state) {
   ct_value_free(d);
 
   CT_OK_OR_FAIL(ct_module_named_parameters(&d, m, 1));
-  CT_OK_OR_FAIL(ct_value_len(&len, d));
+  CT_OK_OR_FAIL(ct_value_length(&len, d));
   assert_int_equal(len, 2);
   assert_true(dict_has(d, "bias"));
   assert_true(dict_has(d, "lin.weight"));
   ct_value_free(d);
   CT_OK_OR_FAIL(ct_module_named_parameters(&d, m, 0));
-  CT_OK_OR_FAIL(ct_value_len(&len, d));
+  CT_OK_OR_FAIL(ct_value_length(&len, d));
   assert_int_equal(len, 1);
   ct_value_free(d);
 
   CT_OK_OR_FAIL(ct_module_named_buffers(&d, m, 1));
-  CT_OK_OR_FAIL(ct_value_len(&len, d));
+  CT_OK_OR_FAIL(ct_value_length(&len, d));
   assert_int_equal(len, 1);
   assert_true(dict_has(d, "scale"));
   ct_value_free(d);
@@ -292,7 +292,7 @@ static void test_introspection(void **state) {
   ct_value_free(d);
 
   CT_OK_OR_FAIL(ct_module_named_children(&d, m, 0));
-  CT_OK_OR_FAIL(ct_value_len(&len, d));
+  CT_OK_OR_FAIL(ct_value_length(&len, d));
   assert_int_equal(len, 1);
   CT_OK_OR_FAIL(ct_value_dict_get_str(&v, d, "lin"));
   assert_int_equal(ct_value_tag(v), CT_VALUE_OBJECT);
@@ -335,7 +335,7 @@ static void test_introspection(void **state) {
   CT_EXPECT_ERROR(ct_module_extra_files(NULL, m), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
   assert_null(v);
   CT_OK_OR_FAIL(ct_module_extra_files(&d, m));
-  CT_OK_OR_FAIL(ct_value_len(&len, d));
+  CT_OK_OR_FAIL(ct_value_length(&len, d));
   assert_int_equal(len, 0);
   ct_value_free(d);
   ct_module_free(m);
@@ -519,7 +519,7 @@ static void test_clone_save_load(void **state) {
   CT_OK_OR_FAIL(ct_module_extra_files(&ef, l));
   CT_OK_OR_FAIL(ct_value_dict_get_str(&meta, ef, "meta.json"));
   const char *s;
-  CT_OK_OR_FAIL(ct_value_to_string(&s, NULL, meta));
+  CT_OK_OR_FAIL(ct_value_as_string(&s, NULL, meta));
   assert_string_equal(s, "{\"v\": 1}");
   ct_value_free(meta);
   ct_value_free(ef);
@@ -637,7 +637,7 @@ static void test_freeze_optimize(void **state) {
   ct_value *d = NULL;
   size_t len;
   CT_OK_OR_FAIL(ct_module_named_parameters(&d, fz, 1));
-  CT_OK_OR_FAIL(ct_value_len(&len, d));
+  CT_OK_OR_FAIL(ct_value_length(&len, d));
   assert_int_equal(len, 0); /* folded into constants */
   ct_value_free(d);
   CT_OK_OR_FAIL(ct_module_optimize_for_inference(&op, m));
@@ -762,12 +762,12 @@ static void test_script(void **state) {
   ct_value *names = NULL;
   CT_OK_OR_FAIL(ct_script_functions(&names, s));
   size_t len;
-  CT_OK_OR_FAIL(ct_value_len(&len, names));
+  CT_OK_OR_FAIL(ct_value_length(&len, names));
   assert_int_equal(len, 4);
   ct_value *n0 = NULL;
   CT_OK_OR_FAIL(ct_value_get(&n0, names, 0));
   const char *str;
-  CT_OK_OR_FAIL(ct_value_to_string(&str, NULL, n0));
+  CT_OK_OR_FAIL(ct_value_as_string(&str, NULL, n0));
   assert_string_equal(str, "add");
   ct_value_free(n0);
   ct_value_free(names);

@@ -394,7 +394,7 @@ static void test_defaults_lists_dtype(void **state) {
       ct_op_call_name(&out, "aten::max.dim", (const ct_value *const *)args6, 2, NULL, NULL, 0));
   assert_int_equal(ct_value_tag(out), CT_VALUE_TUPLE);
   size_t len = 0;
-  CT_OK_OR_FAIL(ct_value_len(&len, out));
+  CT_OK_OR_FAIL(ct_value_length(&len, out));
   assert_int_equal(len, 2);
   ct_value *idx = NULL;
   CT_OK_OR_FAIL(ct_value_get(&idx, out, 1));
@@ -473,14 +473,14 @@ static void test_list(void **state) {
   ct_value *l = NULL;
   CT_OK_OR_FAIL(ct_op_list(&l));
   size_t n = 0;
-  CT_OK_OR_FAIL(ct_value_len(&n, l));
+  CT_OK_OR_FAIL(ct_value_length(&n, l));
   assert_true(n > 1000);
   int found_add = 0, found_relu = 0;
   for (size_t i = 0; i < n; ++i) {
     ct_value *s = NULL;
     CT_OK_OR_FAIL(ct_value_get(&s, l, i));
     const char *str = NULL;
-    CT_OK_OR_FAIL(ct_value_to_string(&str, NULL, s));
+    CT_OK_OR_FAIL(ct_value_as_string(&str, NULL, s));
     if (strcmp(str, "aten::add.Tensor") == 0) found_add = 1;
     if (strcmp(str, "aten::relu") == 0) found_relu = 1;
     ct_value_free(s);
@@ -832,7 +832,7 @@ static void test_type_variables(void **state) {
   CT_OK_OR_FAIL(ct_op_call_name(&out, "aten::mul.left_t", (const ct_value *const *)lt, 2, NULL,
                                 NULL, 0));
   size_t len = 0;
-  CT_OK_OR_FAIL(ct_value_len(&len, out));
+  CT_OK_OR_FAIL(ct_value_length(&len, out));
   assert_int_equal(len, 6);
   char *repr = NULL;
   CT_OK_OR_FAIL(ct_value_to_repr(&repr, out));

@@ -150,12 +150,12 @@ static void test_string_blowups(void **state) {
   CT_OK_OR_FAIL(call(&out, "aten::replace", a, 4));
   const char *s = NULL;
   size_t len = 0;
-  CT_OK_OR_FAIL(ct_value_to_string(&s, &len, out));
+  CT_OK_OR_FAIL(ct_value_as_string(&s, &len, out));
   assert_string_equal(s, "xaxbxcx");
   ct_value_free(out);
   ct_value *b[4] = {str_value("abc"), str_value(""), str_value("-"), int_value(2)};
   CT_OK_OR_FAIL(call(&out, "aten::replace", b, 4));
-  CT_OK_OR_FAIL(ct_value_to_string(&s, &len, out));
+  CT_OK_OR_FAIL(ct_value_as_string(&s, &len, out));
   assert_string_equal(s, "-a-bc");
   ct_value_free(out);
   const char *widths[] = {"aten::ljust", "aten::rjust", "aten::center"};
@@ -183,19 +183,19 @@ static void test_string_blowups(void **state) {
   /* A negative width read as a huge unsigned one; Python pads nothing. */
   ct_value *zn[2] = {str_value("abc"), int_value(INT64_MIN)};
   CT_OK_OR_FAIL(call(&out, "aten::zfill", zn, 2));
-  CT_OK_OR_FAIL(ct_value_to_string(&s, &len, out));
+  CT_OK_OR_FAIL(ct_value_as_string(&s, &len, out));
   assert_string_equal(s, "abc");
   ct_value_free(out);
   ct_value *ln[3] = {str_value("abc"), int_value(-1), str_value(" ")};
   CT_OK_OR_FAIL(call(&out, "aten::ljust", ln, 3));
-  CT_OK_OR_FAIL(ct_value_to_string(&s, &len, out));
+  CT_OK_OR_FAIL(ct_value_as_string(&s, &len, out));
   assert_string_equal(s, "abc");
   ct_value_free(out);
   ct_value *rs[3] = {str_value("a b"), str_value(""), int_value(-1)};
   expect_refused("aten::rsplit", rs, 3, "empty separator");
   ct_value *ok[3] = {str_value("ab"), int_value(5), str_value("*")};
   CT_OK_OR_FAIL(call(&out, "aten::ljust", ok, 3));
-  CT_OK_OR_FAIL(ct_value_to_string(&s, &len, out));
+  CT_OK_OR_FAIL(ct_value_as_string(&s, &len, out));
   assert_string_equal(s, "ab***");
   ct_value_free(out);
 }

@@ -48,13 +48,13 @@ static int listed(const char *name) {
   ct_value *l = NULL;
   CT_OK_OR_FAIL(ct_op_list(&l));
   size_t n = 0;
-  CT_OK_OR_FAIL(ct_value_len(&n, l));
+  CT_OK_OR_FAIL(ct_value_length(&n, l));
   int found = 0;
   for (size_t i = 0; i < n && !found; ++i) {
     ct_value *s = NULL;
     const char *str = NULL;
     CT_OK_OR_FAIL(ct_value_get(&s, l, i));
-    CT_OK_OR_FAIL(ct_value_to_string(&str, NULL, s));
+    CT_OK_OR_FAIL(ct_value_as_string(&str, NULL, s));
     found = strcmp(str, name) == 0;
     ct_value_free(s);
   }
@@ -315,6 +315,12 @@ static ct_status sum_prod_tk(void *ctx, const ct_tensor *const *in, size_t n, ct
   const int64_t k = ct_tensor_numel(in[0]);
   const int meta = ct_tensor_device_type(in[0]) == CT_DEVICE_META;
   if (meta) g_tk_meta_calls++;
+  if (fault == 5) return CT_ERR_INTERNAL; /* fails without ct_set_error */
+  if (fault == 3 || fault == 4) { /* issue 40 item 8: one handle in two slots, an input */
+    ct_status st = ct_tensor_ref(&out[0], in[0]);
+    out[1] = fault == 3 ? out[0] : (ct_tensor *)in[1];
+    return st;
+  }
   for (size_t j = 0; j < 2; ++j) {
     if (fault == 2 && j == 1) return CT_OK; /* leaves outputs[1] NULL */
     ct_status st = ct_tensor_empty(&out[j], ct_tensor_sizes(in[0]), (size_t)ct_tensor_ndim(in[0]),
@@ -347,6 +353,9 @@ static void test_tensors_kernel(void **state) {
       ct_library_define(lib, "sum_prod(Tensor a, Tensor b) -> (Tensor, Tensor)", NULL, 0));
   CT_OK_OR_FAIL(ct_library_define(lib, "refuses(Tensor a, Tensor b) -> (Tensor, Tensor)", NULL, 0));
   CT_OK_OR_FAIL(ct_library_define(lib, "half(Tensor a, Tensor b) -> (Tensor, Tensor)", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_define(lib, "twice(Tensor a, Tensor b) -> (Tensor, Tensor)", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_define(lib, "silent(Tensor a, Tensor b) -> (Tensor, Tensor)", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_define(lib, "aliased(Tensor a, Tensor b) -> (Tensor, Tensor)", NULL, 0));
   CT_OK_OR_FAIL(ct_library_define(lib, "scaled(Tensor a, float s) -> Tensor", NULL, 0));
   CT_OK_OR_FAIL(ct_library_define(lib, "opt(Tensor a, Tensor? b) -> Tensor", NULL, 0));
   CT_OK_OR_FAIL(ct_library_define(lib, "listy(Tensor a) -> Tensor[]", NULL, 0));
@@ -361,6 +370,12 @@ static void test_tensors_kernel(void **state) {
       ct_library_impl_tensors(lib, "refuses", "CPU", sum_prod_tk, (void *)1, count_destroy, 0));
   CT_OK_OR_FAIL(
       ct_library_impl_tensors(lib, "half", "CPU", sum_prod_tk, (void *)2, count_destroy, 0));
+  CT_OK_OR_FAIL(
+      ct_library_impl_tensors(lib, "twice", "CPU", sum_prod_tk, (void *)3, count_destroy, 0));
+  CT_OK_OR_FAIL(
+      ct_library_impl_tensors(lib, "silent", "CPU", sum_prod_tk, (void *)5, count_destroy, 0));
+  CT_OK_OR_FAIL(
+      ct_library_impl_tensors(lib, "aliased", "CPU", sum_prod_tk, (void *)4, count_destroy, 0));
   /* Only plain Tensor arguments and returns; every failure destroys ctx. */
   CT_EXPECT_ERROR(
       ct_library_impl_tensors(lib, "scaled", "CPU", sum_prod_tk, NULL, count_destroy, 0),
@@ -436,12 +451,34 @@ static void test_tensors_kernel(void **state) {
   CT_EXPECT_ERROR(ct_op_call_tensors(outs, 2, op, ins, 2), CT_ERR_CALLBACK,
                   "stored no tensor in outputs[1]");
   ct_op_free(op);
+  /* The same handle in two slots, an input handle as an output: refused, and
+   * nothing freed twice (ASan leg); the inputs stay usable. */
+  CT_OK_OR_FAIL(ct_op_find(&op, "ctlibt::twice", ""));
+  CT_EXPECT_ERROR(ct_op_call_tensors(outs, 2, op, ins, 2), CT_ERR_CALLBACK,
+                  "outputs[0] and outputs[1] are the same handle");
+  ct_op_free(op);
+  CT_OK_OR_FAIL(ct_op_find(&op, "ctlibt::aliased", ""));
+  CT_EXPECT_ERROR(ct_op_call_tensors(outs, 2, op, ins, 2), CT_ERR_CALLBACK,
+                  "outputs[1] is the input handle inputs[1]");
+  ct_op_free(op);
+  assert_true(((const double *)ct_tensor_data_ptr(b))[4] == 10);
+  /* A kernel failing without a message gets its own, not the thread's last
+   * unrelated error (issue 40). */
+  assert_int_equal(ct_tensor_zeros(NULL, NULL, 0, CT_FLOAT32, CT_DEVICE_CPU, -1, 0),
+                   CT_ERR_INVALID_ARGUMENT);
+  CT_OK_OR_FAIL(ct_op_find(&op, "ctlibt::silent", ""));
+  for (int k = 0; k < 2; ++k) /* the message does not grow with each failure */
+    CT_EXPECT_ERROR(ct_op_call_tensors(outs, 2, op, ins, 2), CT_ERR_CALLBACK,
+                    "kernel failed (status 10): (no message: the callback did not call");
+  assert_null(strstr(ct_last_error(), "'out' is NULL"));
+  assert_null(strstr(ct_last_error(), "kernel failed (status 10): ctlibt"));
+  ct_op_free(op);
   /* Through the value path too (ct_op_call_name), and in TorchScript. */
   ct_value *va = tv(a), *vb = tv(b), *res = NULL;
   const ct_value *args[2] = {va, vb};
   CT_OK_OR_FAIL(ct_op_call_name(&res, "ctlibt::sum_prod", args, 2, NULL, NULL, 0));
   size_t len = 0;
-  CT_OK_OR_FAIL(ct_value_len(&len, res));
+  CT_OK_OR_FAIL(ct_value_length(&len, res));
   assert_int_equal(len, 2);
   ct_value_free(res);
   ct_value_free(va);
@@ -449,7 +486,7 @@ static void test_tensors_kernel(void **state) {
   ct_tensor_free(a);
   ct_tensor_free(b);
   ct_library_free(lib);
-  assert_int_equal(g_destroyed, 12);
+  assert_int_equal(g_destroyed, 15);
 }
 
 static int64_t g_same_calls;

@@ -113,6 +113,56 @@ static void test_adam_follows_the_formula(void **state) {
   ct_tensor_free(w);
 }
 
+/* Issue 40 item 1: the optimizer kept the caller's betas list itself; emptying
+ * it afterwards (aten::clear) made adam_step read past an empty vector, and
+ * writing 5.0 into it gave beta = 5 unchecked. The optimizer's betas are its
+ * own, by every way in (new, set, load_state_dict). */
+static void test_betas_are_the_optimizers_own(void **state) {
+  (void)state;
+  const float w0[2] = {0.5f, -1.5f}, g[2] = {0.3f, -0.7f};
+  ct_tensor *w = param(w0, 2);
+  const double b[2] = {0.9, 0.999};
+  ct_value *list = NULL, *dropped = NULL, *five = dbl(5.0), *idx = NULL, *setres = NULL;
+  CT_OK_OR_FAIL(ct_value_double_list(&list, b, 2));
+  ct_value *opts = NULL;
+  CT_OK_OR_FAIL(ct_value_ref(&opts, list));
+  opts = dict1("betas", opts);
+  ct_optimizer *opt = NULL;
+  CT_OK_OR_FAIL(ct_optimizer_new(&opt, "adam", (const ct_tensor *const *)&w, 1, opts));
+  CT_OK_OR_FAIL(ct_optimizer_set(opt, 0, "betas", list));
+  /* The caller's list changes: the optimizer's betas do not. */
+  CT_OK_OR_FAIL(ct_value_from_int(&idx, 0));
+  const ct_value *set_args[3] = {list, idx, five};
+  CT_OK_OR_FAIL(ct_op_call_name(&setres, "aten::_set_item", set_args, 3, NULL, NULL, 0));
+  const ct_value *clear_args[1] = {list};
+  CT_OK_OR_FAIL(ct_op_call_name(&dropped, "aten::clear", clear_args, 1, NULL, NULL, 0));
+  size_t n = 99;
+  CT_OK_OR_FAIL(ct_value_length(&n, list));
+  assert_int_equal(n, 0);
+  set_grad(w, g, 2);
+  CT_OK_OR_FAIL(ct_optimizer_step(opt));
+  ct_value *got = NULL, *first = NULL;
+  CT_OK_OR_FAIL(ct_optimizer_get(&got, opt, 0, "betas"));
+  CT_OK_OR_FAIL(ct_value_length(&n, got));
+  assert_int_equal(n, 2);
+  CT_OK_OR_FAIL(ct_value_get(&first, got, 0));
+  double b0 = 0;
+  CT_OK_OR_FAIL(ct_value_to_double(&b0, first));
+  assert_true(b0 == 0.9);
+  /* one Adam step from w0 moves each weight by lr against its gradient's sign */
+  assert_float_equal(at(w, 0), w0[0] - 1e-3, 1e-6);
+  ct_value_free(first);
+  ct_value_free(got);
+  ct_value_free(dropped);
+  ct_value_free(setres);
+  ct_value_free(idx);
+  ct_value_free(five);
+  ct_value_free(opts);
+  ct_value_free(list);
+  ct_optimizer_free(opt);
+  ct_tensor_free(w);
+}
+
 /* Trains two steps, saves the state through ct_pickle_save, loads it into a
  * fresh optimizer over a copy of the parameters: both continue identically. */
 static void test_state_saved_and_loaded_resumes_exactly(void **state) {
@@ -332,6 +382,68 @@ static void test_autocast_scopes(void **state) {
   ct_tensor_free(x);
 }
 
+/* Issue 40 items 13 and 14: unscale scaled a coalesced copy of an uncoalesced
+ * sparse gradient (the gradient stayed scaled); a state_dict whose
+ * _growth_tracker does not fit failed with CT_ERR_TORCH after changing the
+ * scaler. */
+static void test_grad_scaler_sparse_and_bad_state(void **state) {
+  (void)state;
+  const float w0[2] = {1, 1};
+  ct_tensor *w = param(w0, 2);
+  ct_optimizer *opt = NULL;
+  CT_OK_OR_FAIL(ct_optimizer_new(&opt, "sgd", (const ct_tensor *const *)&w, 1, NULL));
+  /* two entries at index 0 (uncoalesced): 2 + 2, scaled by 4 */
+  const int64_t idx[2] = {0, 0}, isz[2] = {1, 2}, vsz[1] = {2}, dense[1] = {2};
+  const float vals[2] = {2, 2};
+  ct_tensor *it = NULL, *vt = test_tensor_f32(vals, vsz, 1), *sp = NULL;
+  CT_OK_OR_FAIL(ct_tensor_from_data(&it, idx, isz, 2, CT_INT64, CT_DEVICE_CPU, -1));
+  ct_value *a[3] = {NULL, NULL, NULL}, *res = NULL;
+  CT_OK_OR_FAIL(ct_value_from_tensor(&a[0], it));
+  CT_OK_OR_FAIL(ct_value_from_tensor(&a[1], vt));
+  CT_OK_OR_FAIL(ct_value_int_list(&a[2], dense, 1));
+  CT_OK_OR_FAIL(ct_op_call_name(&res, "aten::sparse_coo_tensor", (const ct_value *const *)a, 3,
+                                NULL, NULL, 0));
+  CT_OK_OR_FAIL(ct_value_to_tensor(&sp, res));
+  CT_OK_OR_FAIL(ct_tensor_set_grad(w, sp));
+  ct_grad_scaler *s = NULL;
+  CT_OK_OR_FAIL(ct_grad_scaler_new(&s, CT_DEVICE_CPU, 4.0, 2.0, 0.5, 100, 1));
+  CT_OK_OR_FAIL(ct_grad_scaler_unscale(s, opt));
+  ct_tensor *gr = NULL, *gd = NULL;
+  CT_OK_OR_FAIL(ct_tensor_grad(&gr, w));
+  CT_OK_OR_FAIL(ct_tensor_to_dense(&gd, gr));
+  assert_float_equal(at(gd, 0), 1.0, 1e-7); /* (2 + 2) / 4, not 4 */
+  assert_float_equal(at(gd, 1), 0.0, 1e-7);
+  /* a state_dict with a _growth_tracker past int32: refused, nothing changed */
+  const char *keys[5] = {"scale", "growth_factor", "backoff_factor", "growth_interval",
+                         "_growth_tracker"};
+  const double nums[5] = {1024.0, 3.0, 0.25, 7.0, 3e9};
+  ct_value *kv[5], *vv[5], *sd = NULL;
+  for (int i = 0; i < 5; ++i) {
+    CT_OK_OR_FAIL(ct_value_from_string(&kv[i], keys[i], strlen(keys[i])));
+    vv[i] = dbl(nums[i]);
+  }
+  CT_OK_OR_FAIL(ct_value_dict(&sd, (const ct_value *const *)kv, (const ct_value *const *)vv, 5));
+  double before = 0, after = 0;
+  CT_OK_OR_FAIL(ct_grad_scaler_current_scale(&before, s));
+  CT_EXPECT_ERROR(ct_grad_scaler_load_state_dict(s, sd), CT_ERR_INVALID_ARGUMENT,
+                  "_growth_tracker");
+  CT_OK_OR_FAIL(ct_grad_scaler_current_scale(&after, s));
+  assert_true(before == 4.0 && after == 4.0);
+  ct_value *now = NULL, *gf = NULL;
+  CT_OK_OR_FAIL(ct_grad_scaler_state_dict(&now, s));
+  CT_OK_OR_FAIL(ct_value_dict_get_str(&gf, now, "growth_factor"));
+  double growth = 0;
+  CT_OK_OR_FAIL(ct_value_to_double(&growth, gf));
+  assert_true(growth == 2.0);
+  for (int i = 0; i < 5; ++i) ct_value_free(kv[i]), ct_value_free(vv[i]);
+  for (int i = 0; i < 3; ++i) ct_value_free(a[i]);
+  ct_value_free(gf), ct_value_free(now), ct_value_free(sd), ct_value_free(res);
+  ct_tensor_free(gd), ct_tensor_free(gr), ct_tensor_free(sp), ct_tensor_free(it), ct_tensor_free(vt);
+  ct_grad_scaler_free(s);
+  ct_optimizer_free(opt);
+  ct_tensor_free(w);
+}
+
 static void test_grad_scaler_skips_and_backs_off(void **state) {
   (void)state;
   const float w0[2] = {1, 1}, g[2] = {8, 16}, bad[2] = {NAN, 1};
@@ -349,7 +461,7 @@ static void test_grad_scaler_skips_and_backs_off(void **state) {
   assert_float_equal(at(w, 1), -1.0, 1e-7);
   CT_OK_OR_FAIL(ct_grad_scaler_update(s));
   double scale = 0;
-  CT_OK_OR_FAIL(ct_grad_scaler_get_scale(&scale, s));
+  CT_OK_OR_FAIL(ct_grad_scaler_current_scale(&scale, s));
   assert_true(scale == 16.0); /* growth_interval 1 */
   set_grad(w, bad, 2);
   CT_OK_OR_FAIL(ct_grad_scaler_step(&stepped, s, opt));
@@ -359,7 +471,7 @@ static void test_grad_scaler_skips_and_backs_off(void **state) {
                   "step() has already been called");
   CT_EXPECT_ERROR(ct_grad_scaler_unscale(s, opt), CT_ERR_INVALID_ARGUMENT, "after step()");
   CT_OK_OR_FAIL(ct_grad_scaler_update(s));
-  CT_OK_OR_FAIL(ct_grad_scaler_get_scale(&scale, s));
+  CT_OK_OR_FAIL(ct_grad_scaler_current_scale(&scale, s));
   assert_true(scale == 8.0);
   CT_EXPECT_ERROR(ct_grad_scaler_update(s), CT_ERR_INVALID_ARGUMENT, "No inf checks");
   ct_grad_scaler *t = NULL;
@@ -417,11 +529,13 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sgd_momentum_follows_the_formula),
       cmocka_unit_test(test_adam_follows_the_formula),
+      cmocka_unit_test(test_betas_are_the_optimizers_own),
       cmocka_unit_test(test_state_saved_and_loaded_resumes_exactly),
       cmocka_unit_test(test_bad_inputs_are_refused),
       cmocka_unit_test(test_clip_grad),
       cmocka_unit_test(test_autocast_scopes),
       cmocka_unit_test(test_grad_scaler_skips_and_backs_off),
+      cmocka_unit_test(test_grad_scaler_sparse_and_bad_state),
       cmocka_unit_test(test_threads_share_an_optimizer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

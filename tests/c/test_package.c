@@ -92,8 +92,8 @@ static void assert_close(const ct_tensor *got, const ct_tensor *want, const char
 static void run_and_check(ct_package *p, const ct_value *inputs, const ct_value *want,
                           const char *what) {
   size_t n_in = 0, n_want = 0;
-  CT_OK_OR_FAIL(ct_value_len(&n_in, inputs));
-  CT_OK_OR_FAIL(ct_value_len(&n_want, want));
+  CT_OK_OR_FAIL(ct_value_length(&n_in, inputs));
+  CT_OK_OR_FAIL(ct_value_length(&n_want, want));
   ct_tensor *in[8] = {0}, *out[8] = {0};
   assert_true(n_in <= 8 && n_want <= 8);
   for (size_t i = 0; i < n_in; ++i) in[i] = seq_tensor(inputs, i);
@@ -151,7 +151,7 @@ static void test_dynamic_batch(void **state) {
   ct_value *io = load_io("multi");
   ct_value *batches = io_get(io, "batches");
   size_t nb = 0;
-  CT_OK_OR_FAIL(ct_value_len(&nb, batches));
+  CT_OK_OR_FAIL(ct_value_length(&nb, batches));
   assert_int_equal(nb, 3);
   for (size_t b = 0; b < nb; ++b) {
     ct_value *pair = NULL, *in = NULL, *want = NULL;
@@ -183,8 +183,8 @@ static void test_update_constants(void **state) {
   ct_value *names = NULL, *new_names = io_get(io, "new_names");
   CT_OK_OR_FAIL(ct_package_constant_names(&names, p));
   size_t n = 0, n_torch = 0;
-  CT_OK_OR_FAIL(ct_value_len(&n, names));
-  CT_OK_OR_FAIL(ct_value_len(&n_torch, new_names));
+  CT_OK_OR_FAIL(ct_value_length(&n, names));
+  CT_OK_OR_FAIL(ct_value_length(&n_torch, new_names));
   assert_int_equal(n, n_torch);
   assert_true(n >= 3 && n <= 4);
   const char *given[4];
@@ -192,9 +192,9 @@ static void test_update_constants(void **state) {
     ct_value *s = NULL, *g = NULL;
     const char *str = NULL;
     CT_OK_OR_FAIL(ct_value_get(&s, names, i));
-    CT_OK_OR_FAIL(ct_value_to_string(&str, NULL, s));
+    CT_OK_OR_FAIL(ct_value_as_string(&str, NULL, s));
     CT_OK_OR_FAIL(ct_value_get(&g, new_names, i));
-    CT_OK_OR_FAIL(ct_value_to_string(&given[i], NULL, g));
+    CT_OK_OR_FAIL(ct_value_as_string(&given[i], NULL, g));
     assert_string_equal(str, given[i]);
     assert_true(strncmp(str, "fc1.", 4) == 0 || strncmp(str, "fc2.", 4) == 0);
     ct_value_free(s);
@@ -272,7 +272,7 @@ static void test_metadata_spec_device(void **state) {
   CT_OK_OR_FAIL(ct_package_metadata(&md, p));
   CT_OK_OR_FAIL(ct_value_dict_get_str(&dev, md, "AOTI_DEVICE_KEY"));
   const char *s = NULL;
-  CT_OK_OR_FAIL(ct_value_to_string(&s, NULL, dev));
+  CT_OK_OR_FAIL(ct_value_as_string(&s, NULL, dev));
   assert_string_equal(s, "cpu");
   ct_value_free(dev);
   ct_value_free(md);
@@ -280,11 +280,11 @@ static void test_metadata_spec_device(void **state) {
   ct_value *spec = NULL;
   CT_OK_OR_FAIL(ct_package_call_spec(&spec, p));
   size_t n = 0;
-  CT_OK_OR_FAIL(ct_value_len(&n, spec));
+  CT_OK_OR_FAIL(ct_value_length(&n, spec));
   assert_int_equal(n, 2);
   ct_value *in_spec = NULL;
   CT_OK_OR_FAIL(ct_value_get(&in_spec, spec, 0));
-  CT_OK_OR_FAIL(ct_value_to_string(&s, NULL, in_spec));
+  CT_OK_OR_FAIL(ct_value_as_string(&s, NULL, in_spec));
   assert_non_null(strstr(s, "builtins.tuple"));
   ct_value_free(in_spec);
   ct_value_free(spec);
@@ -296,7 +296,7 @@ static void test_metadata_spec_device(void **state) {
 
   ct_value *names = NULL;
   CT_OK_OR_FAIL(ct_package_constant_names(&names, p));
-  CT_OK_OR_FAIL(ct_value_len(&n, names));
+  CT_OK_OR_FAIL(ct_value_length(&n, names));
   assert_int_equal(n, 1); /* w */
   ct_value_free(names);
   ct_package_free(p);
@@ -482,14 +482,14 @@ static void test_runners(void **state) {
   require_packages();
   ct_package *p = NULL;
   if (!torch_at_least(2, 7)) {
-    CT_EXPECT_ERROR(ct_package_load_with(&p, pkg_path("mlp.pt2"), NULL, 2, -1),
+    CT_EXPECT_ERROR(ct_package_load_ext(&p, pkg_path("mlp.pt2"), NULL, 2, -1),
                     CT_ERR_NOT_SUPPORTED, "package loader has one runner");
     assert_null(p);
-    CT_OK_OR_FAIL(ct_package_load_with(&p, pkg_path("mlp.pt2"), NULL, 1, -1));
+    CT_OK_OR_FAIL(ct_package_load_ext(&p, pkg_path("mlp.pt2"), NULL, 1, -1));
     ct_package_free(p);
     return;
   }
-  CT_OK_OR_FAIL(ct_package_load_with(&p, pkg_path("mlp.pt2"), NULL, 3, -1));
+  CT_OK_OR_FAIL(ct_package_load_ext(&p, pkg_path("mlp.pt2"), NULL, 3, -1));
   size_t runners = 0;
   CT_OK_OR_FAIL(ct_package_num_runners(&runners, p));
   assert_int_equal(runners, 3);
@@ -541,20 +541,20 @@ static void test_runner_arguments(void **state) {
   (void)state;
   ct_package *p = NULL;
   size_t n = 0;
-  CT_EXPECT_ERROR(ct_package_load_with(&p, "model.pt2", NULL, 0, -1), CT_ERR_INVALID_ARGUMENT,
-                  "ct_package_load_with: num_runners must be between 1 and 1024, not 0");
-  CT_EXPECT_ERROR(ct_package_load_with(&p, "model.pt2", NULL, 1025, -1), CT_ERR_INVALID_ARGUMENT,
+  CT_EXPECT_ERROR(ct_package_load_ext(&p, "model.pt2", NULL, 0, -1), CT_ERR_INVALID_ARGUMENT,
+                  "ct_package_load_ext: num_runners must be between 1 and 1024, not 0");
+  CT_EXPECT_ERROR(ct_package_load_ext(&p, "model.pt2", NULL, 1025, -1), CT_ERR_INVALID_ARGUMENT,
                   "not 1025");
-  CT_EXPECT_ERROR(ct_package_load_with(&p, "model.pt2", NULL, 1, -2), CT_ERR_INVALID_ARGUMENT,
-                  "ct_package_load_with: device_index must be -1 or a device, not -2");
-  CT_EXPECT_ERROR(ct_package_load_with(NULL, "model.pt2", NULL, 1, -1), CT_ERR_INVALID_ARGUMENT,
+  CT_EXPECT_ERROR(ct_package_load_ext(&p, "model.pt2", NULL, 1, -2), CT_ERR_INVALID_ARGUMENT,
+                  "ct_package_load_ext: device_index must be -1 or a device, not -2");
+  CT_EXPECT_ERROR(ct_package_load_ext(NULL, "model.pt2", NULL, 1, -1), CT_ERR_INVALID_ARGUMENT,
                   "'out' is NULL");
   CT_EXPECT_ERROR(ct_package_num_runners(&n, NULL), CT_ERR_INVALID_ARGUMENT, "'p' is NULL");
   CT_EXPECT_ERROR(ct_package_run_on_stream(NULL, 0, NULL, NULL, NULL, 0, NULL),
                   CT_ERR_INVALID_ARGUMENT, "'p' is NULL");
   assert_null(p);
   if (!aoti_supported()) {
-    CT_EXPECT_ERROR(ct_package_load_with(&p, "model.pt2", NULL, 2, -1), CT_ERR_NOT_SUPPORTED,
+    CT_EXPECT_ERROR(ct_package_load_ext(&p, "model.pt2", NULL, 2, -1), CT_ERR_NOT_SUPPORTED,
                     "need LibTorch >= 2.6");
     ct_package *dummy = (ct_package *)&n;
     CT_EXPECT_ERROR(ct_package_num_runners(&n, dummy), CT_ERR_NOT_SUPPORTED,
@@ -563,7 +563,7 @@ static void test_runner_arguments(void **state) {
     CT_EXPECT_ERROR(ct_package_run_on_stream(out, 1, NULL, dummy, NULL, 0, NULL),
                     CT_ERR_NOT_SUPPORTED, "need LibTorch >= 2.6");
   } else {
-    CT_EXPECT_ERROR(ct_package_load_with(&p, pkg_path("does_not_exist.pt2"), NULL, 1, -1),
+    CT_EXPECT_ERROR(ct_package_load_ext(&p, pkg_path("does_not_exist.pt2"), NULL, 1, -1),
                     CT_ERR_NOT_FOUND, "does_not_exist.pt2");
   }
 }

@@ -98,7 +98,7 @@ static void canon_tensor(sbuf *b, const ct_tensor *t0) {
 
 static void canon_seq(sbuf *b, const char *kind, const ct_value *v) {
   size_t n = 0;
-  CT_OK_OR_FAIL(ct_value_len(&n, v));
+  CT_OK_OR_FAIL(ct_value_length(&n, v));
   sb_printf(b, "%s %zu\n", kind, n);
   for (size_t i = 0; i < n; ++i) {
     ct_value *x = NULL;
@@ -133,7 +133,7 @@ static void canon(sbuf *b, const ct_value *v) {
     case CT_VALUE_STRING: {
       const char *s;
       size_t len;
-      CT_OK_OR_FAIL(ct_value_to_string(&s, &len, v));
+      CT_OK_OR_FAIL(ct_value_as_string(&s, &len, v));
       sb_printf(b, "str %.*s\n", (int)len, s);
       break;
     }
@@ -152,7 +152,7 @@ static void canon(sbuf *b, const ct_value *v) {
     case CT_VALUE_TUPLE: canon_seq(b, "tuple", v); break;
     case CT_VALUE_DICT: {
       size_t n = 0;
-      CT_OK_OR_FAIL(ct_value_len(&n, v));
+      CT_OK_OR_FAIL(ct_value_length(&n, v));
       sb_printf(b, "dict %zu\n", n);
       for (size_t i = 0; i < n; ++i) {
         ct_value *k = NULL, *x = NULL;
@@ -238,13 +238,13 @@ static void test_state_dict(void **state) {
                                      "1.running_var",
                                      "1.num_batches_tracked"};
   size_t n = 0;
-  CT_OK_OR_FAIL(ct_value_len(&n, v));
+  CT_OK_OR_FAIL(ct_value_length(&n, v));
   assert_int_equal(n, sizeof keys / sizeof keys[0]);
   for (size_t i = 0; i < n; ++i) {
     ct_value *k = NULL, *x = NULL;
     CT_OK_OR_FAIL(ct_value_dict_item(&k, &x, v, i));
     const char *s;
-    CT_OK_OR_FAIL(ct_value_to_string(&s, NULL, k));
+    CT_OK_OR_FAIL(ct_value_as_string(&s, NULL, k));
     assert_string_equal(s, keys[i]);
     assert_int_equal(ct_value_tag(x), CT_VALUE_TENSOR);
     ct_value_free(k);
@@ -274,7 +274,7 @@ static void test_one_element_containers(void **state) {
   ct_value *v = NULL, *x = NULL;
   CT_OK_OR_FAIL(ct_pickle_load(&v, pk_path("", "int_list1", ".pt")));
   size_t n = 0;
-  CT_OK_OR_FAIL(ct_value_len(&n, v));
+  CT_OK_OR_FAIL(ct_value_length(&n, v));
   assert_int_equal(n, 1);
   CT_OK_OR_FAIL(ct_value_get(&x, v, 0));
   int64_t i64 = 0;
@@ -380,7 +380,7 @@ static void test_corrupt(void **state) {
     ct_value *item = NULL;
     ct_tensor *t = NULL;
     size_t n = 0;
-    CT_OK_OR_FAIL(ct_value_len(&n, v));
+    CT_OK_OR_FAIL(ct_value_length(&n, v));
     assert_int_equal(n, 1);
     CT_OK_OR_FAIL(ct_value_get(&item, v, 0));
     CT_OK_OR_FAIL(ct_value_to_tensor(&t, item));

@@ -156,13 +156,13 @@ static void test_cpu_device_index(void **state) {
 /* #9: absurd thread counts are refused. */
 static void test_thread_count_bound(void **state) {
   (void)state;
-  int32_t before = ct_get_num_threads();
+  int32_t before = ct_num_threads();
   CT_EXPECT_ERROR(ct_set_num_threads(100000), CT_ERR_INVALID_ARGUMENT,
                   "ct_set_num_threads: n must be between 1 and");
   CT_EXPECT_ERROR(ct_set_num_threads(INT32_MAX), CT_ERR_INVALID_ARGUMENT, "got 2147483647");
   CT_EXPECT_ERROR(ct_set_num_interop_threads(100000), CT_ERR_INVALID_ARGUMENT,
                   "ct_set_num_interop_threads: n must be between 1 and");
-  assert_int_equal(ct_get_num_threads(), before);
+  assert_int_equal(ct_num_threads(), before);
   long hw = sysconf(_SC_NPROCESSORS_ONLN);
   CT_OK_OR_FAIL(ct_set_num_threads((int32_t)(hw > 0 ? hw : 1)));
   CT_OK_OR_FAIL(ct_set_num_threads(before));
@@ -204,7 +204,7 @@ static void test_undefined_tensor_accessors(void **state) {
   ct_tensor *u = NULL;
   CT_OK_OR_FAIL(ct_value_get(&item, out, 0));
   CT_OK_OR_FAIL(ct_value_to_tensor(&u, item));
-  assert_int_equal(ct_tensor_defined(u), 0);
+  assert_int_equal(ct_tensor_is_defined(u), 0);
   assert_int_equal(ct_tensor_is_defined(u), 0);
   assert_int_equal(ct_tensor_ndim(u), -1);
   assert_null(ct_tensor_sizes(u));
@@ -239,7 +239,7 @@ static void test_undefined_tensor_accessors(void **state) {
   assert_null(c);
   assert_null(dl);
   CT_OK_OR_FAIL(ct_tensor_ref(&c, u));
-  assert_int_equal(ct_tensor_defined(c), 0);
+  assert_int_equal(ct_tensor_is_defined(c), 0);
   char *s = NULL;
   CT_OK_OR_FAIL(ct_tensor_to_string(&s, u));
   assert_non_null(strstr(s, "undefined"));
@@ -484,7 +484,7 @@ static void test_module_cycle(void **state) {
   ct_value *v = NULL;
   CT_OK_OR_FAIL(ct_module_named_children(&v, a, 1));
   size_t n = 0;
-  CT_OK_OR_FAIL(ct_value_len(&n, v));
+  CT_OK_OR_FAIL(ct_value_length(&n, v));
   assert_int_equal(n, 2);
   ct_value_free(v);
   CT_OK_OR_FAIL(ct_module_train(a, 0));
@@ -507,7 +507,7 @@ static void test_define_all_or_nothing(void **state) {
   ct_value *methods = NULL;
   size_t n = 99;
   CT_OK_OR_FAIL(ct_module_methods(&methods, m));
-  CT_OK_OR_FAIL(ct_value_len(&n, methods));
+  CT_OK_OR_FAIL(ct_value_length(&n, methods));
   assert_int_equal(n, 0);
   ct_value_free(methods);
   CT_OK_OR_FAIL(ct_module_define(m, "def forward(self, x):\n    return x + 1\n"));

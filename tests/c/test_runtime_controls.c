@@ -32,79 +32,79 @@ static void test_flags_read_back(void **state) {
   (void)state;
   for (int32_t flag = CT_FLAG_CUDNN_ENABLED; flag <= CT_FLAG_SDPA_CUDNN; ++flag) {
     int32_t was = -1, now = -1;
-    ct_status s = ct_backend_flag_get(&was, flag);
+    ct_status s = ct_backend_flag(&was, flag);
     if (s == CT_ERR_NOT_SUPPORTED) {
       assert_non_null(strstr(ct_last_error(), "needs LibTorch >= "));
-      CT_EXPECT_ERROR(ct_backend_flag_set(flag, 1), CT_ERR_NOT_SUPPORTED, "needs LibTorch >= ");
+      CT_EXPECT_ERROR(ct_set_backend_flag(flag, 1), CT_ERR_NOT_SUPPORTED, "needs LibTorch >= ");
       continue;
     }
     CT_OK_OR_FAIL(s);
     assert_true(was == 0 || was == 1);
-    CT_OK_OR_FAIL(ct_backend_flag_set(flag, !was));
-    CT_OK_OR_FAIL(ct_backend_flag_get(&now, flag));
+    CT_OK_OR_FAIL(ct_set_backend_flag(flag, !was));
+    CT_OK_OR_FAIL(ct_backend_flag(&now, flag));
     if (now != !was) fail_msg("flag %d: set to %d, reads %d", flag, !was, now);
-    CT_OK_OR_FAIL(ct_backend_flag_set(flag, was));
-    CT_OK_OR_FAIL(ct_backend_flag_get(&now, flag));
+    CT_OK_OR_FAIL(ct_set_backend_flag(flag, was));
+    CT_OK_OR_FAIL(ct_backend_flag(&now, flag));
     assert_int_equal(now, was);
   }
   /* Defaults every LibTorch has. */
   int32_t v = -1;
-  CT_OK_OR_FAIL(ct_backend_flag_get(&v, CT_FLAG_CUDNN_ENABLED));
+  CT_OK_OR_FAIL(ct_backend_flag(&v, CT_FLAG_CUDNN_ENABLED));
   assert_int_equal(v, 1);
-  CT_OK_OR_FAIL(ct_backend_flag_get(&v, CT_FLAG_DETERMINISTIC_ALGORITHMS));
+  CT_OK_OR_FAIL(ct_backend_flag(&v, CT_FLAG_DETERMINISTIC_ALGORITHMS));
   assert_int_equal(v, 0);
   /* The two deterministic settings are one torch call: setting one keeps the other. */
-  CT_OK_OR_FAIL(ct_backend_flag_set(CT_FLAG_DETERMINISTIC_WARN_ONLY, 1));
-  CT_OK_OR_FAIL(ct_backend_flag_set(CT_FLAG_DETERMINISTIC_ALGORITHMS, 1));
-  CT_OK_OR_FAIL(ct_backend_flag_get(&v, CT_FLAG_DETERMINISTIC_WARN_ONLY));
+  CT_OK_OR_FAIL(ct_set_backend_flag(CT_FLAG_DETERMINISTIC_WARN_ONLY, 1));
+  CT_OK_OR_FAIL(ct_set_backend_flag(CT_FLAG_DETERMINISTIC_ALGORITHMS, 1));
+  CT_OK_OR_FAIL(ct_backend_flag(&v, CT_FLAG_DETERMINISTIC_WARN_ONLY));
   assert_int_equal(v, 1);
-  CT_OK_OR_FAIL(ct_backend_flag_set(CT_FLAG_DETERMINISTIC_WARN_ONLY, 0));
-  CT_OK_OR_FAIL(ct_backend_flag_get(&v, CT_FLAG_DETERMINISTIC_ALGORITHMS));
+  CT_OK_OR_FAIL(ct_set_backend_flag(CT_FLAG_DETERMINISTIC_WARN_ONLY, 0));
+  CT_OK_OR_FAIL(ct_backend_flag(&v, CT_FLAG_DETERMINISTIC_ALGORITHMS));
   assert_int_equal(v, 1);
-  CT_OK_OR_FAIL(ct_backend_flag_set(CT_FLAG_DETERMINISTIC_ALGORITHMS, 0));
+  CT_OK_OR_FAIL(ct_set_backend_flag(CT_FLAG_DETERMINISTIC_ALGORITHMS, 0));
 }
 
 static void test_flags_refused(void **state) {
   (void)state;
   int32_t v = 7;
-  CT_EXPECT_ERROR(ct_backend_flag_get(&v, 14), CT_ERR_INVALID_ARGUMENT,
-                  "ct_backend_flag_get: unknown flag 14");
-  CT_EXPECT_ERROR(ct_backend_flag_get(&v, -1), CT_ERR_INVALID_ARGUMENT, "unknown flag -1");
+  CT_EXPECT_ERROR(ct_backend_flag(&v, 14), CT_ERR_INVALID_ARGUMENT,
+                  "ct_backend_flag: unknown flag 14");
+  CT_EXPECT_ERROR(ct_backend_flag(&v, -1), CT_ERR_INVALID_ARGUMENT, "unknown flag -1");
   assert_int_equal(v, 7);
-  CT_EXPECT_ERROR(ct_backend_flag_get(NULL, CT_FLAG_CUDNN_ENABLED), CT_ERR_INVALID_ARGUMENT,
-                  "ct_backend_flag_get: ");
-  CT_EXPECT_ERROR(ct_backend_flag_set(CT_FLAG_CUDNN_BENCHMARK, 2), CT_ERR_INVALID_ARGUMENT,
-                  "ct_backend_flag_set: value must be 0 or 1, not 2");
-  CT_EXPECT_ERROR(ct_backend_flag_set(99, 1), CT_ERR_INVALID_ARGUMENT, "unknown flag 99");
+  CT_EXPECT_ERROR(ct_backend_flag(NULL, CT_FLAG_CUDNN_ENABLED), CT_ERR_INVALID_ARGUMENT,
+                  "ct_backend_flag: ");
+  CT_EXPECT_ERROR(ct_set_backend_flag(CT_FLAG_CUDNN_BENCHMARK, 2), CT_ERR_INVALID_ARGUMENT,
+                  "ct_set_backend_flag: value must be 0 or 1, not 2");
+  CT_EXPECT_ERROR(ct_set_backend_flag(99, 1), CT_ERR_INVALID_ARGUMENT, "unknown flag 99");
 }
 
 static void test_matmul_precision(void **state) {
   (void)state;
   const char *p = NULL;
-  CT_OK_OR_FAIL(ct_float32_matmul_precision_get(&p));
+  CT_OK_OR_FAIL(ct_float32_matmul_precision(&p));
   assert_string_equal(p, "highest");
   int32_t tf32 = -1;
-  CT_OK_OR_FAIL(ct_backend_flag_get(&tf32, CT_FLAG_MATMUL_ALLOW_TF32));
+  CT_OK_OR_FAIL(ct_backend_flag(&tf32, CT_FLAG_MATMUL_ALLOW_TF32));
   assert_int_equal(tf32, 0);
-  CT_OK_OR_FAIL(ct_float32_matmul_precision_set("high"));
-  CT_OK_OR_FAIL(ct_float32_matmul_precision_get(&p));
+  CT_OK_OR_FAIL(ct_set_float32_matmul_precision("high"));
+  CT_OK_OR_FAIL(ct_float32_matmul_precision(&p));
   assert_string_equal(p, "high");
-  CT_OK_OR_FAIL(ct_backend_flag_get(&tf32, CT_FLAG_MATMUL_ALLOW_TF32));
+  CT_OK_OR_FAIL(ct_backend_flag(&tf32, CT_FLAG_MATMUL_ALLOW_TF32));
   assert_int_equal(tf32, 1); /* as in torch: "high" allows TF32 */
-  CT_OK_OR_FAIL(ct_float32_matmul_precision_set("medium"));
-  CT_OK_OR_FAIL(ct_float32_matmul_precision_get(&p));
+  CT_OK_OR_FAIL(ct_set_float32_matmul_precision("medium"));
+  CT_OK_OR_FAIL(ct_float32_matmul_precision(&p));
   assert_string_equal(p, "medium");
-  CT_EXPECT_ERROR(ct_float32_matmul_precision_set("fast"), CT_ERR_INVALID_ARGUMENT,
-                  "ct_float32_matmul_precision_set: precision must be \"highest\", \"high\" or "
+  CT_EXPECT_ERROR(ct_set_float32_matmul_precision("fast"), CT_ERR_INVALID_ARGUMENT,
+                  "ct_set_float32_matmul_precision: precision must be \"highest\", \"high\" or "
                   "\"medium\", not \"fast\"");
-  CT_EXPECT_ERROR(ct_float32_matmul_precision_set(NULL), CT_ERR_INVALID_ARGUMENT,
-                  "ct_float32_matmul_precision_set: ");
-  CT_EXPECT_ERROR(ct_float32_matmul_precision_get(NULL), CT_ERR_INVALID_ARGUMENT,
-                  "ct_float32_matmul_precision_get: ");
-  CT_OK_OR_FAIL(ct_float32_matmul_precision_get(&p));
+  CT_EXPECT_ERROR(ct_set_float32_matmul_precision(NULL), CT_ERR_INVALID_ARGUMENT,
+                  "ct_set_float32_matmul_precision: ");
+  CT_EXPECT_ERROR(ct_float32_matmul_precision(NULL), CT_ERR_INVALID_ARGUMENT,
+                  "ct_float32_matmul_precision: ");
+  CT_OK_OR_FAIL(ct_float32_matmul_precision(&p));
   assert_string_equal(p, "medium"); /* refused sets change nothing */
-  CT_OK_OR_FAIL(ct_float32_matmul_precision_set("highest"));
-  CT_OK_OR_FAIL(ct_backend_flag_get(&tf32, CT_FLAG_MATMUL_ALLOW_TF32));
+  CT_OK_OR_FAIL(ct_set_float32_matmul_precision("highest"));
+  CT_OK_OR_FAIL(ct_backend_flag(&tf32, CT_FLAG_MATMUL_ALLOW_TF32));
   assert_int_equal(tf32, 0);
 }
 
@@ -119,7 +119,7 @@ static void test_generator_state_restores_draws(void **state) {
   CT_OK_OR_FAIL(ct_generator_initial_seed(&seed, g));
   assert_true(seed == 1234);
   ct_tensor *saved = NULL;
-  CT_OK_OR_FAIL(ct_generator_get_state(&saved, g));
+  CT_OK_OR_FAIL(ct_generator_state(&saved, g));
   assert_int_equal(ct_tensor_dtype(saved), CT_UINT8);
   assert_int_equal(ct_tensor_numel(saved), 5056); /* CPU generator: mt19937 + normal cache */
   float a[8], b[8], c[8];
@@ -196,7 +196,7 @@ static void test_generator_refusals(void **state) {
   CT_OK_OR_FAIL(ct_generator_manual_seed(g, 5));
   float a[4], b[4];
   ct_tensor *saved = NULL;
-  CT_OK_OR_FAIL(ct_generator_get_state(&saved, g));
+  CT_OK_OR_FAIL(ct_generator_state(&saved, g));
   /* Wrong dtype, wrong size, NULL: refused, and the generator is unchanged. */
   ct_tensor *wrong = NULL;
   const int64_t n = 5056, short_n = 100;

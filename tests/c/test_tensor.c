@@ -16,13 +16,13 @@ static void test_versions(void **state) {
 
 static void test_threads_and_seed(void **state) {
   (void)state;
-  int32_t n = ct_get_num_threads();
+  int32_t n = ct_num_threads();
   assert_true(n >= 1);
   CT_OK_OR_FAIL(ct_set_num_threads(1));
-  assert_int_equal(ct_get_num_threads(), 1);
+  assert_int_equal(ct_num_threads(), 1);
   CT_OK_OR_FAIL(ct_set_num_threads(n));
   CT_EXPECT_ERROR(ct_set_num_threads(0), CT_ERR_INVALID_ARGUMENT, "n must be between 1 and");
-  assert_true(ct_get_num_interop_threads() >= 1);
+  assert_true(ct_num_interop_threads() >= 1);
   CT_EXPECT_ERROR(ct_set_num_interop_threads(-3), CT_ERR_INVALID_ARGUMENT,
                   "n must be between 1 and");
   /* Same seed, same numbers. */
@@ -580,9 +580,9 @@ static void test_string_equal_allclose(void **state) {
 static void test_grad_and_inference_mode(void **state) {
   (void)state;
   assert_int_equal(ct_grad_mode_is_enabled(), 1);
-  ct_grad_mode_set(0);
+  ct_grad_mode_set_enabled(0);
   assert_int_equal(ct_grad_mode_is_enabled(), 0);
-  ct_grad_mode_set(1);
+  ct_grad_mode_set_enabled(1);
   assert_int_equal(ct_inference_mode_is_enabled(), 0);
   CT_OK_OR_FAIL(ct_inference_mode_push(1));
   assert_int_equal(ct_inference_mode_is_enabled(), 1);

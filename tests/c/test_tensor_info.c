@@ -1,4 +1,4 @@
-/* ct_tensor_info_get: all metadata in one call, the same as the accessors
+/* ct_tensor_metadata: all metadata in one call, the same as the accessors
  * one by one; borrowed arrays; layouts without strides; errors. */
 #include "test_util.h"
 
@@ -23,7 +23,7 @@ static void expect_matches_accessors(const ct_tensor *t) {
   ct_tensor_info info;
   memset(&info, 0xAB, sizeof info);
   info.size = sizeof info;
-  CT_OK_OR_FAIL(ct_tensor_info_get(&info, t));
+  CT_OK_OR_FAIL(ct_tensor_metadata(&info, t));
   assert_int_equal(info.size, sizeof info);
   assert_int_equal(info.dtype, ct_tensor_dtype(t));
   assert_int_equal(info.device_type, ct_tensor_device_type(t));
@@ -44,7 +44,7 @@ static void test_info_matches_accessors(void **state) {
   int64_t s23[2] = {2, 3};
   ct_tensor *x = test_tensor_f32(d, s23, 2);
   ct_tensor_info info = new_info();
-  CT_OK_OR_FAIL(ct_tensor_info_get(&info, x));
+  CT_OK_OR_FAIL(ct_tensor_metadata(&info, x));
   assert_int_equal(info.dtype, CT_FLOAT32);
   assert_int_equal(info.device_type, CT_DEVICE_CPU);
   assert_int_equal(info.device_index, -1);
@@ -68,7 +68,7 @@ static void test_info_matches_accessors(void **state) {
   CT_OK_OR_FAIL(ct_value_from_int(&len, 2));
   const ct_value *nargs[4] = {xv, dim, start, len};
   ct_tensor *v = call1("aten::narrow", nargs, 4);
-  CT_OK_OR_FAIL(ct_tensor_info_get(&info, v));
+  CT_OK_OR_FAIL(ct_tensor_metadata(&info, v));
   assert_int_equal(info.storage_offset, 1);
   assert_int_equal(info.is_contiguous, 0);
   assert_int_equal(info.sizes[1], 2);
@@ -78,19 +78,19 @@ static void test_info_matches_accessors(void **state) {
 
   /* requires_grad, int64, 0-dim, empty. */
   CT_OK_OR_FAIL(ct_tensor_set_requires_grad(x, 1));
-  CT_OK_OR_FAIL(ct_tensor_info_get(&info, x));
+  CT_OK_OR_FAIL(ct_tensor_metadata(&info, x));
   assert_int_equal(info.requires_grad, 1);
   expect_matches_accessors(x);
   ct_tensor *i0 = NULL, *e = NULL;
   CT_OK_OR_FAIL(ct_tensor_zeros(&i0, NULL, 0, CT_INT64, CT_DEVICE_CPU, -1, 0));
-  CT_OK_OR_FAIL(ct_tensor_info_get(&info, i0));
+  CT_OK_OR_FAIL(ct_tensor_metadata(&info, i0));
   assert_int_equal(info.dtype, CT_INT64);
   assert_int_equal(info.ndim, 0);
   assert_int_equal(info.numel, 1);
   expect_matches_accessors(i0);
   int64_t s0[1] = {0};
   CT_OK_OR_FAIL(ct_tensor_empty(&e, s0, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
-  CT_OK_OR_FAIL(ct_tensor_info_get(&info, e));
+  CT_OK_OR_FAIL(ct_tensor_metadata(&info, e));
   assert_int_equal(info.numel, 0);
   assert_null(info.data);
   expect_matches_accessors(e);
@@ -112,14 +112,14 @@ static void test_info_after_inplace(void **state) {
   int64_t s23[2] = {2, 3};
   ct_tensor *x = test_tensor_f32(d, s23, 2);
   ct_tensor_info info = new_info();
-  CT_OK_OR_FAIL(ct_tensor_info_get(&info, x));
+  CT_OK_OR_FAIL(ct_tensor_metadata(&info, x));
   assert_int_equal(info.ndim, 2);
   ct_value *xv = NULL, *dim = NULL, *r = NULL;
   CT_OK_OR_FAIL(ct_value_from_tensor(&xv, x));
   CT_OK_OR_FAIL(ct_value_from_int(&dim, 0));
   const ct_value *args[2] = {xv, dim};
   CT_OK_OR_FAIL(ct_op_call_name(&r, "aten::unsqueeze_", args, 2, NULL, NULL, 0));
-  CT_OK_OR_FAIL(ct_tensor_info_get(&info, x));
+  CT_OK_OR_FAIL(ct_tensor_metadata(&info, x));
   assert_int_equal(info.ndim, 3);
   assert_int_equal(info.sizes[0], 1);
   assert_int_equal(info.sizes[1], 2);
@@ -142,7 +142,7 @@ static void test_info_sparse(void **state) {
   const ct_value *args[1] = {xv};
   ct_tensor *sp = call1("aten::to_sparse", args, 1);
   ct_tensor_info info = new_info();
-  CT_OK_OR_FAIL(ct_tensor_info_get(&info, sp));
+  CT_OK_OR_FAIL(ct_tensor_metadata(&info, sp));
   assert_int_equal(info.ndim, 2);
   assert_int_equal(info.numel, 4);
   assert_int_equal(info.sizes[1], 2);
@@ -162,13 +162,13 @@ static void test_info_errors_and_size(void **state) {
   int64_t s[1] = {2};
   ct_tensor *x = test_tensor_f32(d, s, 1);
   ct_tensor_info info = new_info();
-  CT_EXPECT_ERROR(ct_tensor_info_get(NULL, x), CT_ERR_INVALID_ARGUMENT,
-                  "ct_tensor_info_get: argument 'out' is NULL");
-  CT_EXPECT_ERROR(ct_tensor_info_get(&info, NULL), CT_ERR_INVALID_ARGUMENT,
-                  "ct_tensor_info_get: argument 't' is NULL");
+  CT_EXPECT_ERROR(ct_tensor_metadata(NULL, x), CT_ERR_INVALID_ARGUMENT,
+                  "ct_tensor_metadata: argument 'out' is NULL");
+  CT_EXPECT_ERROR(ct_tensor_metadata(&info, NULL), CT_ERR_INVALID_ARGUMENT,
+                  "ct_tensor_metadata: argument 't' is NULL");
   /* size not set: refused, nothing written. */
   memset(&info, 0, sizeof info);
-  CT_EXPECT_ERROR(ct_tensor_info_get(&info, x), CT_ERR_INVALID_ARGUMENT,
+  CT_EXPECT_ERROR(ct_tensor_metadata(&info, x), CT_ERR_INVALID_ARGUMENT,
                   "out->size is 0, expected at least");
   assert_int_equal(info.ndim, 0);
   assert_null(info.sizes);
@@ -179,7 +179,7 @@ static void test_info_errors_and_size(void **state) {
   } big;
   memset(&big, 0x5A, sizeof big);
   big.info.size = sizeof big;
-  CT_OK_OR_FAIL(ct_tensor_info_get(&big.info, x));
+  CT_OK_OR_FAIL(ct_tensor_metadata(&big.info, x));
   assert_int_equal(big.info.numel, 2);
   for (size_t i = sizeof(ct_tensor_info); i < sizeof big; ++i) assert_int_equal(big.bytes[i], 0x5A);
   ct_tensor_free(x);

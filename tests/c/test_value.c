@@ -2,6 +2,7 @@
 #include "test_util.h"
 
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static char *repr_of(const ct_value *v) {
@@ -63,11 +64,11 @@ static void test_scalars(void **state) {
   assert_int_equal(ct_value_tag(v), CT_VALUE_STRING);
   const char *s = NULL;
   size_t len = 0;
-  CT_OK_OR_FAIL(ct_value_to_string(&s, &len, v));
+  CT_OK_OR_FAIL(ct_value_as_string(&s, &len, v));
   assert_int_equal(len, 5);
   assert_memory_equal(s, "ab\0cd", 5);
-  CT_OK_OR_FAIL(ct_value_to_string(&s, NULL, v));
-  CT_OK_OR_FAIL(ct_value_len(&len, v));
+  CT_OK_OR_FAIL(ct_value_as_string(&s, NULL, v));
+  CT_OK_OR_FAIL(ct_value_length(&len, v));
   assert_int_equal(len, 5);
   CT_EXPECT_ERROR(ct_value_to_double(&d, v), CT_ERR_TYPE, "got string (str)");
   ct_value_free(v);
@@ -118,7 +119,7 @@ static void test_null_args(void **state) {
   CT_EXPECT_ERROR(ct_value_tensor_list(&v, tholes, 1), CT_ERR_INVALID_ARGUMENT, "items[0]");
   CT_EXPECT_ERROR(ct_value_to_repr(NULL, v), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
   CT_EXPECT_ERROR(ct_value_type_str(NULL, v), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
-  CT_EXPECT_ERROR(ct_value_len(NULL, v), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_value_length(NULL, v), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
   CT_EXPECT_ERROR(ct_value_get(&v, NULL, 0), CT_ERR_INVALID_ARGUMENT, "'v' is NULL");
   CT_EXPECT_ERROR(ct_value_dict_item(NULL, NULL, NULL, 0), CT_ERR_INVALID_ARGUMENT, "'v'");
   CT_EXPECT_ERROR(ct_value_dict_get_str(&v, NULL, "a"), CT_ERR_INVALID_ARGUMENT, "'v'");
@@ -130,8 +131,8 @@ static void test_null_args(void **state) {
   const char *str = NULL;
   int32_t dt = 0, di = 0;
   CT_OK_OR_FAIL(ct_value_from_int(&i7, 7));
-  CT_EXPECT_ERROR(ct_value_to_string(&str, NULL, i7), CT_ERR_TYPE, "ct_value_to_string");
-  CT_EXPECT_ERROR(ct_value_to_string(NULL, NULL, i7), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_value_as_string(&str, NULL, i7), CT_ERR_TYPE, "ct_value_as_string");
+  CT_EXPECT_ERROR(ct_value_as_string(NULL, NULL, i7), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
   CT_EXPECT_ERROR(ct_value_to_tensor(&t, i7), CT_ERR_TYPE, "ct_value_to_tensor");
   CT_EXPECT_ERROR(ct_value_to_tensor(&t, NULL), CT_ERR_INVALID_ARGUMENT, "'v' is NULL");
   CT_EXPECT_ERROR(ct_value_to_device(&dt, &di, i7), CT_ERR_TYPE, "ct_value_to_device");
@@ -184,7 +185,7 @@ static void test_typed_lists(void **state) {
   CT_OK_OR_FAIL(ct_value_int_list(&v, iv, 3));
   assert_int_equal(ct_value_tag(v), CT_VALUE_INT_LIST);
   assert_type_str(v, "List[int]");
-  CT_OK_OR_FAIL(ct_value_len(&len, v));
+  CT_OK_OR_FAIL(ct_value_length(&len, v));
   assert_int_equal(len, 3);
   CT_OK_OR_FAIL(ct_value_get(&e, v, 2));
   int64_t x;
@@ -228,7 +229,7 @@ static void test_typed_lists(void **state) {
   /* Empty typed lists. */
   CT_OK_OR_FAIL(ct_value_int_list(&v, NULL, 0));
   assert_int_equal(ct_value_tag(v), CT_VALUE_INT_LIST);
-  CT_OK_OR_FAIL(ct_value_len(&len, v));
+  CT_OK_OR_FAIL(ct_value_length(&len, v));
   assert_int_equal(len, 0);
   ct_value_free(v);
   ct_tensor_free(t);
@@ -287,7 +288,7 @@ static void test_generic_list_inference(void **state) {
   assert_int_equal(ct_value_tag(v), CT_VALUE_TUPLE);
   assert_type_str(v, "Tuple[int, str, Tensor]");
   size_t len;
-  CT_OK_OR_FAIL(ct_value_len(&len, v));
+  CT_OK_OR_FAIL(ct_value_length(&len, v));
   assert_int_equal(len, 3);
   ct_value *e = NULL;
   CT_OK_OR_FAIL(ct_value_get(&e, v, 1));
@@ -297,7 +298,7 @@ static void test_generic_list_inference(void **state) {
   CT_EXPECT_ERROR(ct_value_get(&e, v, 5), CT_ERR_INDEX, "out of range for tuple of length 3");
   ct_value_free(v);
   CT_EXPECT_ERROR(ct_value_get(&e, a, 0), CT_ERR_TYPE, "expected list or tuple, got int");
-  CT_EXPECT_ERROR(ct_value_len(&len, a), CT_ERR_TYPE, "expected list, tuple, dict or string");
+  CT_EXPECT_ERROR(ct_value_length(&len, a), CT_ERR_TYPE, "expected list, tuple, dict or string");
   assert_null(e);
 
   ct_value_free(a);
@@ -321,12 +322,12 @@ static void test_dicts(void **state) {
   assert_int_equal(ct_value_tag(d), CT_VALUE_DICT);
   assert_type_str(d, "Dict[str, int]");
   size_t len;
-  CT_OK_OR_FAIL(ct_value_len(&len, d));
+  CT_OK_OR_FAIL(ct_value_length(&len, d));
   assert_int_equal(len, 2);
   /* Insertion order. */
   CT_OK_OR_FAIL(ct_value_dict_item(&x, &y, d, 1));
   const char *s;
-  CT_OK_OR_FAIL(ct_value_to_string(&s, NULL, x));
+  CT_OK_OR_FAIL(ct_value_as_string(&s, NULL, x));
   assert_string_equal(s, "a");
   int64_t iv;
   CT_OK_OR_FAIL(ct_value_to_int(&iv, y));
@@ -386,7 +387,7 @@ static void test_dicts(void **state) {
   CT_EXPECT_ERROR(ct_value_dict(&d, nkeys, vals, 1), CT_ERR_INVALID_ARGUMENT, "keys[0]");
   assert_null(d);
   CT_OK_OR_FAIL(ct_value_dict(&d, NULL, NULL, 0));
-  CT_OK_OR_FAIL(ct_value_len(&len, d));
+  CT_OK_OR_FAIL(ct_value_length(&len, d));
   assert_int_equal(len, 0);
   ct_value_free(d);
   ct_value_free(dv);
@@ -538,8 +539,78 @@ static void test_pickle_roundtrip(void **state) {
   ct_tensor_free(t);
 }
 
+/* Issue 40 items 2 and 3: printing a list that contains itself, or one nested
+ * 100,000 deep, overflowed LibTorch's recursive printer (SIGSEGV). */
+static void test_repr_of_cyclic_and_deep_values(void **state) {
+  (void)state;
+  ct_script *s = NULL;
+  CT_OK_OR_FAIL(ct_script_compile(&s,
+                                  "def selfref() -> List[Any]:\n"
+                                  "    x: List[Any] = [1]\n"
+                                  "    x.append(x)\n"
+                                  "    return x\n"));
+  ct_value *l = NULL;
+  CT_OK_OR_FAIL(ct_script_call(&l, s, "selfref", NULL, 0, NULL, NULL, 0));
+  char *repr = NULL;
+  CT_EXPECT_ERROR(ct_value_to_repr(&repr, l), CT_ERR_INVALID_ARGUMENT, "contains itself");
+  assert_null(repr);
+  ct_value_free(l);
+  ct_script_free(s);
+
+  /* 300 levels (past the limit of 256), built from the inside out. */
+  ct_value *deep = NULL;
+  CT_OK_OR_FAIL(ct_value_from_int(&deep, 7));
+  for (int i = 0; i < 300; i++) {
+    ct_value *outer = NULL;
+    const ct_value *items[1] = {deep};
+    CT_OK_OR_FAIL(ct_value_tuple(&outer, items, 1));
+    ct_value_free(deep);
+    deep = outer;
+  }
+  CT_EXPECT_ERROR(ct_value_to_repr(&repr, deep), CT_ERR_INVALID_ARGUMENT, "nesting deeper than");
+  ct_value_free(deep);
+
+  /* A shallow one still prints. */
+  ct_value *ok = NULL, *one = NULL;
+  CT_OK_OR_FAIL(ct_value_from_int(&one, 1));
+  const ct_value *items[2] = {one, one};
+  CT_OK_OR_FAIL(ct_value_tuple(&ok, items, 2));
+  CT_OK_OR_FAIL(ct_value_to_repr(&repr, ok));
+  assert_string_equal(repr, "(1, 1)");
+  ct_free(repr);
+  ct_value_free(ok);
+  ct_value_free(one);
+}
+
+static double seconds_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Issue 40 item 12: each ct_value_list recomputed its items' whole type, so
+ * nesting was quadratic to build (8,000 levels: 6.3 s); now linear. */
+static void test_nested_lists_build_in_linear_time(void **state) {
+  (void)state;
+  ct_value *v = NULL;
+  CT_OK_OR_FAIL(ct_value_from_int(&v, 1));
+  double t0 = seconds_now();
+  for (int i = 0; i < 8000; i++) {
+    ct_value *outer = NULL;
+    const ct_value *items[1] = {v};
+    CT_OK_OR_FAIL(ct_value_list(&outer, items, 1));
+    ct_value_free(v);
+    v = outer;
+  }
+  double took = seconds_now() - t0;
+  ct_value_free(v);
+  if (took > 3.0) fail_msg("8,000 nested lists took %.2f s to build", took);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_nested_lists_build_in_linear_time),
+      cmocka_unit_test(test_repr_of_cyclic_and_deep_values),
       cmocka_unit_test(test_scalars),
       cmocka_unit_test(test_null_args),
       cmocka_unit_test(test_tensor_value),

@@ -65,7 +65,7 @@ static int report(const opts *o, double *lat, double total) {
     cJSON_AddStringToObject(j, "method", o->method ? o->method : "forward");
     cJSON_AddNumberToObject(j, "iters", (double)o->iters);
     cJSON_AddNumberToObject(j, "warmup", (double)o->warmup);
-    cJSON_AddNumberToObject(j, "threads", ct_get_num_threads());
+    cJSON_AddNumberToObject(j, "threads", ct_num_threads());
     cJSON_AddStringToObject(j, "unit", "ms");
     cJSON_AddNumberToObject(j, "p50", p50 * 1e3);
     cJSON_AddNumberToObject(j, "p90", p90 * 1e3);
@@ -83,7 +83,7 @@ static int report(const opts *o, double *lat, double total) {
     vals[0] = p50, vals[1] = p90, vals[2] = p99, vals[3] = mean, vals[4] = lat[0];
     vals[5] = lat[n - 1];
     printf("%s %s: %ld calls after %ld warm-up, %d thread(s)\n", o->model,
-           o->method ? o->method : "forward", o->iters, o->warmup, (int)ct_get_num_threads());
+           o->method ? o->method : "forward", o->iters, o->warmup, (int)ct_num_threads());
     printf("latency   ");
     for (k = 0; k < 6; k++) {
       duration_str(buf, sizeof buf, vals[k]);
@@ -118,7 +118,7 @@ int cmd_bench(int argc, char **argv) {
     model_free(&t);
     return fail("out of memory");
   }
-  ct_grad_mode_set(0);
+  ct_grad_mode_set_enabled(0);
   for (i = 0; i < o.warmup + o.iters && st == CT_OK; i++) {
     ct_value *res = NULL;
     ct_tensor *pt[MAX_OUTPUTS];

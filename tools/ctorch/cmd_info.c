@@ -42,8 +42,8 @@ int cmd_info(int argc, char **argv) {
     cJSON_AddBoolToObject(o, "cuda_compiled", ct_cuda_is_compiled());
     cJSON_AddBoolToObject(o, "cuda_available", ct_cuda_is_available());
     cJSON_AddNumberToObject(o, "cuda_devices", ndev);
-    cJSON_AddNumberToObject(o, "threads", ct_get_num_threads());
-    cJSON_AddNumberToObject(o, "interop_threads", ct_get_num_interop_threads());
+    cJSON_AddNumberToObject(o, "threads", ct_num_threads());
+    cJSON_AddNumberToObject(o, "interop_threads", ct_num_interop_threads());
     return json_print(o);
   }
   printf("ctorch      %s (ABI %d; this program was built with %s, ABI %d)\n", ct_version(),
@@ -53,7 +53,7 @@ int cmd_info(int argc, char **argv) {
   printf("CUDA        %s, %s, %d device(s)\n",
          ct_cuda_is_compiled() ? "compiled in" : "not compiled in",
          ct_cuda_is_available() ? "available" : "not available", (int)ndev);
-  printf("threads     %d intra-op, %d inter-op\n", (int)ct_get_num_threads(),
-         (int)ct_get_num_interop_threads());
+  printf("threads     %d intra-op, %d inter-op\n", (int)ct_num_threads(),
+         (int)ct_num_interop_threads());
   return 0;
 }

@@ -21,7 +21,7 @@ static int walk_tensors(const struct inspect_printer *pr, const inspect_section 
                         ct_value *dict) {
   inspect_totals tot;
   size_t i, n = 0;
-  ct_value_len(&n, dict);
+  ct_value_length(&n, dict);
   memset(&tot, 0, sizeof tot);
   pr->begin_section(sec, n);
   for (i = 0; i < n; i++) {
@@ -51,7 +51,7 @@ static int walk_str_list(const struct inspect_printer *pr, const inspect_section
                          const ct_value *list) {
   size_t i, n = 0;
   ct_status st;
-  st = ct_value_len(&n, list);
+  st = ct_value_length(&n, list);
   pr->begin_section(sec, n);
   if (st != CT_OK) return fail_ct(st, "list");
   for (i = 0; i < n; i++) {
@@ -82,7 +82,7 @@ static int inspect_package(const struct inspect_printer *pr, const char *path,
     goto done;
   }
   pr->package(path, model_name ? model_name : "model", dev, idx);
-  ct_value_len(&n, meta);
+  ct_value_length(&n, meta);
   pr->begin_section(&sec_meta, n);
   for (k = 0; k < n; k++) {
     ct_value *key = NULL, *val = NULL;
@@ -128,7 +128,7 @@ static int inspect_module(const struct inspect_printer *pr, const char *path) {
   type = value_type(self);
   pr->module(path, type ? type : "?", ct_module_is_training(m));
   n = 0;
-  ct_value_len(&n, methods);
+  ct_value_length(&n, methods);
   pr->begin_section(&sec_methods, n);
   for (k = 0; k < n; k++) {
     ct_value *name = NULL, *schema = NULL;
@@ -144,7 +144,7 @@ static int inspect_module(const struct inspect_printer *pr, const char *path) {
   if (walk_tensors(pr, &sec_params, params)) goto done;
   if (walk_tensors(pr, &sec_bufs, bufs)) goto done;
   n = 0;
-  ct_value_len(&n, kids);
+  ct_value_length(&n, kids);
   pr->begin_section(&sec_kids, n);
   for (k = 0; k < n; k++) {
     ct_value *name = NULL, *obj = NULL;
@@ -161,7 +161,7 @@ static int inspect_module(const struct inspect_printer *pr, const char *path) {
   }
   pr->end_section(&sec_kids, NULL);
   n = 0;
-  ct_value_len(&n, extra);
+  ct_value_length(&n, extra);
   pr->begin_section(&sec_extra, n);
   for (k = 0; k < n; k++) {
     ct_value *name = NULL, *content = NULL;
@@ -171,7 +171,7 @@ static int inspect_module(const struct inspect_printer *pr, const char *path) {
       fail_ct(st, path);
       goto done;
     }
-    ct_value_to_string(&s, &len, content);
+    ct_value_as_string(&s, &len, content);
     pr->extra_file(k, value_str(name), len);
     ct_value_free(name);
     ct_value_free(content);

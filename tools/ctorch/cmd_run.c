@@ -39,7 +39,7 @@ int cmd_run(int argc, char **argv) {
     model_free(&t);
     return rc;
   }
-  ct_grad_mode_set(0);
+  ct_grad_mode_set_enabled(0);
   if (t.p) {
     ct_tensor *pt[MAX_OUTPUTS];
     size_t np = 0;

@@ -43,7 +43,7 @@ static int walk_container(const ct_value *v, const char *name, int depth, int hi
                           inspect_totals *tot, cJSON **js) {
   int is_dict = ct_value_tag(v) == CT_VALUE_DICT;
   size_t i, n = 0;
-  ct_status st = ct_value_len(&n, v);
+  ct_status st = ct_value_length(&n, v);
   cJSON *items = NULL;
   char *type = value_type(v);
   if (st != CT_OK) {

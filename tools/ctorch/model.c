@@ -134,7 +134,7 @@ int flatten(output *outs, size_t *n, ct_value *v, const char *label) {
   int32_t tag = ct_value_tag(v);
   size_t i, len = 0;
   if (tag == CT_VALUE_LIST || tag == CT_VALUE_TUPLE || tag == CT_VALUE_TENSOR_LIST) {
-    if (ct_value_len(&len, v) != CT_OK) return fail_ct(ct_last_error_code(), "output");
+    if (ct_value_length(&len, v) != CT_OK) return fail_ct(ct_last_error_code(), "output");
     for (i = 0; i < len; i++) {
       ct_value *item = NULL;
       char l[128];
@@ -146,7 +146,7 @@ int flatten(output *outs, size_t *n, ct_value *v, const char *label) {
     return 0;
   }
   if (tag == CT_VALUE_DICT) {
-    if (ct_value_len(&len, v) != CT_OK) return fail_ct(ct_last_error_code(), "output");
+    if (ct_value_length(&len, v) != CT_OK) return fail_ct(ct_last_error_code(), "output");
     for (i = 0; i < len; i++) {
       ct_value *k = NULL, *item = NULL;
       char l[128], *repr = NULL;

@@ -93,7 +93,7 @@ int json_print(cJSON *root) {
 const char *value_str(const ct_value *v) {
   const char *s = NULL;
   size_t len = 0;
-  return ct_value_to_string(&s, &len, v) == CT_OK ? s : "?";
+  return ct_value_as_string(&s, &len, v) == CT_OK ? s : "?";
 }
 
 char *value_type(const ct_value *v) {

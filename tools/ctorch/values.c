@@ -114,7 +114,7 @@ void scalar_str(char *buf, size_t n, const ct_value *v) {
     snprintf(buf, n, "%s", b ? "True" : "False");
   } else if (tag == CT_VALUE_NONE) {
     snprintf(buf, n, "None");
-  } else if (is_scalar_list(tag) && ct_value_len(&len, v) == CT_OK) {
+  } else if (is_scalar_list(tag) && ct_value_length(&len, v) == CT_OK) {
     used = (size_t)snprintf(buf, n, "[");
     for (i = 0; i < len && used + 1 < n; i++) {
       ct_value *item = NULL;
@@ -145,9 +145,9 @@ cJSON *json_scalar(const ct_value *v) {
   if (tag == CT_VALUE_DOUBLE && ct_value_to_double(&d, v) == CT_OK) return json_double(d, 0);
   if (tag == CT_VALUE_BOOL && ct_value_to_bool(&b, v) == CT_OK) return cJSON_CreateBool(b);
   if (tag == CT_VALUE_NONE) return cJSON_CreateNull();
-  if (tag == CT_VALUE_STRING && ct_value_to_string(&s, &len, v) == CT_OK)
+  if (tag == CT_VALUE_STRING && ct_value_as_string(&s, &len, v) == CT_OK)
     return cJSON_CreateString(s);
-  if (is_scalar_list(tag) && ct_value_len(&len, v) == CT_OK) {
+  if (is_scalar_list(tag) && ct_value_length(&len, v) == CT_OK) {
     j = cJSON_CreateArray();
     for (i = 0; i < len; i++) {
       ct_value *item = NULL;

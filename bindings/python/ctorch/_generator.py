@@ -69,7 +69,7 @@ class Generator:
     def get_state(self) -> "Tensor":
         """Its state as a uint8 tensor: the bytes torch.Generator.get_state() gives."""
         out = c_void_p()
-        check(G.generator_get_state(byref(out), self._ptr()))
+        check(G.generator_state(byref(out), self._ptr()))
         return new_tensor(out.value)
 
     def set_state(self, state: Any) -> "Generator":

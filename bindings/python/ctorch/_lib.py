@@ -288,7 +288,7 @@ DLManagedTensorVersioned._fields_ = [
 
 
 class TensorInfo(Structure):
-    """ct_tensor_info: a tensor's metadata in one call (ct_tensor_info_get)."""
+    """ct_tensor_info: a tensor's metadata in one call (ct_tensor_metadata)."""
     _fields_ = [("size", c_size_t), ("dtype", c_int32), ("device_type", c_int32),
                 ("device_index", c_int32), ("ndim", c_int32), ("requires_grad", c_int32),
                 ("is_contiguous", c_int32), ("numel", c_int64), ("storage_offset", c_int64),

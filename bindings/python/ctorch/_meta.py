@@ -1,4 +1,4 @@
-"""Tensor metadata read in one C call (ct_tensor_info_get) into an immutable
+"""Tensor metadata read in one C call (ct_tensor_metadata) into an immutable
 record, which tensor.Tensor caches per handle."""
 
 from ctypes import byref, sizeof
@@ -40,12 +40,12 @@ _tnew = tuple.__new__
 
 
 def read(h: int) -> Meta:
-    """All metadata of a handle in one C call (ct_tensor_info_get)."""
+    """All metadata of a handle in one C call (ct_tensor_metadata)."""
     try:
         info, ref = tls.info
     except AttributeError:
         info, ref = _new_info()
-    st = G.tensor_info_get(ref, h)
+    st = G.tensor_metadata(ref, h)
     if st:
         check(st)
     nd = info.ndim

@@ -33,7 +33,7 @@ def manual_seed(seed: int) -> None:
 
 
 def get_num_threads() -> int:
-    return int(G.get_num_threads())
+    return int(G.num_threads())
 
 
 def set_num_threads(n: int) -> None:
@@ -41,7 +41,7 @@ def set_num_threads(n: int) -> None:
 
 
 def get_num_interop_threads() -> int:
-    return int(G.get_num_interop_threads())
+    return int(G.num_interop_threads())
 
 
 def set_num_interop_threads(n: int) -> None:
@@ -63,19 +63,19 @@ _LSTM_GUARD_MODES = {None: -1, False: 0, True: 1}
 
 
 def lstm_guard_set(mode: Any) -> None:
-    """Where float32 LSTM layers without grad run (ct_lstm_guard_set): None
+    """Where float32 LSTM layers without grad run (ct_lstm_guard_set_mode): None
     probes oneDNN's kernel once and routes around it where it is wrong (the
     default), False uses oneDNN's kernel as LibTorch does, True always
     ctorch's own LSTM layer. Process-wide; call it at start-up."""
     if mode not in _LSTM_GUARD_MODES:
         raise ValueError("lstm_guard_set: mode must be None, False or True, got %r" % (mode,))
-    check(G.lstm_guard_set(_LSTM_GUARD_MODES[mode]))
+    check(G.lstm_guard_set_mode(_LSTM_GUARD_MODES[mode]))
 
 
 def lstm_guard_state() -> int:
     """-1 nothing to guard (no oneDNN LSTM kernel in this LibTorch), 0 oneDNN's
-    kernel in use, 1 ctorch's layer in use, 2 not probed yet (ct_lstm_guard_state)."""
-    return int(G.lstm_guard_state())
+    kernel in use, 1 ctorch's layer in use, 2 not probed yet (ct_lstm_guard_route)."""
+    return int(G.lstm_guard_route())
 
 
 def lstm_guard_check() -> float:
@@ -100,11 +100,11 @@ class _GradMode:
 
     def __enter__(self) -> Any:
         self.prev.append(G.grad_mode_is_enabled())
-        G.grad_mode_set(1 if self.enabled else 0)
+        G.grad_mode_set_enabled(1 if self.enabled else 0)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        G.grad_mode_set(self.prev.pop())
+        G.grad_mode_set_enabled(self.prev.pop())
 
     def __call__(self, fn: F) -> F:
         @functools.wraps(fn)
@@ -242,7 +242,7 @@ class _Cuda:
 
     @staticmethod
     def set_per_process_memory_fraction(fraction: float, device: int = -1) -> None:
-        check(G.cuda_set_memory_fraction(float(fraction), int_arg(device, "int32", "device")))
+        check(G.cuda_set_memory_fraction(int_arg(device, "int32", "device"), float(fraction)))
 
     @staticmethod
     def stream_from_pool(device: int = -1, high_priority: bool = False) -> int:

@@ -190,7 +190,7 @@ def _sub(v: int, i: int) -> int:
 
 def _vlen(v: int) -> int:
     n = c_size_t()
-    check(G.value_len(byref(n), v))
+    check(G.value_length(byref(n), v))
     return n.value
 
 
@@ -198,7 +198,7 @@ def wrap_or_none(h: Optional[int]) -> Any:
     """A Tensor for a new handle, or None (handle freed) when the tensor is
     undefined (ops such as convolution_backward return undefined tensors for
     outputs they were asked not to compute)."""
-    if not G.tensor_defined(h):
+    if not G.tensor_is_defined(h):
         G.tensor_free(h)
         return None
     return new_tensor(h)
@@ -248,7 +248,7 @@ def _convert(v: int, tag: int) -> Any:
     if tag == CT_VALUE_STRING:
         p = c_void_p()
         n = c_size_t()
-        check(G.value_to_string(byref(p), byref(n), v))
+        check(G.value_as_string(byref(p), byref(n), v))
         return ctypes.string_at(p.value or 0, n.value).decode("utf-8", "surrogateescape") \
             if n.value else ""
     if tag == CT_VALUE_DEVICE:

@@ -117,7 +117,7 @@ class GradScaler:
 
     def get_scale(self) -> float:
         out = c_double()
-        check(G.grad_scaler_get_scale(byref(out), self._ptr()))
+        check(G.grad_scaler_current_scale(byref(out), self._ptr()))
         return float(out.value)
 
     def state_dict(self) -> Dict[str, Any]:

@@ -88,8 +88,9 @@ def _borrow(p: int) -> Tensor:
 
 
 def _new_handle(t: Any) -> Optional[int]:
+    tensor = as_tensor(t)  # kept until the call returns: a temporary's handle dies with it
     out = c_void_p()
-    check(G.tensor_ref(byref(out), as_tensor(t)._handle))
+    check(G.tensor_ref(byref(out), tensor._handle))
     return out.value
 
 
@@ -220,14 +221,18 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
     oa = (c_void_p * no)(*[o._handle for o in outputs])
     ia = (c_void_p * ni)(*[i._handle for i in inputs])
     ga = None
+    # The tensors made from numpy arrays or lists live until the call returns (a temporary's
+    # handle is freed with it).
+    held = None
     if grad_outputs is not None:
-        ga = (c_void_p * no)(*[None if g is None else as_tensor(g)._handle
-                               for g in grad_outputs])
+        held = [None if g is None else as_tensor(g) for g in grad_outputs]
+        ga = (c_void_p * no)(*[None if g is None else g._handle for g in held])
     res = (c_void_p * ni)()
     if retain_graph is None:
         retain_graph = create_graph
     status = C.autograd_grad(res, oa, no, ia, ni, ga, 1 if retain_graph else 0,
                              1 if create_graph else 0, 1 if allow_unused else 0)
+    del held
     if status:
         raise error_from_status(status)
     return tuple(_wrap_h(res[i]) if res[i] else None for i in range(ni))

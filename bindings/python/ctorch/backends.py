@@ -5,7 +5,7 @@
     ctorch.backends.cuda.enable_flash_sdp(False)
     ctorch.use_deterministic_algorithms(True, warn_only=True)
 
-Process-wide (ct_backend_flag_get/set). A switch this LibTorch does not have
+Process-wide (ct_backend_flag/set). A switch this LibTorch does not have
 raises NotSupportedError naming the version it needs."""
 
 from ctypes import byref, c_char_p, c_int32
@@ -23,12 +23,12 @@ _FLAGS = {"cudnn.enabled": 0, "cudnn.benchmark": 1, "cudnn.deterministic": 2,
 
 def get_flag(name: str) -> bool:
     out = c_int32()
-    check(G.backend_flag_get(byref(out), _FLAGS[name]))
+    check(G.backend_flag(byref(out), _FLAGS[name]))
     return bool(out.value)
 
 
 def set_flag(name: str, value: bool) -> None:
-    check(G.backend_flag_set(_FLAGS[name], 1 if value else 0))
+    check(G.set_backend_flag(_FLAGS[name], 1 if value else 0))
 
 
 class _Switches:
@@ -110,9 +110,9 @@ def is_deterministic_algorithms_warn_only_enabled() -> bool:
 
 def get_float32_matmul_precision() -> str:
     out = c_char_p()
-    check(G.float32_matmul_precision_get(byref(out)))
+    check(G.float32_matmul_precision(byref(out)))
     return (out.value or b"").decode()
 
 
 def set_float32_matmul_precision(precision: str) -> None:
-    check(G.float32_matmul_precision_set(str(precision).encode()))
+    check(G.set_float32_matmul_precision(str(precision).encode()))

@@ -1,5 +1,5 @@
 """Distributed training as ``torch.distributed`` has it (C: ct_store_*,
-ct_process_group_*, ct_all_reduce ..., ct_ddp_*), over LibTorch's own engine
+ct_process_group_*, ct_process_group_all_reduce ..., ct_ddp_*), over LibTorch's own engine
 (c10d, backend Gloo on the CPU). Ranks using this module, C and Julia ranks,
 and PyTorch's own Python ranks (same LibTorch version) join one group::
 
@@ -12,12 +12,12 @@ Every wait ends by the group's timeout: a peer that dies or never comes
 raises ``TimeoutError`` (``ctorch.Error``) or ``OSError`` naming this rank and
 the operation, never hangs. Collectives release the GIL while they wait."""
 
-from ctypes import byref, c_int32, c_int64, c_size_t, c_void_p, create_string_buffer
+from ctypes import byref, c_int32, c_int64, c_size_t, c_void_p
 from datetime import timedelta
 from typing import Any, List, Optional, Sequence, Union
 
 from . import _release
-from ._lib import C, G, InvalidArgumentError, check
+from ._lib import C, G, InvalidArgumentError, check, take_buffer
 
 __all__ = ["ReduceOp", "Store", "TCPStore", "FileStore", "PrefixStore", "ProcessGroup", "Work",
            "is_available", "is_gloo_available", "is_nccl_available", "init_process_group", "is_initialized", "destroy_process_group",
@@ -101,17 +101,13 @@ class Store(_Handle):
 
     def get(self, key: str) -> bytes:
         """The value under key, waiting (up to the store's timeout) until it is set."""
-        n = c_size_t()
-        buf = create_string_buffer(256)
-        check(C.store_get(self._ptr(), key.encode(), buf, len(buf), byref(n)))
-        if n.value > len(buf):
-            buf = create_string_buffer(n.value)
-            check(C.store_get(self._ptr(), key.encode(), buf, len(buf), byref(n)))
-        return buf.raw[:n.value]
+        data, n = c_void_p(), c_size_t()
+        check(C.store_get(byref(data), byref(n), self._ptr(), key.encode()))
+        return take_buffer(data.value, n.value)
 
     def add(self, key: str, amount: int) -> int:
         out = c_int64()
-        check(C.store_add(self._ptr(), key.encode(), int(amount), byref(out)))
+        check(C.store_add(byref(out), self._ptr(), key.encode(), int(amount)))
         return out.value
 
 
@@ -126,7 +122,7 @@ def TCPStore(host_name: str, port: int, world_size: Optional[int] = None,
     """c10d's TCPStore, with torch.distributed.TCPStore's arguments (port 0
     with is_master: any free port, see ``.port``)."""
     out = c_void_p()
-    check(C.store_tcp_new(byref(out), host_name.encode(), int(port), int(bool(is_master)),
+    check(C.store_new_tcp(byref(out), host_name.encode(), int(port), int(bool(is_master)),
                           -1 if world_size is None else int(world_size), _seconds(timeout)))
     s = _store(out.value)
     return s
@@ -141,15 +137,16 @@ def _port(self: Store) -> int:
 Store.port = property(_port)  # type: ignore[attr-defined]
 
 
-def FileStore(file_name: str, world_size: int = 1) -> Store:
+def FileStore(file_name: str, world_size: int = 1, timeout: float = 300.0) -> Store:
+    """c10d's FileStore; a get of a missing key fails after `timeout` seconds."""
     out = c_void_p()
-    check(C.store_file_new(byref(out), file_name.encode(), int(world_size)))
+    check(C.store_new_file(byref(out), file_name.encode(), int(world_size), float(timeout)))
     return _store(out.value)
 
 
 def PrefixStore(prefix: str, store: Store) -> Store:
     out = c_void_p()
-    check(G.store_prefix_new(byref(out), store._ptr(), prefix.encode()))
+    check(G.store_new_prefix(byref(out), store._ptr(), prefix.encode()))
     return _store(out.value)
 
 
@@ -227,14 +224,14 @@ class Work(_Handle):
 
     def is_completed(self) -> bool:
         out = c_int32()
-        check(G.work_is_completed(self._ptr(), byref(out)))
+        check(G.work_is_completed(byref(out), self._ptr()))
         return bool(out.value)
 
     def source_rank(self) -> int:
         """The sender of a finished recv from any source, as a rank of the
         work's group (``recv`` returns it as a global rank)."""
         out = c_int32()
-        check(G.work_source_rank(self._ptr(), byref(out)))
+        check(G.work_source_rank(byref(out), self._ptr()))
         return out.value
 
 
@@ -258,7 +255,7 @@ def init_process_group(backend: str = "gloo", init_method: Optional[str] = None,
         check(C.process_group_new(byref(out), store._ptr(), backend.encode(), int(rank),
                                   int(world_size), t))
     elif init_method is None or init_method == "env://":
-        check(C.process_group_init_env(byref(out), backend.encode(), t))
+        check(C.process_group_new_from_env(byref(out), backend.encode(), t))
     elif init_method.startswith("tcp://"):
         host, _, port = init_method[6:].rpartition(":")
         s = TCPStore(host, int(port), world_size, rank == 0, t)
@@ -335,14 +332,14 @@ def _arr(ts: Sequence[Any]) -> Any:
 def all_reduce(tensor: Any, op: int = ReduceOp.SUM, group: Optional[ProcessGroup] = None,
                async_op: bool = False) -> Optional[Work]:
     g = _pg(group)
-    return _run(lambda w: C.all_reduce(g._ptr(), tensor._ptr(), int(op), w), [tensor], async_op)
+    return _run(lambda w: C.process_group_all_reduce(w, g._ptr(), tensor._ptr(), int(op)), [tensor], async_op)
 
 
 def broadcast(tensor: Any, src: int, group: Optional[ProcessGroup] = None,
               async_op: bool = False) -> Optional[Work]:
     g = _pg(group)
     root = _group_rank(g, src, "src")
-    return _run(lambda w: C.broadcast(g._ptr(), tensor._ptr(), root, w), [tensor], async_op)
+    return _run(lambda w: C.process_group_broadcast(w, g._ptr(), tensor._ptr(), root), [tensor], async_op)
 
 
 def all_gather(tensor_list: List[Any], tensor: Any, group: Optional[ProcessGroup] = None,
@@ -352,7 +349,7 @@ def all_gather(tensor_list: List[Any], tensor: Any, group: Optional[ProcessGroup
         raise ValueError("tensor_list has %d tensors, the group %d ranks"
                          % (len(tensor_list), g.size()))
     arr = _arr(tensor_list)
-    return _run(lambda w: C.all_gather(g._ptr(), arr, tensor._ptr(), w),
+    return _run(lambda w: C.process_group_all_gather(w, g._ptr(), arr, tensor._ptr()),
                 [tensor, list(tensor_list)], async_op)
 
 
@@ -363,7 +360,7 @@ def reduce_scatter(output: Any, input_list: List[Any], op: int = ReduceOp.SUM,
         raise ValueError("input_list has %d tensors, the group %d ranks"
                          % (len(input_list), g.size()))
     arr = _arr(input_list)
-    return _run(lambda w: C.reduce_scatter(g._ptr(), output._ptr(), arr, int(op), w),
+    return _run(lambda w: C.process_group_reduce_scatter(w, g._ptr(), output._ptr(), arr, int(op)),
                 [output, list(input_list)], async_op)
 
 
@@ -375,19 +372,19 @@ def all_to_all(output_tensor_list: List[Any], input_tensor_list: List[Any],
             raise ValueError("%s_tensor_list has %d tensors, the group %d ranks"
                              % (name, len(ts), g.size()))
     outs, ins = _arr(output_tensor_list), _arr(input_tensor_list)
-    return _run(lambda w: C.all_to_all(g._ptr(), outs, ins, w),
+    return _run(lambda w: C.process_group_all_to_all(w, g._ptr(), outs, ins),
                 [list(output_tensor_list), list(input_tensor_list)], async_op)
 
 
 def barrier(group: Optional[ProcessGroup] = None, async_op: bool = False) -> Optional[Work]:
     g = _pg(group)
-    return _run(lambda w: C.barrier(g._ptr(), w), [], async_op)
+    return _run(lambda w: C.process_group_barrier(w, g._ptr()), [], async_op)
 
 
 def isend(tensor: Any, dst: int, group: Optional[ProcessGroup] = None, tag: int = 0) -> Work:
     g = _pg(group)
     d = _group_rank(g, dst, "dst")
-    w = _run(lambda w: C.send(g._ptr(), tensor._ptr(), d, int(tag), w), [tensor], True)
+    w = _run(lambda w: C.process_group_send(w, g._ptr(), tensor._ptr(), d, int(tag)), [tensor], True)
     assert w is not None
     return w
 
@@ -396,7 +393,7 @@ def irecv(tensor: Any, src: Optional[int] = None, group: Optional[ProcessGroup] 
           tag: int = 0) -> Work:
     g = _pg(group)
     s = -1 if src is None else _group_rank(g, src, "src")
-    w = _run(lambda w: C.recv(g._ptr(), tensor._ptr(), s, int(tag), w), [tensor], True)
+    w = _run(lambda w: C.process_group_recv(w, g._ptr(), tensor._ptr(), s, int(tag)), [tensor], True)
     assert w is not None
     return w
 

@@ -51,7 +51,7 @@ class Package:
             if isinstance(path, bytes) and path[:2] == b"PK" or hasattr(path, "read"):
                 raise InvalidArgumentError("num_runners and device_index need a path (the C API "
                                            "loads them only from a file)")
-            check(C.package_load_with(byref(out), os.fsencode(path), name, int(num_runners),
+            check(C.package_load_ext(byref(out), os.fsencode(path), name, int(num_runners),
                                       int(device_index)))
         elif isinstance(path, bytes) and path[:2] == b"PK":
             check(C.package_load_buffer(byref(out), path, len(path), name))

@@ -60,7 +60,7 @@ class Tensor(_TensorOps):
 
     Operators, indexing and every aten op as a method (``t.sum(dim=1)``) run
     through ctorch's op calls. Metadata (shape, dtype, device, ...) is read
-    once per handle with ``ct_tensor_info_get`` and read again after calls
+    once per handle with ``ct_tensor_metadata`` and read again after calls
     that may change it in place. The handle is freed when the object dies, or
     at once with ``free()`` or a ``with`` block."""
 

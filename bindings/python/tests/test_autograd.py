@@ -159,6 +159,45 @@ def test_autograd_grad_function():
     assert g[1] is None
 
 
+class NumpyScale(ctorch.autograd.Function):
+    """A backward that returns a numpy array, or a torch tensor (issue 40 item 4: the
+    temporary ctorch tensor made from it was freed before the C call)."""
+    kind = "numpy"
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        import numpy as np
+        grad = np.asarray(g.numpy() * 2 + 0.5, dtype=np.float32)
+        return torch.from_numpy(grad) if NumpyScale.kind == "torch" else grad
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_backward_may_return_numpy_or_torch(kind):
+    NumpyScale.kind = kind
+    for _ in range(20):  # a freed handle shows as a crash or as another tensor's values
+        x = ctorch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        NumpyScale.apply(x).sum().backward()
+        assert x.grad.tolist() == [2.5, 2.5, 2.5]
+
+
+@pytest.mark.parametrize("form", ["numpy", "list", "torch"])
+def test_grad_outputs_from_numpy_lists_and_torch(form):
+    import numpy as np
+    for _ in range(20):
+        x = ctorch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 3
+        go = {"numpy": np.zeros(3, dtype=np.float32), "list": [0.0, 0.0, 0.0],
+              "torch": torch.zeros(3)}[form]
+        filler = [ctorch.full((3,), 4.0) for _ in range(4)]  # would reuse a freed handle
+        (gx,) = ctorch.autograd.grad(y, [x], grad_outputs=[go])
+        assert gx.tolist() == [0.0, 0.0, 0.0], gx.tolist()
+        del filler
+
+
 # ---- foreign ops -------------------------------------------------------------------
 
 def test_register_python_op_called_from_ops_and_torchscript():

@@ -570,9 +570,15 @@ def test_stores(tmp_path):
         p.free()
     finally:
         s.free()
-    f = dist.FileStore(str(tmp_path / "fs"), 1)
+    f = dist.FileStore(str(tmp_path / "fs"), 1, timeout=1.0)
     f.set("x", "1")
     assert f.get("x") == b"1" and f.add("c", 2) == 2
+    f.set("long", b"z" * 5000)  # longer than any first guess at a buffer
+    assert f.get("long") == b"z" * 5000 and f.get("x") == b"1"
+    t0 = time.time()
+    with pytest.raises(TimeoutError, match="missing"):  # the store's timeout, not 300 s
+        f.get("missing")
+    assert time.time() - t0 < 10
     f.free()
     with pytest.raises(ValueError, match=r"port 70000 is outside 0\.\.65535"):
         dist.TCPStore("127.0.0.1", 70000, 1, True, 1)

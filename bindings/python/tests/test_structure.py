@@ -108,7 +108,7 @@ def test_overload_choice_asks_the_library(monkeypatch):
 
 
 def test_metadata_read_once_per_handle(monkeypatch):
-    name = "tensor_info_get"
+    name = "tensor_metadata"
     t = ctorch.zeros(2, 3)
     c = Counter(monkeypatch, [name])
     for _ in range(3):

@@ -1,5 +1,5 @@
 """LibTorch warnings become Python warnings; undefined tensors come back as None
-(issue 13's bindings part; needs ct_warnings_* and ct_tensor_defined)."""
+(issue 13's bindings part; needs ct_warnings_* and ct_tensor_is_defined)."""
 import warnings
 
 import pytest

@@ -256,7 +256,7 @@ with_view(f, t::Tensor) = GC.@preserve t f(torch_view(t))
 @noinline _index_error(t, I) = throw(BoundsError(t, I))
 
 # Address of element I (1-based, torch order) after device and bounds checks:
-# one C call (ct_tensor_info_get).
+# one C call (ct_tensor_metadata).
 @inline function _element_ptr(t::Tensor{T,N}, I::NTuple{N,Int}) where {T,N}
     _check_readable(T)
     info = tensor_info(t)

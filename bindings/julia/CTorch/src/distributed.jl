@@ -45,14 +45,16 @@ using ..CTorch: CTorch, P, Tensor, ScriptModule, CTorchError, check,
                 CT_REDUCE_SUM, CT_REDUCE_AVG, CT_REDUCE_PRODUCT, CT_REDUCE_MIN, CT_REDUCE_MAX,
                 CT_REDUCE_BAND, CT_REDUCE_BOR, CT_REDUCE_BXOR,
                 CT_DDP_FIND_UNUSED, CT_DDP_GRAD_AS_BUCKET_VIEW,
-                ct_distributed_is_compiled, ct_distributed_has_backend, ct_store_tcp_new, ct_store_file_new,
-                ct_store_prefix_new, ct_store_port, ct_store_set, ct_store_get, ct_store_add,
-                ct_store_free, ct_process_group_new, ct_process_group_init_env,
-                ct_process_group_new_subgroup, ct_process_group_rank, ct_process_group_size,
-                ct_process_group_free, ct_all_reduce, ct_broadcast, ct_all_gather,
-                ct_reduce_scatter, ct_all_to_all, ct_barrier, ct_send, ct_recv, ct_work_wait,
-                ct_work_is_completed, ct_work_source_rank, ct_work_free, ct_ddp_new,
-                ct_ddp_new_module, ct_ddp_prepare_backward, ct_ddp_free
+                ct_free, ct_distributed_is_compiled, ct_distributed_has_backend,
+                ct_store_new_tcp, ct_store_new_file, ct_store_new_prefix, ct_store_port,
+                ct_store_set, ct_store_get, ct_store_add, ct_store_free, ct_process_group_new,
+                ct_process_group_new_from_env, ct_process_group_new_subgroup,
+                ct_process_group_rank, ct_process_group_size, ct_process_group_free,
+                ct_process_group_all_reduce, ct_process_group_broadcast,
+                ct_process_group_all_gather, ct_process_group_reduce_scatter,
+                ct_process_group_all_to_all, ct_process_group_barrier, ct_process_group_send,
+                ct_process_group_recv, ct_work_wait, ct_work_is_completed, ct_work_source_rank,
+                ct_work_free, ct_ddp_new, ct_ddp_new_module, ct_ddp_prepare_backward, ct_ddp_free
 import ..CTorch: free!, isfreed
 
 export is_available, is_gloo_available, is_nccl_available, Store, TCPStore, FileStore, PrefixStore, port, add!,
@@ -138,19 +140,20 @@ function TCPStore(host::AbstractString, port::Integer; world_size::Union{Integer
                   is_master::Bool = false, timeout::Real = STORE_TIMEOUT)
     out = Ref{P}(C_NULL)
     ws = world_size === nothing ? Int32(-1) : _i32(world_size, "world_size")
-    check(ct_store_tcp_new(out, String(host), _i32(port, "port"), Int32(is_master), ws, _seconds(timeout)))
+    check(ct_store_new_tcp(out, String(host), _i32(port, "port"), Int32(is_master), ws, _seconds(timeout)))
     return Store(out[], :tcp)
 end
 
 """
-    FileStore(path, world_size = 1)
+    FileStore(path, world_size = 1; timeout = 300)
 
 c10d's FileStore on a file every rank can reach (created if missing; removed
-when the last of `world_size` ranks frees its store).
+when the last of `world_size` ranks frees its store). A read of a missing key
+fails after `timeout` seconds.
 """
-function FileStore(path::AbstractString, world_size::Integer = 1)
+function FileStore(path::AbstractString, world_size::Integer = 1; timeout::Real = 300)
     out = Ref{P}(C_NULL)
-    check(ct_store_file_new(out, String(path), _i32(world_size, "world_size")))
+    check(ct_store_new_file(out, String(path), _i32(world_size, "world_size"), _seconds(timeout)))
     return Store(out[], :file)
 end
 
@@ -162,7 +165,7 @@ order). The view keeps `store` alive.
 """
 function PrefixStore(prefix::AbstractString, store::Store)
     out = Ref{P}(C_NULL)
-    check(ct_store_prefix_new(out, store, String(prefix)))
+    check(ct_store_new_prefix(out, store, String(prefix)))
     return Store(out[], :prefix)
 end
 
@@ -176,15 +179,13 @@ function Base.setindex!(s::Store, value::Union{AbstractString,AbstractVector{UIn
 end
 
 function Base.getindex(s::Store, key::AbstractString)
-    k = String(key)
-    buf = Vector{UInt8}(undef, 256)
+    data = Ref{Ptr{Cvoid}}(C_NULL)
     n = Ref{Csize_t}(0)
-    while true
-        check(ct_store_get(s, k, buf, length(buf), n))
-        n[] <= length(buf) && break
-        resize!(buf, n[])     # a longer value: read it again
-    end
-    return resize!(buf, n[])
+    check(ct_store_get(data, n, s, String(key)))
+    buf = Vector{UInt8}(undef, n[])
+    GC.@preserve buf unsafe_copyto!(pointer(buf), Ptr{UInt8}(data[]), n[])
+    ct_free(data[])
+    return buf
 end
 
 """
@@ -194,7 +195,7 @@ Adds `n` to the integer under `key` (created as 0) and returns the new value.
 """
 function add!(s::Store, key::AbstractString, n::Integer = 1)
     r = Ref{Int64}(0)
-    check(ct_store_add(s, String(key), Int64(n), r))
+    check(ct_store_add(r, s, String(key), Int64(n)))
     return Int(r[])
 end
 
@@ -265,7 +266,7 @@ function init_process_group(; backend::Union{AbstractString,Symbol} = "gloo", st
         return ProcessGroup(store; rank = rank, world_size = world_size, backend = backend, timeout = timeout)
     elseif init_method === nothing || init_method == "env://"
         out = Ref{P}(C_NULL)
-        check(ct_process_group_init_env(out, _backend(backend), _seconds(timeout)))
+        check(ct_process_group_new_from_env(out, _backend(backend), _seconds(timeout)))
         return ProcessGroup(out[])
     elseif startswith(init_method, "tcp://")
         hostport = init_method[7:end]
@@ -336,11 +337,11 @@ function Base.wait(w::Work; timeout::Union{Real,Nothing} = nothing)
 end
 
 "`true` once the operation has finished, successfully or not (then `wait` returns at once)."
-is_completed(w::Work) = (r = Ref{Int32}(0); check(ct_work_is_completed(w, r)); r[] == 1)
+is_completed(w::Work) = (r = Ref{Int32}(0); check(ct_work_is_completed(r, w)); r[] == 1)
 Base.isready(w::Work) = is_completed(w)
 
 "The rank a completed receive from any rank (`recv!(pg, t)`) came from."
-source_rank(w::Work) = (r = Ref{Int32}(0); check(ct_work_source_rank(w, r)); Int(r[]))
+source_rank(w::Work) = (r = Ref{Int32}(0); check(ct_work_source_rank(r, w)); Int(r[]))
 
 Base.show(io::IO, w::Work) = print(io, "Work(", isfreed(w) ? "<freed>" : is_completed(w) ? "completed" : "running", ")")
 
@@ -395,7 +396,7 @@ torch) with the same dtype and size on every rank. `async = true` returns a
 """
 function all_reduce!(pg::ProcessGroup, t::Tensor; op = :sum, async::Bool = false)
     code = _op(op)
-    return _run(w -> ct_all_reduce(pg, t, code, w), t, async, t)
+    return _run(w -> ct_process_group_all_reduce(w, pg, t, code), t, async, t)
 end
 
 """
@@ -404,7 +405,7 @@ end
 `t` becomes rank `root`'s `t` on every rank (torch's `broadcast(t, src=root)`).
 """
 Base.broadcast!(pg::ProcessGroup, t::Tensor, root::Integer; async::Bool = false) =
-    _run(w -> ct_broadcast(pg, t, _i32(root, "root"), w), t, async, t)
+    _run(w -> ct_process_group_broadcast(w, pg, t, _i32(root, "root")), t, async, t)
 
 """
     all_gather!(pg, outs, t; async = false) -> outs (or a Work)
@@ -414,7 +415,7 @@ Base.broadcast!(pg::ProcessGroup, t::Tensor, root::Integer; async::Bool = false)
 function all_gather!(pg::ProcessGroup, outs::AbstractVector, t::Tensor; async::Bool = false)
     os = _tensor_list(pg, outs, "outs")
     ptrs = _ptrs(os)
-    return GC.@preserve os _run(w -> ct_all_gather(pg, ptrs, t, w), (os, t), async, outs)
+    return GC.@preserve os _run(w -> ct_process_group_all_gather(w, pg, ptrs, t), (os, t), async, outs)
 end
 
 """
@@ -435,7 +436,7 @@ function reduce_scatter!(pg::ProcessGroup, out::Tensor, ins::AbstractVector; op 
     is = _tensor_list(pg, ins, "ins")
     code = _op(op)
     ptrs = _ptrs(is)
-    return GC.@preserve is _run(w -> ct_reduce_scatter(pg, out, ptrs, code, w), (out, is), async, out)
+    return GC.@preserve is _run(w -> ct_process_group_reduce_scatter(w, pg, out, ptrs, code), (out, is), async, out)
 end
 
 """
@@ -447,7 +448,7 @@ function all_to_all!(pg::ProcessGroup, outs::AbstractVector, ins::AbstractVector
     os = _tensor_list(pg, outs, "outs")
     is = _tensor_list(pg, ins, "ins")
     po, pi = _ptrs(os), _ptrs(is)
-    return GC.@preserve os is _run(w -> ct_all_to_all(pg, po, pi, w), (os, is), async, outs)
+    return GC.@preserve os is _run(w -> ct_process_group_all_to_all(w, pg, po, pi), (os, is), async, outs)
 end
 
 """
@@ -455,7 +456,7 @@ end
 
 Returns (or the Work completes) once every rank of `pg` has reached it.
 """
-barrier(pg::ProcessGroup; async::Bool = false) = _run(w -> ct_barrier(pg, w), nothing, async, nothing)
+barrier(pg::ProcessGroup; async::Bool = false) = _run(w -> ct_process_group_barrier(w, pg), nothing, async, nothing)
 
 """
     send(pg, t, dst; tag = 0, async = false)
@@ -463,7 +464,7 @@ barrier(pg::ProcessGroup; async::Bool = false) = _run(w -> ct_barrier(pg, w), no
 Sends `t` to rank `dst`; a matching [`recv!`](@ref) (same `tag`) receives it.
 """
 send(pg::ProcessGroup, t::Tensor, dst::Integer; tag::Integer = 0, async::Bool = false) =
-    _run(w -> ct_send(pg, t, _i32(dst, "dst"), _i32(tag, "tag"), w), t, async, nothing)
+    _run(w -> ct_process_group_send(w, pg, t, _i32(dst, "dst"), _i32(tag, "tag")), t, async, nothing)
 
 """
     recv!(pg, t, src = nothing; tag = 0, async = false) -> the source rank (or a Work)
@@ -474,7 +475,7 @@ rank it came from. With `async = true`: a Work; `source_rank(w)` after `wait(w)`
 function recv!(pg::ProcessGroup, t::Tensor, src::Union{Integer,Nothing} = nothing;
                tag::Integer = 0, async::Bool = false)
     s = src === nothing ? Int32(-1) : _i32(src, "src")
-    w = _run(w -> ct_recv(pg, t, s, _i32(tag, "tag"), w), t, true, nothing)
+    w = _run(w -> ct_process_group_recv(w, pg, t, s, _i32(tag, "tag")), t, true, nothing)
     async && return w
     try
         wait(w)

@@ -334,7 +334,7 @@ scale(s::GradScaler, t::Tensor) = (out = Ref{Ptr{Cvoid}}(C_NULL); check(ct_grad_
 unscale!(s::GradScaler, opt::Optimizer) = (check(ct_grad_scaler_unscale(s, opt)); s)
 step!(s::GradScaler, opt::Optimizer) = (r = Ref{Int32}(0); check(ct_grad_scaler_step(r, s, opt)); r[] == 1)
 update!(s::GradScaler) = (check(ct_grad_scaler_update(s)); s)
-get_scale(s::GradScaler) = (r = Ref{Float64}(0); check(ct_grad_scaler_get_scale(r, s)); r[])
+get_scale(s::GradScaler) = (r = Ref{Float64}(0); check(ct_grad_scaler_current_scale(r, s)); r[])
 state_dict(s::GradScaler) = from_value(@_newvalue ct_grad_scaler_state_dict(out, s))
 function load_state_dict!(s::GradScaler, sd)
     _with_values(Any[sd]) do vp

@@ -41,7 +41,7 @@ function load_package(path::AbstractString; model_name::Union{Nothing,AbstractSt
     cname = name === nothing ? Cstring(C_NULL) : name
     GC.@preserve name check(num_runners == 1 && device_index == -1 ?
         ct_package_load(out, path, cname) :
-        ct_package_load_with(out, path, cname, Csize_t(num_runners), Int32(device_index)))
+        ct_package_load_ext(out, path, cname, Csize_t(num_runners), Int32(device_index)))
     return AOTIPackage(Val(:own), out[])
 end
 

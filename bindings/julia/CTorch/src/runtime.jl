@@ -19,12 +19,12 @@ _flag_code(name::Symbol) = haskey(BACKEND_FLAGS, name) ? Int32(BACKEND_FLAGS[nam
 torch's process-wide backend switches (`torch.backends.cudnn.benchmark`, ...);
 the names are the keys of `CTorch.BACKEND_FLAGS`.
 """
-backend_flag(name::Symbol) = (r = Ref{Int32}(0); check(ct_backend_flag_get(r, _flag_code(name))); r[] == 1)
-backend_flag!(name::Symbol, value::Bool) = (check(ct_backend_flag_set(_flag_code(name), Int32(value))); value)
+backend_flag(name::Symbol) = (r = Ref{Int32}(0); check(ct_backend_flag(r, _flag_code(name))); r[] == 1)
+backend_flag!(name::Symbol, value::Bool) = (check(ct_set_backend_flag(_flag_code(name), Int32(value))); value)
 
 "`\"highest\"`, `\"high\"` or `\"medium\"` (`torch.get_float32_matmul_precision`)."
-float32_matmul_precision() = (r = Ref{Ptr{UInt8}}(C_NULL); check(ct_float32_matmul_precision_get(r)); unsafe_string(r[]))
-float32_matmul_precision!(p::AbstractString) = (check(ct_float32_matmul_precision_set(String(p))); p)
+float32_matmul_precision() = (r = Ref{Ptr{UInt8}}(C_NULL); check(ct_float32_matmul_precision(r)); unsafe_string(r[]))
+float32_matmul_precision!(p::AbstractString) = (check(ct_set_float32_matmul_precision(String(p))); p)
 
 """
     Generator(; device = :cpu)      a generator of its own (`torch.Generator`)
@@ -52,7 +52,7 @@ _gen_device(d::Symbol) = d === :cpu ? Int32(CT_DEVICE_CPU) : d === :cuda ? Int32
 manual_seed!(g::Generator, seed::Integer) = (check(ct_generator_manual_seed(g, seed % UInt64)); g)
 seed!(g::Generator) = (r = Ref{UInt64}(0); check(ct_generator_seed(r, g)); r[])
 initial_seed(g::Generator) = (r = Ref{UInt64}(0); check(ct_generator_initial_seed(r, g)); r[])
-get_state(g::Generator) = (out = Ref{Ptr{Cvoid}}(C_NULL); check(ct_generator_get_state(out, g)); _tensor(out[]))
+get_state(g::Generator) = (out = Ref{Ptr{Cvoid}}(C_NULL); check(ct_generator_state(out, g)); _tensor(out[]))
 set_state!(g::Generator, state::Tensor) = (check(ct_generator_set_state(g, state)); g)
 set_state!(g::Generator, state::AbstractVector{UInt8}) = set_state!(g, Tensor(Vector{UInt8}(state)))
 
@@ -65,7 +65,7 @@ cuda_max_memory_reserved(device::Integer = -1) = (r = Ref{Csize_t}(0); check(ct_
 cuda_reset_peak_memory_stats(device::Integer = -1) = check(ct_cuda_reset_peak_memory_stats(Int32(device)))
 "`Dict{String,Int}` with torch.cuda.memory_stats()'s keys."
 cuda_memory_stats(device::Integer = -1) = (out = Ref{Ptr{Cvoid}}(C_NULL); check(ct_cuda_memory_stats(out, Int32(device))); from_value(out[]))
-cuda_set_memory_fraction(fraction::Real, device::Integer = -1) = check(ct_cuda_set_memory_fraction(Float64(fraction), Int32(device)))
+cuda_set_memory_fraction(fraction::Real, device::Integer = -1) = check(ct_cuda_set_memory_fraction(Int32(device), Float64(fraction)))
 "A `cudaStream_t` from torch's pool (as `torch.cuda.Stream()`)."
 cuda_stream_from_pool(device::Integer = -1; high_priority::Bool = false) =
     (r = Ref{Ptr{Cvoid}}(C_NULL); check(ct_cuda_stream_from_pool(r, Int32(device), Int32(high_priority))); r[])

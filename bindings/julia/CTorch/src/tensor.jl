@@ -112,7 +112,7 @@ pin_memory(t::Tensor) = @_newtensor ct_tensor_pin_memory(out, t)
 """
     CTorch.TensorInfo
 
-Every piece of a tensor's metadata, as `ct_tensor_info_get` fills it (same
+Every piece of a tensor's metadata, as `ct_tensor_metadata` fills it (same
 layout as the C struct). `sizes`/`strides` are borrowed: valid while the
 tensor lives and its metadata does not change.
 """
@@ -134,7 +134,7 @@ end
 "`CTorch.tensor_info(t)`: a [`TensorInfo`](@ref), in one C call."
 @inline function tensor_info(t::Tensor)
     r = Ref(TensorInfo(sizeof(TensorInfo), 0, 0, 0, 0, 0, 0, 0, 0, C_NULL, C_NULL, C_NULL))
-    check(ct_tensor_info_get(r, t))
+    check(ct_tensor_metadata(r, t))
     return r[]
 end
 
@@ -317,23 +317,23 @@ end
 
 "Seeds torch's generators (`torch.manual_seed`)."
 manual_seed(seed::Integer) = check(ct_manual_seed(UInt64(seed)))
-num_threads() = Int(ct_get_num_threads())
+num_threads() = Int(ct_num_threads())
 set_num_threads(n::Integer) = check(ct_set_num_threads(Int32(n)))
-num_interop_threads() = Int(ct_get_num_interop_threads())
+num_interop_threads() = Int(ct_num_interop_threads())
 set_num_interop_threads(n::Integer) = check(ct_set_num_interop_threads(Int32(n)))
 
 """
     lstm_guard!(mode)
 
-Where float32 LSTM layers without grad run (`ct_lstm_guard_set`): `nothing`
+Where float32 LSTM layers without grad run (`ct_lstm_guard_set_mode`): `nothing`
 probes oneDNN's kernel once and routes around it where it is wrong (the
 default), `false` uses oneDNN's kernel as LibTorch does, `true` always ctorch's
 own LSTM layer. Process-wide; call it at start-up.
 """
 lstm_guard!(mode::Union{Nothing,Bool}) =
-    check(ct_lstm_guard_set(mode === nothing ? Int32(-1) : Int32(mode)))
+    check(ct_lstm_guard_set_mode(mode === nothing ? Int32(-1) : Int32(mode)))
 "`-1` nothing to guard, `0` oneDNN's LSTM kernel in use, `1` ctorch's layer in use, `2` not probed yet."
-lstm_guard_state() = Int(ct_lstm_guard_state())
+lstm_guard_state() = Int(ct_lstm_guard_route())
 "Probes now: the largest difference between oneDNN's no-grad LSTM and ctorch's layer (`ct_lstm_guard_check`)."
 lstm_guard_check() = (r = Ref{Float64}(0); check(ct_lstm_guard_check(r)); r[])
 cuda_is_available() = ct_cuda_is_available() == 1
@@ -351,9 +351,9 @@ cuda_current_stream(device::Integer = -1) = (r = Ref{Ptr{Cvoid}}(C_NULL); check(
 "Makes `stream` torch's current stream on `device`; returns the previous one."
 cuda_set_stream(stream::Ptr{Cvoid}, device::Integer = -1) =
     (r = Ref{Ptr{Cvoid}}(C_NULL); check(ct_cuda_set_stream(r, Int32(device), stream)); r[])
-cuda_stream_synchronize(stream::Ptr{Cvoid}, device::Integer = -1) = check(ct_cuda_stream_synchronize(stream, Int32(device)))
+cuda_stream_synchronize(stream::Ptr{Cvoid}, device::Integer = -1) = check(ct_cuda_stream_synchronize(Int32(device), stream))
 cuda_stream_wait_stream(waiting::Ptr{Cvoid}, producer::Ptr{Cvoid}, device::Integer = -1) =
-    check(ct_cuda_stream_wait_stream(waiting, producer, Int32(device)))
+    check(ct_cuda_stream_wait_stream(Int32(device), waiting, producer))
 "Loads a shared library that registers custom TorchScript operators."
 load_library(path::AbstractString) = check(ct_load_library(path))
 version() = VersionNumber(unsafe_string(ct_version()))
@@ -361,15 +361,15 @@ torch_version() = unsafe_string(ct_torch_version())
 
 "Grad mode is per thread. `grad_enabled!(false)` is `torch.set_grad_enabled(False)`."
 grad_enabled() = ct_grad_mode_is_enabled() == 1
-grad_enabled!(on::Bool) = (ct_grad_mode_set(Int32(on)); on)
+grad_enabled!(on::Bool) = (ct_grad_mode_set_enabled(Int32(on)); on)
 "Runs `f()` with grad mode off on this thread (`torch.no_grad()`)."
 function no_grad(f)
     old = grad_enabled()
-    ct_grad_mode_set(Int32(0))
+    ct_grad_mode_set_enabled(Int32(0))
     try
         return f()
     finally
-        ct_grad_mode_set(Int32(old))
+        ct_grad_mode_set_enabled(Int32(old))
     end
 end
 "Runs `f()` in inference mode on this thread (`torch.inference_mode()`)."

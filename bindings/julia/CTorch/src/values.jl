@@ -186,7 +186,7 @@ function _from_value_plain(v::Ptr{Cvoid}, tag::Int32)
         r = Ref{Float64}(0); check(ct_value_to_double(r, v)); return r[]
     elseif tag == CT_VALUE_STRING
         s = Ref{Ptr{UInt8}}(C_NULL); n = Ref{Csize_t}(0)
-        check(ct_value_to_string(s, n, v))
+        check(ct_value_as_string(s, n, v))
         return unsafe_string(s[], n[])
     elseif tag == CT_VALUE_DEVICE
         a = Ref{Int32}(0); b = Ref{Int32}(0)
@@ -208,7 +208,7 @@ function _from_value_plain(v::Ptr{Cvoid}, tag::Int32)
         return isempty(items) ? items : [x for x in items]   # narrowest element type
     elseif tag == CT_VALUE_DICT
         n = Ref{Csize_t}(0)
-        check(ct_value_len(n, v))
+        check(ct_value_length(n, v))
         ks = Vector{Any}(undef, n[]); vs = Vector{Any}(undef, n[])
         for i in 1:Int(n[])
             kp = Ref{Ptr{Cvoid}}(C_NULL); vp = Ref{Ptr{Cvoid}}(C_NULL)
@@ -225,7 +225,7 @@ end
 
 function _items(v::Ptr{Cvoid})
     n = Ref{Csize_t}(0)
-    check(ct_value_len(n, v))
+    check(ct_value_length(n, v))
     items = Vector{Any}(undef, n[])
     for i in 1:Int(n[])
         ip = @_newvalue ct_value_get(out, v, i - 1)
