@@ -1800,6 +1800,21 @@ CT_API ct_status ct_process_group_new(ct_process_group **out, ct_store *store, c
  * CT_ERR_INVALID_ARGUMENT naming a missing or malformed variable. */
 CT_API ct_status ct_process_group_new_from_env(ct_process_group **out, const char *backend,
                                                double timeout_s);
+/* The same from an init_method URL, as torch.distributed.init_process_group
+ * (backend, init_method=url, rank=rank, world_size=world_size) makes it,
+ * with torch's store layout (every key under "default_pg/"), so PyTorch ranks
+ * and ctorch ranks given the same URL meet: "tcp://host:port" (rank 0 runs
+ * the store server), "file:///path" (a FileStore on a shared file) and
+ * "env://" (MASTER_ADDR and MASTER_PORT; RANK and WORLD_SIZE when rank or
+ * world_size is -1). Query parameters "?rank=R&world_size=N" are read as
+ * torch reads them (they must agree with rank and world_size when both are
+ * given; -1 takes them from the URL). A rendezvous that times out says what
+ * to check (the same init_method on every rank, the port, GLOO_SOCKET_IFNAME).
+ * Errors: as ct_process_group_new, and CT_ERR_INVALID_ARGUMENT naming what in
+ * the URL is malformed or missing. Collective: every rank calls it. */
+CT_API ct_status ct_process_group_new_from_url(ct_process_group **out, const char *init_method,
+                                               const char *backend, int32_t rank,
+                                               int32_t world_size, double timeout_s);
 /* A subgroup of the ranks given (n ranks of pg, each once, in any order;
  * the subgroup's rank i is the i-th smallest): torch.distributed.new_group.
  * Collective over ALL ranks of the default group pg came from, members or

@@ -56,7 +56,9 @@ void store_barrier(const char *fn, World &w, const std::string &suffix, ms timeo
     if (std::chrono::steady_clock::now() - start > timeout)
       ct::raise(CT_ERR_TIMEOUT,
                 "rank %d timed out after %.1f s waiting for all %d ranks to join the process "
-                "group: %lld arrived (store key '%s')",
+                "group: %lld arrived (store key '%s'); check that every rank uses the same "
+                "init_method or store layout (PyTorch's init_process_group keys live under "
+                "'default_pg/'), the same port, and GLOO_SOCKET_IFNAME",
                 w.rank, timeout.count() / 1000.0, w.size, (long long)arrived, key.c_str());
     std::this_thread::sleep_for(ms(10));
     arrived = w.store->add(key, 0);

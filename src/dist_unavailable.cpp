@@ -39,6 +39,11 @@ ct_status ct_process_group_new_from_env(ct_process_group **out, const char *, do
   if (out) *out = nullptr;
   CT_NO_C10D();
 }
+ct_status ct_process_group_new_from_url(ct_process_group **out, const char *, const char *, int32_t,
+                                        int32_t, double) {
+  if (out) *out = nullptr;
+  CT_NO_C10D();
+}
 ct_status ct_process_group_new_subgroup(ct_process_group **out, ct_process_group *, const int32_t *,
                                         size_t, double) {
   if (out) *out = nullptr;

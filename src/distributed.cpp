@@ -24,16 +24,12 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 using ct::dist::Group;
+using ct::dist::kMaxWorld;
 using ct::dist::ms;
+using ct::dist::timeout_ms;
+using ct::dist::valid_timeout;
 
 namespace {
-
-ms timeout_ms(double seconds) { return ms(static_cast<int64_t>(seconds * 1000.0 + 0.5)); }
-
-// A timeout a caller gives: finite, positive, at most ~116 days.
-bool valid_timeout(double s) { return std::isfinite(s) && s > 0 && s <= 1e7; }
-// The most ranks a group may have (Gloo connects every pair).
-constexpr int32_t kMaxWorld = 1 << 16;
 
 // How many tensors a collective over this group takes per list.
 void check_list(const char *fn, const char *what, const ct_tensor *const *list, int n) {
@@ -141,22 +137,6 @@ void check_rank(const char *fn, const char *what, int32_t r, const Group &g, boo
   if ((r < 0 || r >= g.size) && !(any_ok && r == -1))
     ct::raise(CT_ERR_INVALID_ARGUMENT, "%s %d is outside the group's ranks 0..%d%s", what, r,
               g.size - 1, any_ok ? " (or -1: any)" : "");
-}
-
-const char *env_or(const char *name) { return std::getenv(name); }
-
-int32_t env_int(const char *fn, const char *name, int64_t lo, int64_t hi) {
-  const char *v = env_or(name);
-  if (v == nullptr || *v == '\0')
-    ct::raise(CT_ERR_INVALID_ARGUMENT, "environment variable %s is not set (torchrun sets it)",
-              name);
-  char *end = nullptr;
-  long long x = std::strtoll(v, &end, 10);
-  if (*end != '\0' || x < lo || x > hi)
-    ct::raise(CT_ERR_INVALID_ARGUMENT,
-              "environment variable %s='%.40s' is not an integer in %lld..%lld", name, v,
-              (long long)lo, (long long)hi);
-  return static_cast<int32_t>(x);
 }
 
 }  // namespace
@@ -318,32 +298,6 @@ ct_status ct_process_group_new(ct_process_group **out, ct_store *store, const ch
     world->rank = rank;
     world->size = world_size;
     world->backend = be;
-    *out = ct::dist::make_default_group(ct_fn_, world, timeout_ms(timeout_s)).release();
-    return CT_OK;
-  });
-}
-
-ct_status ct_process_group_new_from_env(ct_process_group **out, const char *backend, double timeout_s) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    *out = nullptr;
-    CT_CHECK_ARG(valid_timeout(timeout_s), "%s: timeout_s must be finite and in (0, 1e7] (got %g)",
-                 ct_fn_, timeout_s);
-    std::string be = ct::dist::backend_name(ct_fn_, backend);
-    const char *addr = env_or("MASTER_ADDR");
-    if (addr == nullptr || *addr == '\0')
-      return ct::set_error(CT_ERR_INVALID_ARGUMENT,
-                           "%s: environment variable MASTER_ADDR is not set (torchrun sets it)",
-                           ct_fn_);
-    int32_t port = env_int(ct_fn_, "MASTER_PORT", 0, 65535);
-    int32_t size = env_int(ct_fn_, "WORLD_SIZE", 1, kMaxWorld);
-    int32_t rank = env_int(ct_fn_, "RANK", 0, size - 1);
-    auto world = std::make_shared<ct::dist::World>();
-    world->rank = rank;
-    world->size = size;
-    world->backend = be;
-    world->store = ct::dist::env_store(ct_fn_, addr, port, rank, size, timeout_ms(timeout_s));
     *out = ct::dist::make_default_group(ct_fn_, world, timeout_ms(timeout_s)).release();
     return CT_OK;
   });

@@ -24,6 +24,7 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -108,6 +109,12 @@ struct ct_work {
 
 namespace ct {
 namespace dist {
+
+inline ms timeout_ms(double seconds) { return ms(static_cast<int64_t>(seconds * 1000.0 + 0.5)); }
+// A timeout a caller gives: finite, positive, at most ~116 days.
+inline bool valid_timeout(double s) { return std::isfinite(s) && s > 0 && s <= 1e7; }
+// The most ranks a group may have (Gloo connects every pair).
+constexpr int32_t kMaxWorld = 1 << 16;
 
 // Whether this process is a fork() child of the one that made a handle
 // (pid): its threads are not here, so destroying it would wait forever.

@@ -128,7 +128,7 @@ static void setup(void) {
     if (ct_process_group_new(&g_process_group, g_store, "gloo", 0, 1, 2.0)) die("group");
     if (ct_process_group_barrier(&g_work, g_process_group) || ct_work_wait(g_work, 0)) die("work");
     if (ct_tensor_zeros(&p, &one, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 1)) die("ddp param");
-    if (ct_ddp_new(&g_ddp, g_process_group, &p, 1, NULL, 0, 0, 0)) die("ddp");
+    if (ct_ddp_new(&g_ddp, g_process_group, (const ct_tensor *const *)&p, 1, NULL, 0, 0, 0)) die("ddp");
   }
   if (ct_cuda_is_available()) {
     if (ct_cuda_event_new(&g_cuda_event, 1)) die("cuda event");

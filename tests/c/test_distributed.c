@@ -198,14 +198,14 @@ static void case_collectives(void) {
     ins[q] = full_f32(2, (float)(100 * r + q));
     fp(outs[q])[0] = -1;
   }
-  RK_OK(ct_process_group_all_to_all(NULL, pg, outs, ins));
+  RK_OK(ct_process_group_all_to_all(NULL, pg, outs, (const ct_tensor *const *)ins));
   for (int q = 0; q < n; q++) R_CHECK(fp(outs[q])[0] == 100 * q + r, "all_to_all from %d", q);
   /* reduce_scatter: inputs[q] = r + q everywhere; output = sum_r (r + this) */
   for (int q = 0; q < n; q++) fp(ins[q])[0] = fp(ins[q])[1] = (float)(r + q);
   ct_tensor *rs = full_f32(2, -1);
-  RK_OK(ct_process_group_reduce_scatter(NULL, pg, rs, ins, CT_REDUCE_SUM));
+  RK_OK(ct_process_group_reduce_scatter(NULL, pg, rs, (const ct_tensor *const *)ins, CT_REDUCE_SUM));
   R_CHECK(fp(rs)[0] == n * (n - 1) / 2 + n * r, "reduce_scatter sum %g", fp(rs)[0]);
-  RK_OK(ct_process_group_reduce_scatter(NULL, pg, rs, ins, CT_REDUCE_MAX));
+  RK_OK(ct_process_group_reduce_scatter(NULL, pg, rs, (const ct_tensor *const *)ins, CT_REDUCE_MAX));
   R_CHECK(fp(rs)[1] == (n - 1) + r, "reduce_scatter max %g", fp(rs)[1]);
   /* async: start, then wait; the result appears only after the wait */
   ct_tensor *a = full_f32(1000, 1);
@@ -614,7 +614,7 @@ static void train(ct_tensor *w, ct_tensor *bias, int first, int rows, ct_ddp *dd
     ct_tensor *h = op2("aten::matmul", "", xt, w), *o = op2("aten::add", "Tensor", h, bias);
     ct_tensor *d = op2("aten::sub", "Tensor", o, yt), *sq = op2("aten::mul", "Tensor", d, d);
     ct_tensor *loss = op2("aten::mean", "", sq, NULL);
-    if (ddp) RK_OK(ct_ddp_prepare_backward(ddp, &o, 1));
+    if (ddp) RK_OK(ct_ddp_prepare_backward(ddp, (const ct_tensor *const *)&o, 1));
     RK_OK(ct_tensor_backward(loss, NULL, 0, 0));
     RK_OK(ct_optimizer_step(opt));
     ct_tensor_free(h), ct_tensor_free(o), ct_tensor_free(d), ct_tensor_free(sq),
@@ -641,7 +641,7 @@ static void case_ddp(void) {
   init_params(&w, &b, 0.01f * g_rank);
   ct_tensor *params[2] = {w, b};
   ct_ddp *ddp = NULL;
-  RK_OK(ct_ddp_new(&ddp, pg, params, 2, NULL, 0, 0, 0));
+  RK_OK(ct_ddp_new(&ddp, pg, (const ct_tensor *const *)params, 2, NULL, 0, 0, 0));
   int rows = 8 / g_world;
   train(w, b, g_rank * rows, rows, ddp, 5);
   /* one process, the full batch, rank 0's start */
@@ -655,11 +655,11 @@ static void case_ddp(void) {
   ct_ddp *bad = NULL;
   init_params(&w2, &b2, 0);
   two[0] = w2, two[1] = b2;
-  RK_OK(ct_ddp_new(&bad, pg, two, 2, NULL, 0, 0, 0));
+  RK_OK(ct_ddp_new(&bad, pg, (const ct_tensor *const *)two, 2, NULL, 0, 0, 0));
   ct_tensor *s1 = op2("aten::sum", "", w2, NULL);
-  RK_OK(ct_ddp_prepare_backward(bad, &s1, 1));
+  RK_OK(ct_ddp_prepare_backward(bad, (const ct_tensor *const *)&s1, 1));
   RK_OK(ct_tensor_backward(s1, NULL, 0, 0));
-  R_ERR(ct_ddp_prepare_backward(bad, &s1, 1), CT_ERR_TORCH, "finished reduction");
+  R_ERR(ct_ddp_prepare_backward(bad, (const ct_tensor *const *)&s1, 1), CT_ERR_TORCH, "finished reduction");
   ct_ddp_free(bad);
   ct_tensor_free(s1), ct_tensor_free(w2), ct_tensor_free(b2);
   /* mismatched parameters across ranks: every rank gets a clean error */
@@ -667,8 +667,8 @@ static void case_ddp(void) {
   int64_t sz[1] = {g_rank == 0 ? 3 : 4};
   RK_OK(ct_tensor_zeros(&odd, sz, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
   RK_OK(ct_tensor_set_requires_grad(odd, 1));
-  R_CHECK(ct_ddp_new(&bad, pg, &odd, 1, NULL, 0, 0, 0) != CT_OK && bad == NULL, "mismatch");
-  R_ERR(ct_ddp_new(&bad, pg, params, 2, NULL, 0, 0, 99), CT_ERR_INVALID_ARGUMENT, "flags");
+  R_CHECK(ct_ddp_new(&bad, pg, (const ct_tensor *const *)&odd, 1, NULL, 0, 0, 0) != CT_OK && bad == NULL, "mismatch");
+  R_ERR(ct_ddp_new(&bad, pg, (const ct_tensor *const *)params, 2, NULL, 0, 0, 99), CT_ERR_INVALID_ARGUMENT, "flags");
   ct_ddp_free(ddp);
   ct_tensor_free(w), ct_tensor_free(b), ct_tensor_free(w1), ct_tensor_free(b1), ct_tensor_free(odd);
   ct_process_group_free(pg);

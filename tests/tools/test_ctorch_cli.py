@@ -555,7 +555,8 @@ class Issue26(unittest.TestCase):
         return json.loads(out), b"".join(chunks), wall
 
     def test_progress_bar_on_a_timer(self):
-        args = ["bench", model("gate"), "3x4:float32", "--iters", "20000", "--warmup", "100",
+        # enough calls to last several redraw periods (0.1 s) even on a quiet machine
+        args = ["bench", model("gate"), "3x4:float32", "--iters", "200000", "--warmup", "100",
                 "--threads", "1", "--json"]
         tty, err, wall = self.bench_with_stderr_on_a_terminal(args)
         piped = ctorch(*args, check=0)

@@ -311,6 +311,7 @@ SIGNATURES: Dict[str, Tuple[str, List[str]]] = {
     "ct_store_free": ("None", ["P"]),
     "ct_process_group_new": ("S", ["PP", "P", "STR", "I32", "I32", "D"]),
     "ct_process_group_new_from_env": ("S", ["PP", "STR", "D"]),
+    "ct_process_group_new_from_url": ("S", ["PP", "STR", "STR", "I32", "I32", "D"]),
     "ct_process_group_new_subgroup": ("S", ["PP", "P", "PI32", "SZ", "D"]),
     "ct_process_group_rank": ("I32", ["P"]),
     "ct_process_group_size": ("I32", ["P"]),

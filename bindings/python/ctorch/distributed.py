@@ -243,9 +243,10 @@ _default: Optional[ProcessGroup] = None
 def init_process_group(backend: str = "gloo", init_method: Optional[str] = None,
                        timeout: Timeout = _DEFAULT_TIMEOUT, world_size: int = -1, rank: int = -1,
                        store: Optional[Store] = None) -> None:
-    """torch.distributed.init_process_group: with ``store`` (and rank,
-    world_size), or from torchrun's environment (init_method None or
-    "env://"), or "tcp://host:port" (with rank and world_size)."""
+    """torch.distributed.init_process_group: with ``store`` (and rank, world_size), or an
+    ``init_method`` URL, "env://" (the default: torchrun's environment), "tcp://host:port" or
+    "file:///path" (with rank and world_size, or "?rank=R&world_size=N" in the URL); the
+    store layout is torch's, so PyTorch ranks given the same URL join the same group."""
     global _default
     if _default is not None:
         raise RuntimeError("trying to initialize the default process group twice!")
@@ -254,19 +255,10 @@ def init_process_group(backend: str = "gloo", init_method: Optional[str] = None,
     if store is not None:
         check(C.process_group_new(byref(out), store._ptr(), backend.encode(), int(rank),
                                   int(world_size), t))
-    elif init_method is None or init_method == "env://":
-        check(C.process_group_new_from_env(byref(out), backend.encode(), t))
-    elif init_method.startswith("tcp://"):
-        host, _, port = init_method[6:].rpartition(":")
-        s = TCPStore(host, int(port), world_size, rank == 0, t)
-        try:
-            check(C.process_group_new(byref(out), s._ptr(), backend.encode(), int(rank),
-                                      int(world_size), t))
-        finally:
-            s.free()
     else:
-        raise ValueError("init_method must be None, 'env://' or 'tcp://host:port', not %r"
-                         % (init_method,))
+        url = "env://" if init_method is None else str(init_method)
+        check(C.process_group_new_from_url(byref(out), url.encode(), backend.encode(), int(rank),
+                                           int(world_size), t))
     _default = _group(out.value)
 
 

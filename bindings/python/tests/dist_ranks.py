@@ -400,6 +400,44 @@ def case_init_tcp(a: argparse.Namespace) -> Dict[str, Any]:
         timeout=a.timeout), a)
 
 
+def case_init_mixed(a: argparse.Namespace) -> Dict[str, Any]:
+    """Rank 0 is PyTorch, the others ctorch; all call init_process_group with the
+    same init_method URL (CT_TEST_INIT_URL, "{port}" and "{dir}" filled in), as
+    issue 41 asks: torch's store layout comes from the C library for every URL."""
+    url = os.environ["CT_TEST_INIT_URL"].format(port=a.port, dir=os.environ.get("CT_TEST_DIR", ""))
+    res: Dict[str, Any] = {"rank": a.rank}
+    if a.rank == 0:
+        from datetime import timedelta
+        try:
+            import torch
+            import torch.distributed as dist
+            ok = dist.is_available() and dist.is_gloo_available()
+        except ImportError:
+            ok = False
+        if not ok:
+            print("torch.distributed with Gloo is not available", file=sys.stderr)
+            sys.exit(77)
+        dist.init_process_group("gloo", init_method=url, rank=a.rank, world_size=a.world,
+                                timeout=timedelta(seconds=a.timeout))
+        t = torch.tensor([1.0, float(a.rank)])
+        dist.all_reduce(t)
+        dist.barrier()
+        # no destroy_process_group (see case_torch_collectives): end at once
+        global EXIT_AT_ONCE
+        EXIT_AT_ONCE = True
+    else:
+        import ctorch
+        import ctorch.distributed as dist
+        dist.init_process_group("gloo", init_method=url, rank=a.rank, world_size=a.world,
+                                timeout=a.timeout)
+        t = ctorch.tensor([1.0, float(a.rank)])
+        dist.all_reduce(t)
+        dist.barrier()
+        dist.destroy_process_group()
+    res["sum"] = t.tolist()
+    return res
+
+
 # ---- a peer dies -------------------------------------------------------------------------
 
 def case_peer_dies(a: argparse.Namespace) -> Dict[str, Any]:

@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import pickle
+import re
 import signal
 import socket
 import subprocess
@@ -308,6 +309,41 @@ def test_init_methods():
             g.kill()
 
 
+@pytest.mark.parametrize("url", ["tcp://127.0.0.1:{port}", "file://{dir}/store"])
+def test_init_method_urls_meet_pytorch(url, tmp_path):
+    """A PyTorch rank and ctorch ranks given the same init_method URL form one group
+    (issue 41: ctorch's tcp:// once built a bare store, and both sides timed out)."""
+    if not TORCH_RANKS:
+        pytest.skip("no torch to form a mixed group with")
+    g = Ranks("init_mixed", 3, timeout=20,
+              env=lambda r: {"CT_TEST_INIT_URL": url, "CT_TEST_DIR": str(tmp_path)})
+    try:
+        outs = g.finish(60)
+        if outs[0][0] == SKIP_RC:
+            pytest.skip("no torch.distributed with Gloo")
+        for r, (rc, out, err) in enumerate(outs):
+            assert rc == 0, "rank %d failed:\n%s" % (r, g.stderr())
+            res = json.loads(out.strip().splitlines()[-1])
+            assert res == {"rank": r, "sum": [3.0, 3.0]}, res
+    finally:
+        g.kill()
+
+
+def test_init_method_errors():
+    for url, msg in [("udp://127.0.0.1:1", "scheme 'udp' is not tcp, file or env"),
+                     ("127.0.0.1:1", "is not a URL"),
+                     ("tcp://127.0.0.1", "has no host:port"),
+                     ("tcp://127.0.0.1:99999", "port='99999' is not an integer in 1..65535"),
+                     ("tcp://127.0.0.1:1?rank=0&world_size=1&oops", "has no '='"),
+                     ("tcp://127.0.0.1:1?world_size=3",
+                      "world_size 1 disagrees with the init_method's world_size=3")]:
+        with pytest.raises(ctorch.InvalidArgumentError, match=re.escape(msg)):
+            dist.init_process_group("gloo", init_method=url, rank=0, world_size=1, timeout=2)
+    assert not dist.is_initialized()
+    with pytest.raises(ctorch.InvalidArgumentError, match="world_size is -1 and the init_method"):
+        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:1", rank=0, timeout=2)
+
+
 def test_destroy_with_work_in_flight():
     """Destroying a group while Gloo's worker still holds the last reference
     to a numpy-backed tensor (its deleter takes the GIL) must not deadlock:
@@ -482,8 +518,8 @@ def test_errors_backend_and_rank(store):
         dist.init_process_group("gloo", store=store, rank=1, world_size=1, timeout=5)
     with pytest.raises(ValueError, match=r"timeout_s must be finite"):
         dist.init_process_group("gloo", store=store, rank=0, world_size=1, timeout=0)
-    with pytest.raises(ValueError, match=r"init_method must be None, 'env://' or 'tcp://"):
-        dist.init_process_group("gloo", init_method="file:///tmp/x", rank=0, world_size=1)
+    with pytest.raises(ValueError, match=r"init_method scheme 'mpi' is not tcp, file or env"):
+        dist.init_process_group("gloo", init_method="mpi://x", rank=0, world_size=1)
     assert not dist.is_initialized()  # nothing above left a half-made group
     dist.init_process_group("gloo", store=store, rank=0, world_size=1, timeout=5)
     with pytest.raises(RuntimeError, match=r"initialize the default process group twice"):

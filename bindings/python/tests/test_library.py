@@ -14,7 +14,7 @@ PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_versions():
     assert ctorch.version() == "0.1.0"
-    assert ctorch.abi_version() == ctorch.ABI_VERSION == 1
+    assert ctorch.abi_version() == ctorch.ABI_VERSION == 2
     assert ctorch.torch_version()[0].isdigit()
     assert os.path.exists(ctorch.LIBRARY_PATH)
 

@@ -9,11 +9,15 @@ functions and operators in torch's dispatcher (`CTorch.Library`) written in Juli
 A CPU `Tensor` is an `AbstractArray` in torch's index order (`size(t)` is
 torch's shape, `t[i,j]` is torch's `t[i-1,j-1]`).
 
-The library is found as the Python package finds it (`CTorch.library_candidates()`):
-`ENV["CTORCH_LIBRARY"]`, the repository's `build*/` trees, the system loader.
-Start Julia with the repository's `scripts/julia` (it preloads libgcc_s and a
-compatible libunwind where Debian's julia needs them; CTorch warns at load
-time when it detects the problem). See bindings/julia/README.md.
+The library is found in this order (`CTorch.library_candidates()`, and
+`CTorch.library_info()` says which was used): `ENV["CTORCH_LIBRARY"]`; the
+library of the `ctorch` Python package of the `python3` on PATH (`pip install
+libctorch`); the system's (ldconfig, pkg-config: the Debian package); the
+repository's `build*/` trees; the system loader. Each must have this binding's
+ABI version. Start Julia with the repository's `scripts/julia` (it preloads
+libgcc_s and a compatible libunwind where Debian's julia needs them); where they
+are missing, `using CTorch` refuses to load and prints the command that works
+(`CTorch.safe_command()`). See bindings/julia/README.md.
 """
 module CTorch
 
@@ -54,7 +58,7 @@ isloaded() = _LOADED[]
 
 function __init__()
     # First, before anything can throw inside LibTorch: the unwinder check.
-    _warn_unwind_pitfall()
+    _check_unwind_pitfall()
     _init_scopes!()
     _load_library!() || return   # also checks the ABI version
     _resolve_symbols!() || return

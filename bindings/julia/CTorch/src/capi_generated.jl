@@ -307,6 +307,7 @@
 @cfunc ct_store_free Cvoid (P,)
 @cfunc ct_process_group_new Int32 (Ptr{P}, P, Cstring, Int32, Int32, Cdouble)
 @cfunc ct_process_group_new_from_env Int32 (Ptr{P}, Cstring, Cdouble)
+@cfunc ct_process_group_new_from_url Int32 (Ptr{P}, Cstring, Cstring, Int32, Int32, Cdouble)
 @cfunc ct_process_group_new_subgroup Int32 (Ptr{P}, P, Ptr{Int32}, Csize_t, Cdouble)
 @cfunc ct_process_group_rank Int32 (P,)
 @cfunc ct_process_group_size Int32 (P,)

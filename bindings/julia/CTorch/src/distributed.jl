@@ -48,7 +48,8 @@ using ..CTorch: CTorch, P, Tensor, ScriptModule, CTorchError, check,
                 ct_free, ct_distributed_is_compiled, ct_distributed_has_backend,
                 ct_store_new_tcp, ct_store_new_file, ct_store_new_prefix, ct_store_port,
                 ct_store_set, ct_store_get, ct_store_add, ct_store_free, ct_process_group_new,
-                ct_process_group_new_from_env, ct_process_group_new_subgroup,
+                ct_process_group_new_from_env, ct_process_group_new_from_url,
+                ct_process_group_new_subgroup,
                 ct_process_group_rank, ct_process_group_size, ct_process_group_free,
                 ct_process_group_all_reduce, ct_process_group_broadcast,
                 ct_process_group_all_gather, ct_process_group_reduce_scatter,
@@ -251,10 +252,12 @@ torch.distributed.init_process_group, returning the group:
 
 - with `store` (and `rank`, `world_size`): [`ProcessGroup`](@ref)`(store; ...)`;
 - without (or `init_method = "env://"`): from torchrun's environment
-  (`MASTER_ADDR`, `MASTER_PORT`, `RANK`, `WORLD_SIZE`; rank 0 runs the store,
-  or all join torchrun's agent store), `rank` and `world_size` unused;
-- `init_method = "tcp://host:port"` (with `rank`, `world_size`): a TCP store
-  there, rank 0 its master.
+  (`MASTER_ADDR`, `MASTER_PORT`, and `RANK`, `WORLD_SIZE` where `rank`,
+  `world_size` are -1; rank 0 runs the store, or all join torchrun's agent store);
+- `init_method = "tcp://host:port"` or `"file:///path"` (with `rank`,
+  `world_size`, or `?rank=R&world_size=N` in the URL): rank 0 runs the TCP store,
+  or a FileStore on a shared file. The store layout is torch's, so PyTorch ranks
+  given the same URL join the same group.
 
 Every rank calls it; it returns when all have joined. Timeouts in seconds.
 """
@@ -264,25 +267,12 @@ function init_process_group(; backend::Union{AbstractString,Symbol} = "gloo", st
     if store !== nothing
         init_method === nothing || _invalid("init_process_group: give store or init_method, not both")
         return ProcessGroup(store; rank = rank, world_size = world_size, backend = backend, timeout = timeout)
-    elseif init_method === nothing || init_method == "env://"
-        out = Ref{P}(C_NULL)
-        check(ct_process_group_new_from_env(out, _backend(backend), _seconds(timeout)))
-        return ProcessGroup(out[])
-    elseif startswith(init_method, "tcp://")
-        hostport = init_method[7:end]
-        i = findlast(':', hostport)
-        i === nothing && _invalid("init_method $(repr(init_method)): expected tcp://host:port")
-        p = tryparse(Int, hostport[i+1:end])
-        p === nothing && _invalid("init_method $(repr(init_method)): the port is not a number")
-        s = TCPStore(hostport[1:i-1], p; world_size = world_size, is_master = rank == 0, timeout = timeout)
-        try
-            return ProcessGroup(s; rank = rank, world_size = world_size, backend = backend, timeout = timeout)
-        finally
-            close(s)          # the group keeps what it needs
-        end
-    else
-        _invalid("init_method must be nothing, \"env://\" or \"tcp://host:port\", not $(repr(init_method))")
     end
+    out = Ref{P}(C_NULL)
+    url = init_method === nothing ? "env://" : String(init_method)
+    check(ct_process_group_new_from_url(out, url, _backend(backend), _i32(rank, "rank"),
+                                        _i32(world_size, "world_size"), _seconds(timeout)))
+    return ProcessGroup(out[])
 end
 
 """

@@ -130,6 +130,14 @@ end
     @test C.version() isa VersionNumber
     @test !isempty(C.torch_version())
     @test isfile(C.library_path()) || C.library_path() != ""
+    info = C.library_info()
+    @test info.path == C.library_path() && info.abi == C.ABI_VERSION
+    @test info.libtorch == C.torch_version() && !isempty(info.found_by)
+    haskey(ENV, "CTORCH_LIBRARY") && @test info.found_by == "CTORCH_LIBRARY"
+    # the system's libctorch (ldconfig, pkg-config) and python3's package are asked
+    @test C._system_libraries() isa Vector{String}
+    @test C._python_package_library() === nothing || isfile(C._python_package_library())
+    @test occursin("LD_PRELOAD=", C.safe_command()) && occursin("--project=", C.safe_command())
     # The test runner preloads libgcc_s, so C++ exceptions are safe.
     @test !C.unwind_pitfall()
     @test C.unwinder_library() === nothing || occursin("libgcc_s", C.unwinder_library())
@@ -171,21 +179,31 @@ end
     end
 end
 
-@testset "pitfall warning without LD_PRELOAD" begin
-    # A fresh process without the preload must warn, naming the fix, before
-    # anything can abort. (Only meaningful where julia links libunwind.)
+@testset "refuses to load without LD_PRELOAD" begin
+    # A fresh process without the preload must refuse to load, naming the exact
+    # command, before anything can abort (issue 38: it warned, then crashed at the
+    # first error). (Only meaningful where julia links libunwind.)
     if any(l -> occursin("libunwind", l), C.Libdl.dllist())
         env = copy(ENV)
         env["LD_PRELOAD"] = join(filter(p -> !occursin("libgcc_s", p), split(get(ENV, "LD_PRELOAD", ""), ':')), ':')
         proj = dirname(@__DIR__)
-        cmd = `$(Base.julia_cmd()) --startup-file=no --project=$proj -e "using CTorch; print(CTorch.unwind_pitfall())"`
+        code = "using CTorch; print(CTorch.unwind_pitfall())"
+        cmd = `$(Base.julia_cmd()) --startup-file=no --project=$proj -e $code`
+        err = Pipe()
+        p = run(pipeline(ignorestatus(setenv(cmd, env)); stdout = devnull, stderr = err))
+        close(err.in)
+        msg = read(err, String)
+        @test !success(p)
+        @test occursin("LD_PRELOAD=/lib/x86_64-linux-gnu/libgcc_s.so.1", msg)
+        @test occursin("julia --project=", msg)
+        @test occursin("SIGABRT", msg)
+        # Loading anyway is the user's choice, with a warning.
+        env["CTORCH_ALLOW_UNSAFE_UNWIND"] = "1"
         err = Pipe()
         out = read(pipeline(setenv(cmd, env); stderr = err), String)
         close(err.in)
-        msg = read(err, String)
         @test out == "true"
-        @test occursin("LD_PRELOAD=/lib/x86_64-linux-gnu/libgcc_s.so.1", msg)
-        @test occursin("SIGABRT", msg)
+        @test occursin("Loading anyway", read(err, String))
     else
         @test_skip "julia does not link libunwind here"
     end
