@@ -8,6 +8,7 @@
 #                                       install, documents, the CUDA example compiled by nvcc)
 #   scripts/ci-pypi.sh VERSION c        the same build without benchmarks, then the C tests
 #                                       and what they need (models, packages, header, install)
+#   scripts/ci-pypi.sh VERSION build    only the build (no benchmarks), for the wheel leg
 #   scripts/ci-pypi.sh VERSION prepare  only make sure the cached venv exists
 #
 # The venv ($CACHE/venv-torch-VERSION: torch==VERSION, numpy 2, pytest,
@@ -56,13 +57,13 @@ make_venv() {
 
 make_venv
 [ "$mode" = prepare ] && exit 0
-case "$mode" in full|c) ;; *) echo "ci-pypi: unknown mode $mode" >&2; exit 2;; esac
+case "$mode" in full|c|build) ;; *) echo "ci-pypi: unknown mode $mode" >&2; exit 2;; esac
 
 vpy="$venv/bin/python"
 torch_dir=$("$vpy" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
 log "torch $("$vpy" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)'), numpy $("$vpy" -c 'import numpy; print(numpy.__version__)')"
 bench=ON
-[ "$mode" = c ] && bench=OFF
+[ "$mode" = full ] || bench=OFF
 # The torch directory itself first: TorchConfig.cmake would otherwise find a
 # system LibTorch's libraries (CMakeLists.txt says why).
 ./scripts/build.sh "$build" -DCMAKE_PREFIX_PATH="$torch_dir/share/cmake;$torch_dir" \
@@ -73,6 +74,7 @@ for lib in libtorch_cuda.so libc10_cuda.so libcudart.so; do
     { echo "ci-pypi: $build/libctorch.so does not link $lib (ldd below)" >&2; ldd "$build/libctorch.so" >&2; exit 1; }
 done
 log "libctorch.so links libtorch_cuda, c10_cuda and the CUDA runtime"
+[ "$mode" = build ] && exit 0
 cd "$build"
 if [ "$mode" = full ]; then
   ctest --output-on-failure -j2 --timeout 900

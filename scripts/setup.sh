@@ -8,7 +8,7 @@ SUDO=""
 pkgs="cmake ninja-build g++ pkg-config ccache libtorch-dev libcmocka-dev python3 python3-numpy \
 python3-pytest python3-torch python3-torchvision python3-venv python3-setuptools python3-pip \
 python3-matplotlib python3-mypy libcjson-dev libgloo-dev \
-clang-14 libclang-rt-14-dev llvm-14 abigail-tools"
+clang-14 libclang-rt-14-dev llvm-14 abigail-tools patchelf dpkg-dev"
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -6,6 +6,8 @@
 #   asan   the C tests under AddressSanitizer + UBSan (build-asan/)
 #   lt2    the LibTorch 2.6 leg in a cached Debian 13 chroot
 #   pypi   LibTorch from PyPI's newest torch wheel, built with CUDA, every test (cached venv)
+#   wheel  the libctorch wheel for that torch: built, checked, installed into a fresh venv,
+#          the Python suite against it, moved, and refused next to torch 2.11
 #   pypi211  the same for torch 2.11 (the GPU machine's): build + C tests
 #   tsan   the concurrency test under ThreadSanitizer (build-tsan/)
 #   fuzz   the libFuzzer targets, 8 s each (build-fuzz/)
@@ -16,12 +18,12 @@
 # A leg that needs another's output builds it (build/, its models). What is
 # slow to fetch is made in the background while the first legs build: the lt2
 # chroot (made or unpacked), the PyPI legs' venvs (downloaded once, cached).
-# CTORCH_SKIP_<LEG>=1 (ABI, ASAN, LT2, PYPI, PYPI211, TSAN, FUZZ) drops a leg
+# CTORCH_SKIP_<LEG>=1 (ABI, ASAN, LT2, PYPI, WHEEL, PYPI211, TSAN, FUZZ) drops a leg
 # from the default list.
 set -eu
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
-all="lt113 abi pypi pypi211 asan lt2 tsan fuzz"
+all="lt113 abi pypi wheel pypi211 asan lt2 tsan fuzz"
 if [ $# -gt 0 ]; then
   legs="$*"
 else
@@ -49,6 +51,9 @@ for leg in $legs; do
     pypi|pypi211)
       mkdir -p build
       pypi_prep="$pypi_prep $leg" ;;
+    wheel)
+      mkdir -p build
+      pypi_prep="$pypi_prep pypi pypi211" ;;
   esac
 done
 if [ -n "$pypi_prep" ]; then
@@ -62,7 +67,7 @@ for leg in $legs; do
     cat build/lt2-prepare.log
   fi
   case "$leg" in
-    pypi|pypi211)
+    pypi|pypi211|wheel)
       if [ -n "$pypi_prep" ]; then
         if ! wait "$pypi_prep"; then cat build/pypi-prepare.log >&2; exit 1; fi
         cat build/pypi-prepare.log

@@ -18,6 +18,7 @@ _factories, _format (printing), _functions (ctorch.cat & co), _module
 from typing import TYPE_CHECKING
 
 from . import _lib
+from ._torch_match import BUILT_WITH_TORCH  # noqa: E402  the torch a wheel was built for
 from ._lib import (ABI_VERSION, LIBRARY_PATH, Error, InvalidArgumentError, CTorchTypeError,
                    CTorchIndexError, NotFoundError, CTorchIOError, CTorchMemoryError,
                    NotSupportedError, TorchError, CallbackError, InternalError,
@@ -83,7 +84,7 @@ __all__ = ["Tensor", "Module", "Value", "Script", "dtype", "device", "tensor", "
     "get_num_interop_threads", "set_num_interop_threads", "load_library", "set_cpp_backtraces",
     "lstm_guard_set", "lstm_guard_state", "lstm_guard_check",
     "set_printoptions", "values_indices", "get_dtype", "get_device", "ABI_VERSION",
-    "LIBRARY_PATH", "Error", "InvalidArgumentError", "CTorchTypeError", "CTorchIndexError",
+    "LIBRARY_PATH", "BUILT_WITH_TORCH", "Error", "InvalidArgumentError", "CTorchTypeError", "CTorchIndexError",
     "NotFoundError", "CTorchIOError", "CTorchMemoryError", "NotSupportedError", "TorchError",
     "CallbackError", "InternalError", "LibraryNotFoundError", "CTorchFileNotFoundError",
     "ItemError", "CTorchTimeoutError", "bool_", "uint8", "int8", "int16",

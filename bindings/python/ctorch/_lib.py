@@ -244,6 +244,10 @@ def _open() -> Tuple[ctypes.CDLL, str]:
         "\nSet CTORCH_LIBRARY to the path of libctorch.so.")
 
 
+# A wheel built for one torch refuses another before its library is loaded (a mix crashes).
+from . import _torch_match  # noqa: E402
+_torch_match.check()
+_torch_match.load_torch()
 lib, LIBRARY_PATH = _open()
 #: The same loaded library (no second dlopen), called with the GIL held.
 plib = ctypes.PyDLL(LIBRARY_PATH, handle=lib._handle)

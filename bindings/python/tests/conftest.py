@@ -10,7 +10,8 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PKG_ROOT = os.path.dirname(HERE)
-if PKG_ROOT not in sys.path:
+# CTORCH_TEST_INSTALLED=1 (the wheel leg): test the installed package, not this checkout
+if PKG_ROOT not in sys.path and not os.environ.get("CTORCH_TEST_INSTALLED"):
     sys.path.insert(0, PKG_ROOT)
 
 import ctorch  # noqa: E402

@@ -26,7 +26,8 @@ from typing import Any, Callable, Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PKG_ROOT = os.path.dirname(HERE)
-if PKG_ROOT not in sys.path:
+# CTORCH_TEST_INSTALLED=1 (the wheel leg): test the installed package, not this checkout
+if PKG_ROOT not in sys.path and not os.environ.get("CTORCH_TEST_INSTALLED"):
     sys.path.insert(0, PKG_ROOT)
 
 # ---- inputs, the same on both sides (plain Python lists) ------------------------

@@ -49,6 +49,25 @@ def test_fresh_venv_install_imports_from_anywhere(tmp_path):
     assert values == "[2.0, 2.0]"
 
 
+def test_a_library_for_another_torch_is_refused(tmp_path):
+    """setup.py never bundles a library linked against another LibTorch than the target
+    environment's torch (a build/ against Debian's LibTorch into a venv with PyPI's torch
+    aborted at import): a fake torch whose torch/lib has its own libtorch_cpu.so."""
+    fake = tmp_path / "site" / "torch"
+    (fake / "lib").mkdir(parents=True)
+    (fake / "__init__.py").write_text("__version__ = '9.9.0'\n")
+    (fake / "version.py").write_text("__version__ = '9.9.0'\ncuda = None\n")
+    (fake / "lib" / "libtorch_cpu.so").write_bytes(b"not a library")
+    src = _copy_package(tmp_path)
+    env = dict(os.environ, CTORCH_LIBRARY=ctorch.LIBRARY_PATH, PIP_NO_INDEX="1",
+               PYTHONPATH=str(tmp_path / "site"))
+    r = _pip(["wheel", "-q", "--no-build-isolation", "--no-deps", "-w", str(tmp_path / "w"),
+              str(src)], env)
+    assert r.returncode != 0
+    out = r.stdout + r.stderr
+    assert "9.9.0" in out and "cannot be mixed" in out and "cmake_prefix_path" in out, out[-2000:]
+
+
 def _copy_package(tmp_path):
     src = tmp_path / "src"   # a copy: the build must not write into the checkout
     shutil.copytree(PKG_ROOT, src, ignore=shutil.ignore_patterns(
@@ -72,10 +91,12 @@ def test_a_wheel_with_the_library_is_tagged_for_its_platform(tmp_path):
     env = dict(os.environ, CTORCH_LIBRARY=ctorch.LIBRARY_PATH, PIP_NO_INDEX="1")
     r = _pip(["wheel", "-q", "--no-build-isolation", "--no-deps", "-w", str(out), str(src)], env)
     assert r.returncode == 0, r.stdout + r.stderr
-    wheels = list(out.glob("ctorch-*.whl"))
+    wheels = list(out.glob("libctorch-*.whl"))  # the distribution's name (issue 38)
     assert len(wheels) == 1, wheels
     name = wheels[0].name
-    assert name.startswith("ctorch-%s-py3-none-linux_" % ctorch.version()), name
+    # linux_<arch> next to a system LibTorch; manylinux_2_N next to PyPI's torch
+    assert name.startswith("libctorch-%s-py3-none-" % ctorch.version()), name
+    assert "-py3-none-linux_" in name or "-py3-none-manylinux_2_" in name, name
     with zipfile.ZipFile(str(wheels[0])) as z:
         names = z.namelist()
         wheel_meta = z.read([n for n in names if n.endswith(".dist-info/WHEEL")][0]).decode()
@@ -83,7 +104,9 @@ def test_a_wheel_with_the_library_is_tagged_for_its_platform(tmp_path):
     # the type information ships too: the marker and the generated op stubs
     for f in ("py.typed", "_tensor_ops.pyi", "_aten_ops.pyi", "_function_ops.pyi"):
         assert "ctorch/" + f in names, f
-    assert "Root-Is-Purelib: false" in wheel_meta and "Tag: py3-none-linux_" in wheel_meta
+    assert "Root-Is-Purelib: false" in wheel_meta
+    assert "Tag: py3-none-linux_" in wheel_meta or "Tag: py3-none-manylinux_2_" in wheel_meta
+    assert "ctorch/_build_info.py" in names  # what the library was built against
 
 
 def test_install_without_a_library_stops_with_a_clear_message(tmp_path):
