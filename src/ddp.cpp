@@ -13,12 +13,16 @@
 #if CT_HAS_C10D
 
 #include <torch/csrc/distributed/c10d/comm.hpp>
+#include <torch/csrc/distributed/c10d/logger.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 
 struct ct_ddp {
   std::shared_ptr<ct::dist::Group> group;
   std::vector<at::Tensor> params, buffers;
   std::shared_ptr<c10d::Reducer> reducer;
+  // As DistributedDataParallel: the reducer logs through it (find_unused's
+  // search reads it); declared after the reducer, so destroyed before it.
+  std::shared_ptr<c10d::Logger> logger;
   bool find_unused = false;
 };
 
@@ -89,6 +93,10 @@ std::unique_ptr<ct_ddp> make_ddp(const char *fn, ct_process_group *pg,
     std::reverse(limits.begin(), limits.end());
     d->reducer = new_reducer(params, std::move(buckets), std::move(limits), g.pg, std::move(sparse),
                              cap, d->find_unused, as_view);
+    d->logger = std::make_shared<c10d::Logger>(d->reducer);
+    d->reducer->set_logger(d->logger);
+    d->logger->set_construction_data_and_log("ctorch", std::vector<int>{}, -1, !buffers.empty(),
+                                             false, false);
   });
   d->params = std::move(params);
   d->buffers = std::move(buffers);

@@ -38,6 +38,10 @@ struct ct_library {
   std::vector<std::unique_ptr<torch::Library>> defs;           // one per definition
   std::vector<std::unique_ptr<torch::Library>> impls;          // one per kernel
   std::vector<std::pair<std::string, std::string>> impl_keys;  // (operator, key)
+  // The kernels' entries (KernelEntry): held here too, so that ct_library_free
+  // runs their destroy callbacks after its locks are released.
+  std::vector<std::shared_ptr<void>> entries;
+  bool freeing = false;  // set by ct_library_free: no new definitions or kernels
 };
 
 namespace {
@@ -344,6 +348,10 @@ ct_status add_kernel(const char *func, ct_library *lib, const char *name, const 
   const bool tensors_only = e->tensor_fn != nullptr;
   std::lock_guard<std::mutex> lk(lib->mu);
   std::lock_guard<std::mutex> glk(g_lib_mu);
+  if (lib->freeing)
+    return ct::set_error(CT_ERR_INVALID_ARGUMENT,
+                         "%s: library '%s' is being freed (a destroy callback?)", func,
+                         lib->ns.c_str());
   const std::string q = qualify(func, lib, name);
   auto handle = c10::Dispatcher::singleton().findSchema(operator_name(q));
   if (!handle)
@@ -379,6 +387,7 @@ ct_status add_kernel(const char *func, ct_library *lib, const char *name, const 
                 : torch::CppFunction::makeFromBoxedFunctor(std::make_unique<ValueKernel>(e, below));
   frag->impl(q.substr(q.find("::") + 2).c_str(), torch::dispatch(dk, std::move(fn)));
   lib->impls.push_back(std::move(frag));
+  lib->entries.push_back(e);
   lib->impl_keys.emplace_back(q, key);
   g_impl_keys.insert({q, key});
   return CT_OK;
@@ -409,9 +418,16 @@ ct_status ct_library_new(ct_library **out, const char *ns) {
 
 void ct_library_free(ct_library *lib) {
   if (lib == nullptr) return;
+  // The kernels' destroy callbacks run when this goes, after the locks below
+  // are released: one that calls back into ctorch (ct_library_impl of another
+  // library, ct_op_find) does not wait for them forever.
+  std::vector<std::shared_ptr<void>> entries;
   ct::guard_value(0, [&] {
+    std::lock_guard<std::mutex> lk(lib->mu);
     std::unique_lock<std::shared_mutex> registry_write(ct::op_registry_mutex());
     std::lock_guard<std::mutex> glk(g_lib_mu);
+    lib->freeing = true;
+    entries = std::move(lib->entries);
     // Kernels first: the definitions keep each entry alive meanwhile.
     lib->impls.clear();
     for (const auto &k : lib->impl_keys) g_impl_keys.erase(k);
@@ -431,6 +447,7 @@ void ct_library_free(ct_library *lib) {
     ct::forget_cached_ops();
     return 0;
   });
+  entries.clear();
   delete lib;
 }
 
@@ -459,6 +476,8 @@ ct_status ct_library_define(ct_library *lib, const char *schema, const char *con
                  "%s: operator '%s' is not in this library's namespace '%s'", ct_fn_, qname.c_str(),
                  lib->ns.c_str());
     std::lock_guard<std::mutex> lk(lib->mu);
+    CT_CHECK_ARG(!lib->freeing, "%s: library '%s' is being freed (a destroy callback?)", ct_fn_,
+                 lib->ns.c_str());
     std::unique_lock<std::shared_mutex> registry_write(ct::op_registry_mutex());
     std::lock_guard<std::mutex> glk(g_lib_mu);
     const std::string q = ct::op_display_name(parsed);

@@ -505,6 +505,43 @@ static void *call_other_thread(void *arg) {
   ct_value_free(out);
   return msg;
 }
+/* Issue 40 item 10: ct_library_free held its lock while destroy callbacks ran,
+ * so a destroy that called ct_library_impl waited forever. Now the callbacks
+ * run after the lock: re-entering the library being freed fails cleanly,
+ * another library takes the kernel. */
+static ct_library *g_reenter_self, *g_reenter_other;
+static ct_status g_reenter_self_status = -1, g_reenter_other_status = -1;
+static char g_reenter_msg[256];
+static void reentering_destroy(void *ctx) {
+  (void)ctx;
+  g_reenter_self_status =
+      ct_library_impl(g_reenter_self, "g", "CPU", ctk_softsign, NULL, NULL, 0);
+  snprintf(g_reenter_msg, sizeof g_reenter_msg, "%s", ct_last_error());
+  g_reenter_other_status =
+      ct_library_impl(g_reenter_other, "h", "CPU", ctk_softsign, NULL, NULL, 0);
+  ct_op *op = NULL; /* a lookup inside destroy works too */
+  if (ct_op_find(&op, "aten::add", "Tensor") == CT_OK) ct_op_free(op);
+}
+
+static void test_destroy_may_reenter(void **state) {
+  (void)state;
+  CT_OK_OR_FAIL(ct_library_new(&g_reenter_self, "ctlibre1"));
+  CT_OK_OR_FAIL(ct_library_new(&g_reenter_other, "ctlibre2"));
+  CT_OK_OR_FAIL(ct_library_define(g_reenter_self, "f(Tensor x) -> Tensor", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_define(g_reenter_self, "g(Tensor x) -> Tensor", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_define(g_reenter_other, "h(Tensor x) -> Tensor", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_impl(g_reenter_self, "f", "CPU", ctk_softsign, NULL,
+                                reentering_destroy, 0));
+  ct_library_free(g_reenter_self); /* hung here before */
+  assert_int_equal(g_reenter_self_status, CT_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(g_reenter_msg, "is being freed"));
+  assert_int_equal(g_reenter_other_status, CT_OK);
+  ct_op *h = NULL;
+  CT_OK_OR_FAIL(ct_op_find(&h, "ctlibre2::h", ""));
+  ct_op_free(h);
+  ct_library_free(g_reenter_other);
+}
+
 static void test_same_thread(void **state) {
   (void)state;
   ct_library *lib = NULL;
@@ -677,6 +714,7 @@ int main(void) {
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_tensors_kernel),
       cmocka_unit_test(test_same_thread),
+      cmocka_unit_test(test_destroy_may_reenter),
       cmocka_unit_test(test_concurrent_registration),
       cmocka_unit_test(test_per_device_kernels),
       cmocka_unit_test(test_in_package),

@@ -620,6 +620,43 @@ def test_stores(tmp_path):
         dist.TCPStore("127.0.0.1", 70000, 1, True, 1)
 
 
+class Alternating:
+    """Uses parameter a on even calls and b on odd ones: the set of unused parameters
+    changes every step."""
+
+    def __init__(self):
+        self.a = ctorch.tensor([1.0, 2.0], requires_grad=True)
+        self.b = ctorch.tensor([3.0, 4.0], requires_grad=True)
+        self.calls = 0
+
+    def parameters(self):
+        return [self.a, self.b]
+
+    def __call__(self, x):
+        self.calls += 1
+        return (x * (self.a if self.calls % 2 else self.b)).sum()
+
+
+def test_ddp_find_unused_when_the_unused_set_changes(group):
+    """Issue 40 item 7: with find_unused_parameters, a change of the unused set between
+    steps (and a prepare_backward without outputs after a step) segfaulted in
+    Reducer::search_unused_parameters -> Logger::log_if_graph_static: ctorch attached no
+    c10d::Logger, which torch's DDP always does."""
+    net = Alternating()
+    ddp = dist.DistributedDataParallel(net, find_unused_parameters=True)
+    x = ctorch.tensor([1.0, 1.0])
+    for step in range(4):
+        for p in net.parameters():
+            p.grad = None
+        ddp(x).backward()
+        used, unused = (net.a, net.b) if step % 2 == 0 else (net.b, net.a)
+        assert used.grad.tolist() == [1.0, 1.0], step
+        assert unused.grad is None or unused.grad.tolist() == [0.0, 0.0], step
+    from ctorch._lib import G
+    assert G.ddp_prepare_backward(ddp._ptr(), None, 0) == 0  # no outputs after a step
+    ddp.free()
+
+
 def test_ddp_one_rank_is_plain_training(group):
     """A one-rank DDP (averaging over one rank) is plain training, step for step."""
     net = dr.TinyNet(dr.initial_weights(7))
