@@ -174,6 +174,11 @@ std::string value_type_name(const c10::IValue &v) {
 // (e.g. a tensor and a string) give Any, which TorchScript also accepts.
 c10::TypePtr unify_or_any(const std::vector<c10::TypePtr> &types) {
   if (types.empty()) return c10::AnyType::get();
+  // One kind of item (value_type's types are unshaped already): no walk over a
+  // nested type, which made nested lists quadratic to build (issue 40).
+  bool same = true;
+  for (const auto &t : types) same = same && (t == types[0] || *t == *types[0]);
+  if (same) return types[0];
   std::ostringstream why;
   auto t = c10::unifyTypeList(types, why);
   if (!t) return c10::AnyType::get();

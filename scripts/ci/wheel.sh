@@ -29,18 +29,27 @@ stage "wheel built and checked"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# venv_with TORCH_VERSION DIR: a fresh venv whose only packages are that torch's venv's
-# (read through a .pth; pip sees them installed) and then the wheel.
+# venv_with TORCH_VERSION DIR: a fresh venv that has only what `pip install torch==X.Y
+# numpy pytest` gives (the cached venv's packages, hard-linked: seconds, no network), so
+# torch sits next to ctorch in one site-packages as it does for a pip user.
 venv_with() {
-  "$cache/venv-torch-$1/bin/python" -c 'import sys; sys.exit(0)'
   base=$("$cache/venv-torch-$1/bin/python" -c 'import sys; print(sys._base_executable)')
-  "$base" -m venv "$2"
-  site=$("$2/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  "$cache/venv-torch-$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
-    >"$site/torch-venv-$1.pth"
+  "$base" -m venv --without-pip "$2"
+  from=$("$cache/venv-torch-$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  to=$("$2/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  cp -al "$from/." "$to/" 2>/dev/null || cp -a "$from/." "$to/"
 }
 venv_with "$version" "$work/venv"
-"$work/venv/bin/python" -m pip install -q --disable-pip-version-check --no-index "$whl"
+# --no-deps: the venv's own (older) setuptools would make pip try to fetch the newer one
+# torch asks for; the torch requirement is checked below against what is installed.
+"$work/venv/bin/python" -m pip install -q --disable-pip-version-check --no-index --no-deps "$whl"
+"$work/venv/bin/python" -c "
+import importlib.metadata as m, re
+req = [r for r in m.requires('libctorch') or [] if r.startswith('torch')]
+have = m.version('torch')
+assert req and re.fullmatch(r'torch ?==(\d+\.\d+)\.\*', req[0]), req
+assert have.startswith(re.search(r'==(\S+)\.\*', req[0]).group(1) + '.'), (req, have)
+print('wheel: installed; requires', req[0], '- this venv has torch', have)"
 cd "$work"
 unset CTORCH_LIBRARY PYTHONPATH || true
 "$work/venv/bin/python" -c "

@@ -604,7 +604,7 @@ static void test_nested_lists_build_in_linear_time(void **state) {
   }
   double took = seconds_now() - t0;
   ct_value_free(v);
-  if (took > 3.0) fail_msg("8,000 nested lists took %.2f s to build", took);
+  if (took > 1.0) fail_msg("8,000 nested lists took %.2f s to build", took); /* 1.6 s before */
 }
 
 int main(void) {

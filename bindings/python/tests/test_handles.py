@@ -20,7 +20,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def _child(code, *args):
     """Runs code in a fresh interpreter (argv[1]: the test paths, then args);
     returns the JSON its last stdout line holds."""
-    paths = json.dumps([HERE, os.path.dirname(HERE)])
+    # the package under test: this checkout's, or the installed one (the wheel leg)
+    paths = json.dumps([HERE] + ([] if os.environ.get("CTORCH_TEST_INSTALLED")
+                                 else [os.path.dirname(HERE)]))
     r = subprocess.run([sys.executable, "-c", code, paths] + list(args), capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, "exit status %d\n%s" % (r.returncode, r.stderr[-3000:])

@@ -86,8 +86,8 @@ def test_library_not_found_lists_every_place(tmp_path):
     """A copy of the package outside the tree, with a bad CTORCH_LIBRARY and
     no libctorch on the loader path: the error names every place tried."""
     pkg = tmp_path / "ctorch"
-    shutil.copytree(os.path.join(PKG_ROOT, "ctorch"), pkg,
-                    ignore=shutil.ignore_patterns("*.so*", "__pycache__"))
+    shutil.copytree(os.path.dirname(ctorch.__file__), pkg,  # the package under test
+                    ignore=shutil.ignore_patterns("*.so*", "__pycache__", "_build_info.py"))
     env = dict(os.environ, CTORCH_LIBRARY=str(tmp_path / "nope" / "libctorch.so"),
                PYTHONPATH=str(tmp_path), LD_LIBRARY_PATH="")
     r = subprocess.run([sys.executable, "-c", "import ctorch"], env=env, cwd=str(tmp_path),
@@ -101,7 +101,7 @@ def test_library_not_found_lists_every_place(tmp_path):
 def test_library_found_in_package_dir_and_build_tree(tmp_path):
     """Without CTORCH_LIBRARY, a libctorch.so next to the package files wins."""
     pkg = tmp_path / "ctorch"
-    shutil.copytree(os.path.join(PKG_ROOT, "ctorch"), pkg,
+    shutil.copytree(os.path.dirname(ctorch.__file__), pkg,  # the package under test
                     ignore=shutil.ignore_patterns("*.so*", "__pycache__"))
     shutil.copy(ctorch.LIBRARY_PATH, pkg / "libctorch.so")
     env = dict(os.environ, PYTHONPATH=str(tmp_path))

@@ -137,7 +137,9 @@ print(json.dumps({"before": before, "error": err, "after": ctorch.lstm_guard_sta
 def _child(env):
     e = dict(os.environ, **env)
     here = os.path.dirname(os.path.abspath(__file__))
-    paths = json.dumps([here, os.path.dirname(here)])
+    # the package under test: this checkout's, or the installed one (the wheel leg)
+    paths = json.dumps([here] + ([] if os.environ.get("CTORCH_TEST_INSTALLED")
+                                 else [os.path.dirname(here)]))
     r = subprocess.run([sys.executable, "-c", _CHILD, paths], env=e, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
