@@ -71,10 +71,15 @@ def fail(msg):
 def strip_comments(text):
     return re.sub(r"//[^\n]*", " ", re.sub(r"/\*.*?\*/", " ", text, flags=re.S))
 
+def header_of(path):
+    """The header read by the project's one parser (scripts/ctorch_header.py)."""
+    sys.path.insert(0, os.path.join(sys.argv[1], "scripts"))
+    import ctorch_header
+    return ctorch_header.parse(path)
+
 def handles(header):
     """The opaque handles: `typedef struct ct_X ct_X;` (no body)."""
-    text = strip_comments(open(header).read())
-    return re.findall(r"\btypedef\s+struct\s+(ct_\w+)\s+\1\s*;", text)
+    return header_of(header).handles
 
 def supp(header, srcdir, out):
     """abidw.supp and abidiff.supp for the handles of HEADER defined in SRCDIR."""
@@ -131,9 +136,7 @@ def decls(dump):
 
 def params(header, dump):
     """Every header function in DUMP with its parameter count; ct_*_free with one."""
-    sys.path.insert(0, os.path.join(sys.argv[1], "scripts"))
-    import ctorch_header
-    funcs = ctorch_header.parse(header).functions
+    funcs = header_of(header).functions
     got, syms = decls(dump)
     bad, nodecl = [], []
     for f in funcs:

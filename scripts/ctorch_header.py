@@ -10,6 +10,7 @@ only.
     h = ctorch_header.parse("include/ctorch.h")
     h.functions[0]  ->  Function(ret='const char *', name='ct_version', params=[])
     h.constants     ->  [('CT_OK', 0), ...]
+    h.handles       ->  ['ct_tensor', 'ct_value', ...]
 """
 import re
 import sys
@@ -30,6 +31,7 @@ class Function(NamedTuple):
 class Header(NamedTuple):
     functions: List[Function]
     constants: List[Tuple[str, int]]
+    handles: List[str]  # the opaque handle types ("ct_tensor", ...): `typedef struct X X;`
 
 
 def normalize(ty: str) -> str:
@@ -51,7 +53,11 @@ def _int(expr: str):
 
 
 def parse(path: str) -> Header:
-    raw = open(path).read()
+    return parse_text(open(path).read())
+
+
+def parse_text(raw: str) -> Header:
+    """parse() of a header's text."""
     text = _strip_comments(raw)
     functions = []
     code = re.sub(r"^\s*#.*$", " ", text, flags=re.M)  # no preprocessor lines
@@ -80,7 +86,8 @@ def parse(path: str) -> Header:
                 continue
             constants.append((name.strip(), v))
             nxt = v + 1
-    return Header(functions, constants)
+    handles = re.findall(r"\btypedef\s+struct\s+(ct_\w+)\s+\1\s*;", text)
+    return Header(functions, constants, handles)
 
 
 def main(argv: List[str]) -> int:

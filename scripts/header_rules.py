@@ -26,11 +26,6 @@ CAPACITY_NAMES = {"n_outputs", "capacity"}
 NAMESPACES = {"pickle", "autograd", "clip_grad"}
 
 
-def handle_kinds(text: str) -> Set[str]:
-    """The opaque handles: every `typedef struct ct_X ct_X;`."""
-    return set(re.findall(r"typedef\s+struct\s+ct_(\w+)\s+ct_\1\s*;", text))
-
-
 def is_output(ty: str) -> bool:
     """A parameter the function writes through: a pointer to a non-const scalar, or a
     non-const pointer to a pointer (`T **`, `const char **`, `void **`)."""
@@ -193,14 +188,8 @@ def check_functions(functions: Iterable, kinds: Set[str]) -> List[str]:
 
 def check_text(text: str) -> List[str]:
     """Every violation in a header's text."""
-    import tempfile
-    with tempfile.NamedTemporaryFile("w", suffix=".h", delete=False) as tmp:
-        tmp.write(text)
-    try:
-        h = ctorch_header.parse(tmp.name)
-    finally:
-        os.unlink(tmp.name)
-    out = check_functions(h.functions, handle_kinds(text))
+    h = ctorch_header.parse_text(text)
+    out = check_functions(h.functions, {n[len("ct_"):] for n in h.handles})
     # Handle typedefs live together, in the "Handles" section.
     spans = [m.start() for m in re.finditer(r"typedef\s+struct\s+ct_(\w+)\s+ct_\1\s*;", text)]
     if spans and text.count("\n", spans[0], spans[-1]) > len(spans):
