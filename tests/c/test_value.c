@@ -539,6 +539,22 @@ static void test_pickle_roundtrip(void **state) {
   ct_tensor_free(t);
 }
 
+/* `levels` containers of one item each around an int, built from the inside out with
+ * wrap (ct_value_list or ct_value_tuple). */
+static ct_value *nested(int levels, ct_status (*wrap)(ct_value **, const ct_value *const *,
+                                                      size_t)) {
+  ct_value *v = NULL;
+  CT_OK_OR_FAIL(ct_value_from_int(&v, 7));
+  for (int i = 0; i < levels; i++) {
+    ct_value *outer = NULL;
+    const ct_value *items[1] = {v};
+    CT_OK_OR_FAIL(wrap(&outer, items, 1));
+    ct_value_free(v);
+    v = outer;
+  }
+  return v;
+}
+
 /* Issue 40 items 2 and 3: printing a list that contains itself, or one nested
  * 100,000 deep, overflowed LibTorch's recursive printer (SIGSEGV). */
 static void test_repr_of_cyclic_and_deep_values(void **state) {
@@ -562,16 +578,8 @@ static void test_repr_of_cyclic_and_deep_values(void **state) {
   ct_value_free(l);
   ct_script_free(s);
 
-  /* 300 levels (past the limit of 256), built from the inside out. */
-  ct_value *deep = NULL;
-  CT_OK_OR_FAIL(ct_value_from_int(&deep, 7));
-  for (int i = 0; i < 300; i++) {
-    ct_value *outer = NULL;
-    const ct_value *items[1] = {deep};
-    CT_OK_OR_FAIL(ct_value_tuple(&outer, items, 1));
-    ct_value_free(deep);
-    deep = outer;
-  }
+  /* 300 levels (past the limit of 256). */
+  ct_value *deep = nested(300, ct_value_tuple);
   CT_EXPECT_ERROR(ct_value_to_repr(&repr, deep), CT_ERR_INVALID_ARGUMENT, "nesting deeper than");
   ct_value_free(deep);
 
@@ -597,16 +605,8 @@ static double seconds_now(void) {
  * nesting was quadratic to build (8,000 levels: 6.3 s); now linear. */
 static void test_nested_lists_build_in_linear_time(void **state) {
   (void)state;
-  ct_value *v = NULL;
-  CT_OK_OR_FAIL(ct_value_from_int(&v, 1));
   double t0 = seconds_now();
-  for (int i = 0; i < 8000; i++) {
-    ct_value *outer = NULL;
-    const ct_value *items[1] = {v};
-    CT_OK_OR_FAIL(ct_value_list(&outer, items, 1));
-    ct_value_free(v);
-    v = outer;
-  }
+  ct_value *v = nested(8000, ct_value_list);
   double took = seconds_now() - t0;
   ct_value_free(v);
   if (took > 1.0) fail_msg("8,000 nested lists took %.2f s to build", took); /* 1.6 s before */
