@@ -1731,7 +1731,14 @@ CT_API ct_status ct_package_device(int32_t *device_type, int32_t *device_index,
  * group (ctorch/calls/<rank>; send and recv are not counted), so that after
  * a timeout the ranks that stopped responding or lag behind can be named; it
  * ends when the group is freed or the process exits. A group made
- * before fork() cannot be used in the child (CT_ERR_INVALID_ARGUMENT). */
+ * before fork() cannot be used in the child (CT_ERR_INVALID_ARGUMENT).
+ *
+ * Signals: a peer that dies breaks the sockets to it, and writing to one
+ * raises SIGPIPE, whose default action ends the process. As Python does at
+ * start-up (so PyTorch's ranks never see it), the first TCP store or process
+ * group sets SIGPIPE to ignored when its disposition is still the default;
+ * the broken connection then surfaces as CT_ERR_IO. A handler or SIG_IGN the
+ * program installed itself is kept. */
 
 /* 1 if this build of ctorch has LibTorch's distributed engine, else 0. */
 CT_API int32_t ct_distributed_is_compiled(void);

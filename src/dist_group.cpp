@@ -15,6 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include <csignal>
+
 #include <unistd.h>
 
 namespace ct {
@@ -65,9 +67,25 @@ void store_barrier(const char *fn, World &w, const std::string &suffix, ms timeo
   }
 }
 
+// Gloo writes to its peers' sockets with writev, which raises SIGPIPE when a
+// peer has died; its default action ends this process. Python ignores SIGPIPE
+// at start-up, so PyTorch's ranks see CT_ERR_IO-like errors instead: ctorch
+// does the same for its host, unless the host chose a disposition itself.
+void ignore_sigpipe_if_default() {
+  struct sigaction now {};
+  if (sigaction(SIGPIPE, nullptr, &now) == 0 && now.sa_handler == SIG_DFL &&
+      !(now.sa_flags & SA_SIGINFO)) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGPIPE, &ignore, nullptr);
+  }
+}
+
 // Makes the backend for `rank` of `size` over `store` (already prefixed with
 // the group's name) and the ProcessGroup around it.
 void make_backend(Group &g, const c10::intrusive_ptr<c10d::Store> &store) {
+  ignore_sigpipe_if_default();
   g.pid = static_cast<int>(getpid());
   leave_card(*store, g.rank);
   g.heartbeat = start_heartbeat(store, g.rank, g.progress);
@@ -251,6 +269,7 @@ c10::intrusive_ptr<c10d::Store> tcp_store(const char *fn, const std::string &hos
   // speak the same protocol, so Python's stores of either kind connect).
   o.useLibUV = false;
 #endif
+  ignore_sigpipe_if_default();
   c10::intrusive_ptr<c10d::Store> s;
   try {
     run_store(fn, master ? "start the TCP store server on" : "connect to the TCP store at",

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "test_util.h"
 
+#include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -751,6 +752,39 @@ static void case_forked(void) {
   ct_process_group_free(pg);
 }
 
+/* SIGPIPE: a store or group made while its disposition is the default sets
+ * it to ignored (as Python does), so that writing to a dead peer's socket is
+ * an error, not the end of the process; a handler the program set is kept. */
+static void on_sigpipe(int sig) { (void)sig; }
+static void (*sigpipe_now(void))(int) {
+  struct sigaction now;
+  sigaction(SIGPIPE, NULL, &now);
+  return now.sa_handler;
+}
+static void case_sigpipe(void) {
+  ct_store *s = NULL;
+  signal(SIGPIPE, on_sigpipe);
+  RK_OK(ct_store_new_tcp(&s, "127.0.0.1", 0, 1, 1, 5));
+  R_CHECK(sigpipe_now() == on_sigpipe, "the program's handler is kept");
+  ct_store_free(s);
+  s = NULL;
+  signal(SIGPIPE, SIG_DFL);
+  RK_OK(ct_store_new_tcp(&s, "127.0.0.1", 0, 1, 1, 5));
+  R_CHECK(sigpipe_now() == SIG_IGN, "a store ignores SIGPIPE");
+  signal(SIGPIPE, SIG_DFL);
+  ct_process_group *pg = NULL;
+  RK_OK(ct_process_group_new(&pg, s, "gloo", 0, 1, 5));
+  R_CHECK(sigpipe_now() == SIG_IGN, "a group ignores SIGPIPE");
+  /* what a dead peer's socket does: an error, and this process goes on */
+  int fds[2];
+  R_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0, "socketpair");
+  close(fds[1]);
+  R_CHECK(write(fds[0], "x", 1) == -1 && errno == EPIPE, "EPIPE, not a signal");
+  close(fds[0]);
+  ct_process_group_free(pg);
+  ct_store_free(s);
+}
+
 static int rank_main(const char *name) {
   /* two_hosts.sh: whether this build can run its (Gloo) groups */
   if (!strcmp(name, "compiled")) return ct_distributed_has_backend("gloo") ? 0 : 77;
@@ -766,6 +800,8 @@ static int rank_main(const char *name) {
     case_env();
   else if (!strcmp(name, "peer_dies"))
     case_peer_dies();
+  else if (!strcmp(name, "sigpipe"))
+    case_sigpipe();
   else if (!strcmp(name, "never_arrives"))
     case_never_arrives();
   else if (!strcmp(name, "peer_stops"))
@@ -816,6 +852,11 @@ static void test_env(void **state) {
   (void)state;
   if (skip_without_gloo()) skip();
   run_ranks("env", 2, 2, 60);
+}
+static void test_sigpipe(void **state) {
+  (void)state;
+  if (skip_without_gloo()) skip();
+  run_ranks("sigpipe", 1, 1, 60);
 }
 static void test_peer_dies(void **state) {
   (void)state;
@@ -914,6 +955,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_collectives_4),
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_env),
+      cmocka_unit_test(test_sigpipe),
       cmocka_unit_test(test_peer_dies),
       cmocka_unit_test(test_never_arrives),
       cmocka_unit_test(test_peer_stops),
