@@ -1038,6 +1038,21 @@ CT_API ct_status ct_module_methods(ct_value **out, const ct_module *m);
  * The tensors are the module's own (no copy). */
 CT_API ct_status ct_module_named_parameters(ct_value **out, const ct_module *m, int32_t recurse);
 CT_API ct_status ct_module_named_buffers(ct_value **out, const ct_module *m, int32_t recurse);
+/* torch.nn.Module.load_state_dict: copies each tensor of state_dict (a dict
+ * value, str -> Tensor, as ct_module_named_parameters and _buffers name
+ * them) into the module's parameter or buffer of that name, without
+ * recording autograd, converting dtype and device as copy_ does. All or
+ * nothing: a shape mismatch ("size mismatch for 0.weight: ..."), a
+ * non-tensor value, or with strict=1 a missing or unexpected key (each
+ * listed, as torch's message) changes nothing and returns
+ * CT_ERR_INVALID_ARGUMENT. incompatible (may be NULL): a tuple value
+ * (missing_keys, unexpected_keys), lists of str, free with ct_value_free.
+ * Not concurrently with other use of m. */
+CT_API ct_status ct_module_load_state_dict(ct_value **incompatible, ct_module *m,
+                                           const ct_value *state_dict, int32_t strict);
+/* torch.nn.Module.zero_grad: every parameter's gradient set to none
+ * (set_to_none=1, torch's default) or detached and zeroed. */
+CT_API ct_status ct_module_zero_grad(ct_module *m, int32_t set_to_none);
 /* Dict[str, Any]: every attribute (parameters, buffers, submodules as
  * objects, plain attributes), dotted when recurse=1. */
 CT_API ct_status ct_module_named_attributes(ct_value **out, const ct_module *m, int32_t recurse);
@@ -1085,6 +1100,62 @@ CT_API ct_status ct_module_register_parameter(ct_module *m, const char *name, co
 CT_API ct_status ct_module_register_buffer(ct_module *m, const char *name, const ct_tensor *t);
 CT_API ct_status ct_module_register_module(ct_module *m, const char *name, const ct_module *child);
 CT_API ct_status ct_module_define(ct_module *m, const char *source);
+
+/* torch.nn's layers and losses, as TorchScript modules. ct_module_new_nn
+ * makes the layer `layer` ("Linear", "Conv2d", "Sequential", ...) with
+ * torch.nn's constructor arguments, bound as in an operator call (positional
+ * args, then kwnames/kwvalues; defaults as torch.nn's; "dtype" and "device"
+ * as for factories). The result is an ordinary module: forward (and the
+ * module API) as torch.nn's layer, parameters and buffers under torch.nn's
+ * names (state_dict keys such as "0.weight", "bn.running_mean",
+ * "weight_ih_l0"), initialized by torch.nn's initializers in torch.nn's
+ * order from the default generator (ct_manual_seed(s) then a layer gives
+ * the parameters torch.manual_seed(s) then torch.nn's layer gives), train
+ * and eval as torch's, and it saves as a file torch.jit.load opens.
+ * ct_module_nn_layers lists the layers with their signatures.
+ *   Layers: Linear, Bilinear, Identity, Flatten, Conv1d/2d/3d,
+ *   ConvTranspose1d/2d/3d, BatchNorm1d/2d/3d, LayerNorm, GroupNorm, Dropout,
+ *   Embedding, LSTM, GRU, MultiheadAttention, MaxPool1d/2d/3d,
+ *   AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d, AdaptiveMaxPool1d/2d/3d,
+ *   activations (ReLU, ReLU6, LeakyReLU, ELU, SELU, CELU, GELU, SiLU, Mish,
+ *   Sigmoid, Tanh, Hardtanh, Hardswish, Hardsigmoid, Softplus, Softsign,
+ *   Tanhshrink, Softmax, LogSoftmax), losses (CrossEntropyLoss, NLLLoss,
+ *   MSELoss, L1Loss, SmoothL1Loss, HuberLoss, BCELoss, BCEWithLogitsLoss,
+ *   KLDivLoss, CosineEmbeddingLoss) and the containers Sequential (modules
+ *   as args; forward chains them), ModuleList (a list value of modules) and
+ *   ModuleDict (a dict value, str to module). Containers hold the modules
+ *   themselves (shared, as torch.nn does), not copies.
+ * *out: a new module, free with ct_module_free. Any thread (each call makes
+ * its own module; the default generator is shared, so layers made on
+ * several threads at once draw in no fixed order). Errors:
+ * CT_ERR_INVALID_ARGUMENT (NULL, unknown layer naming the known ones, an
+ * argument missing, unknown or out of range, as torch.nn's message says),
+ * CT_ERR_TYPE (an argument of the wrong type), CT_ERR_NOT_SUPPORTED (an
+ * option torch.nn has that ctorch does not build, named). */
+CT_API ct_status ct_module_new_nn(ct_module **out, const char *layer, const ct_value *const *args,
+                                  size_t n, const char *const *kwnames,
+                                  const ct_value *const *kwvalues, size_t nkw);
+/* A dict value, layer name -> its signature as a schema string
+ * ("nn::Linear(int in_features, int out_features, bool bias=True, *,
+ * Device? device=None, ScalarType? dtype=None) -> ()"). *out: free with
+ * ct_value_free. Any thread. */
+CT_API ct_status ct_module_nn_layers(ct_value **out);
+/* torch.nn.init's initializer `method` ("kaiming_uniform_", "xavier_normal_",
+ * "orthogonal_", "trunc_normal_", "uniform_", "normal_", "constant_",
+ * "ones_", "zeros_", "eye_", "dirac_", ...: ct_tensor_nn_init_methods lists
+ * them with their signatures) on t in place, without recording autograd
+ * (as torch's, under no_grad), drawing from the default generator or the
+ * "generator" argument; the same numbers torch.nn.init gives after the
+ * same seed. Arguments bound as ct_module_new_nn's. Errors:
+ * CT_ERR_INVALID_ARGUMENT (NULL, unknown method, a tensor the method does
+ * not take, such as fewer than 2 dimensions for fan-based methods, with
+ * torch's message), CT_ERR_TYPE. Any thread; not concurrently with other
+ * use of t. */
+CT_API ct_status ct_tensor_nn_init(ct_tensor *t, const char *method, const ct_value *const *args,
+                                   size_t n, const char *const *kwnames,
+                                   const ct_value *const *kwvalues, size_t nkw);
+/* A dict value, initializer name -> its signature as a schema string. */
+CT_API ct_status ct_tensor_nn_init_methods(ct_value **out);
 
 /* TorchScript functions compiled from source (no module). */
 CT_API ct_status ct_script_compile(ct_script **out, const char *source);
