@@ -1038,6 +1038,11 @@ CT_API ct_status ct_module_methods(ct_value **out, const ct_module *m);
  * The tensors are the module's own (no copy). */
 CT_API ct_status ct_module_named_parameters(ct_value **out, const ct_module *m, int32_t recurse);
 CT_API ct_status ct_module_named_buffers(ct_value **out, const ct_module *m, int32_t recurse);
+/* torch.nn.Module.state_dict: a dict value, str -> Tensor, in torch's order
+ * (each module's parameters, then its buffers, then its children's, depth
+ * first), dotted names; the tensors are the module's own (detach or copy to
+ * keep a snapshot). *out: free with ct_value_free. */
+CT_API ct_status ct_module_state_dict(ct_value **out, const ct_module *m);
 /* torch.nn.Module.load_state_dict: copies each tensor of state_dict (a dict
  * value, str -> Tensor, as ct_module_named_parameters and _buffers name
  * them) into the module's parameter or buffer of that name, without

@@ -1,4 +1,4 @@
-// A module's state from outside (ct_module_load_state_dict) and its
+// A module's state (ct_module_state_dict, ct_module_load_state_dict) and its
 // gradients (ct_module_zero_grad), as torch.nn.Module's methods.
 #include "checks.h"
 #include "internal.h"
@@ -21,9 +21,28 @@ std::string quoted_list(const std::vector<std::string> &v) {
   return out;
 }
 
+void state_dict_into(c10::impl::GenericDict &d, const torch::jit::Module &m,
+                     const std::string &prefix) {
+  for (const auto &nv : m.named_parameters(false)) d.insert(prefix + nv.name, nv.value);
+  for (const auto &nv : m.named_buffers(false)) d.insert(prefix + nv.name, nv.value);
+  for (const auto &nv : m.named_children()) state_dict_into(d, nv.value, prefix + nv.name + ".");
+}
+
 }  // namespace
 
 extern "C" {
+
+ct_status ct_module_state_dict(ct_value **out, const ct_module *m) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    CT_CHECK_NOT_NULL(m);
+    c10::impl::GenericDict d(c10::StringType::get(), c10::TensorType::get());
+    state_dict_into(d, m->m, "");
+    *out = ct::new_value(d);
+    return CT_OK;
+  });
+}
 
 ct_status ct_module_load_state_dict(ct_value **incompatible, ct_module *m,
                                     const ct_value *state_dict, int32_t strict) {
@@ -34,9 +53,14 @@ ct_status ct_module_load_state_dict(ct_value **incompatible, ct_module *m,
     if (!state_dict->v.isGenericDict())
       return ct::set_error(CT_ERR_TYPE, "%s: state_dict must be a dict of str to Tensor, got %s",
                            ct_fn_, state_dict->v.type()->str().c_str());
+    c10::impl::GenericDict ordered(c10::StringType::get(), c10::TensorType::get());
+    state_dict_into(ordered, m->m, "");
     std::map<std::string, at::Tensor> own;
-    for (const auto &nv : m->m.named_parameters(true)) own[nv.name] = nv.value;
-    for (const auto &nv : m->m.named_buffers(true)) own[nv.name] = nv.value;
+    std::vector<std::string> order;
+    for (const auto &e : ordered) {
+      own[e.key().toStringRef()] = e.value().toTensor();
+      order.push_back(e.key().toStringRef());
+    }
     std::vector<std::pair<at::Tensor, at::Tensor>> copies;
     std::vector<std::string> unexpected, missing;
     std::map<std::string, bool> seen;
@@ -63,8 +87,8 @@ ct_status ct_module_load_state_dict(ct_value **incompatible, ct_module *m,
                              shape_string(it->second.sizes()).c_str());
       copies.emplace_back(it->second, src);
     }
-    for (const auto &o : own)
-      if (!seen.count(o.first)) missing.push_back(o.first);
+    for (const std::string &k : order)
+      if (!seen.count(k)) missing.push_back(k);
     if (strict && (!missing.empty() || !unexpected.empty())) {
       std::string msg;
       if (!missing.empty()) msg += "\n\tMissing key(s) in state_dict: " + quoted_list(missing) + ".";

@@ -38,7 +38,9 @@ std::vector<int64_t> Args::ints(const char *name, size_t n) const {
   if (v.isIntList()) {
     out = v.toIntVector();
   } else if (v.isTuple() || v.isList()) {
-    for (const c10::IValue &e : v.isTuple() ? v.toTupleRef().elements().vec() : v.toListRef())
+    std::vector<c10::IValue> items =
+        v.isTuple() ? v.toTupleRef().elements().vec() : v.toListRef().vec();
+    for (const c10::IValue &e : items)
       if (e.isInt()) out.push_back(e.toInt());
       else ct::raise(CT_ERR_TYPE, "%s: %s must be an int or ints, got an element of type %s",
                      call_.c_str(), name, e.type()->str().c_str());

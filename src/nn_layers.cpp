@@ -273,13 +273,10 @@ void batch_norm(Layer &l, int nd) {
 
 void layer_norm(Layer &l) {
   const Args &a = l.a;
-  std::vector<int64_t> shape;
   const IValue &ns = a["normalized_shape"];
-  shape = ns.isInt() ? std::vector<int64_t>{ns.toInt()}
-                     : a.ints("normalized_shape", ns.isIntList() ? ns.toIntVector().size()
-                                                                 : ns.isTuple()
-                                                                       ? ns.toTupleRef().elements().size()
-                                                                       : ns.isList() ? ns.toListRef().size() : 0);
+  size_t dims = ns.isInt() ? 1 : ns.isTuple() ? ns.toTupleRef().elements().size()
+                           : ns.isList() ? ns.toListRef().size() : 0;
+  std::vector<int64_t> shape = a.ints("normalized_shape", dims);
   bool affine = a.b("elementwise_affine");
   if (affine) {
     at::Tensor w = l.param("weight", shape);
@@ -346,8 +343,7 @@ void embedding(Layer &l) {
   s << "def forward(self, input: Tensor) -> Tensor:\n";
   if (!a.none("max_norm"))
     s << "    input = input.contiguous()\n"
-      << "    with torch.no_grad():\n"
-      << "        torch.embedding_renorm_(self.weight, input, " << lit(a.d("max_norm")) << ", "
+      << "    torch.embedding_renorm_(self.weight.detach(), input, " << lit(a.d("max_norm")) << ", "
       << lit(a.d("norm_type")) << ")\n";
   s << "    return torch.embedding(self.weight, input, " << pad << ", "
     << lit(a.b("scale_grad_by_freq")) << ", " << lit(a.b("sparse")) << ")\n";
@@ -628,13 +624,13 @@ void loss(Layer &l, const std::string &kind) {
                 l.a.call().c_str());
     std::string r = l.a.s("reduction"), lt = lit(l.a.b("log_target"));
     if (r == "batchmean")
-      body = "    reduced = torch.kl_div(input, target, 2, " + lt + ")\n"
+      body = "    reduced = torch.kl_div(input, target, 2, log_target=" + lt + ")\n"
              "    if input.dim() != 0:\n"
              "        reduced = reduced / input.size(0)\n"
              "    return reduced\n";
     else if (r == "none" || r == "mean" || r == "sum")
       body = "    return torch.kl_div(input, target, " +
-             std::string(r == "none" ? "0" : r == "mean" ? "1" : "2") + ", " + lt + ")\n";
+             std::string(r == "none" ? "0" : r == "mean" ? "1" : "2") + ", log_target=" + lt + ")\n";
     else
       l.fail("%s is not a valid value for reduction", r.c_str());
   } else if (kind == "CosineEmbeddingLoss") {

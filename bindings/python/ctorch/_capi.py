@@ -173,6 +173,7 @@ SIGNATURES: Dict[str, Tuple[str, List[str]]] = {
     "ct_module_methods": ("S", ["PP", "P"]),
     "ct_module_named_parameters": ("S", ["PP", "P", "I32"]),
     "ct_module_named_buffers": ("S", ["PP", "P", "I32"]),
+    "ct_module_state_dict": ("S", ["PP", "P"]),
     "ct_module_load_state_dict": ("S", ["PA", "P", "P", "I32"]),
     "ct_module_zero_grad": ("S", ["P", "I32"]),
     "ct_module_named_attributes": ("S", ["PP", "P", "I32"]),

@@ -2,6 +2,7 @@
 
 import os
 from ctypes import byref, c_int32, c_int64, c_size_t, c_void_p
+from collections import namedtuple
 from typing import Any, Dict, List, Optional
 
 from . import _lib, _call, _handle, _release
@@ -11,6 +12,9 @@ from ._values import to_value, from_value
 from ._types import get_device, get_dtype
 
 _forward_tensors = _call.forward_tensors
+from ._values import free_values  # noqa: E402
+# What load_state_dict returns, as torch's.
+_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
 def _read_bytes(data: Any) -> Optional[bytes]:
@@ -201,13 +205,45 @@ class Module:
     def parameters(self, recurse: bool = True) -> List[Any]:
         return list(self.named_parameters(recurse).values())
 
+    def children(self) -> List["Module"]:
+        return list(self.named_children().values())
+
+    def named_modules(self) -> Dict[str, "Module"]:
+        """{name: Module} of this module ('') and all its descendants."""
+        out: Dict[str, Module] = {"": self}
+        out.update(self.named_children(recurse=True))
+        return out
+
+    def modules(self) -> List["Module"]:
+        return list(self.named_modules().values())
+
+    def load_state_dict(self, state_dict: Dict[str, Any], strict: bool = True) -> Any:
+        """torch.nn.Module.load_state_dict, all or nothing; returns
+        (missing_keys, unexpected_keys). Values may be ctorch or torch tensors
+        or numpy arrays."""
+        owned: List[int] = []
+        try:
+            d, _ = to_value(dict(state_dict))
+            if _:
+                owned.append(d)
+            out = c_void_p()
+            check(G.module_load_state_dict(byref(out), self._ptr(), d, 1 if strict else 0))
+            missing, unexpected = from_value(out.value)
+            return _IncompatibleKeys(missing, unexpected)
+        finally:
+            free_values(owned)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        check(G.module_zero_grad(self._ptr(), 1 if set_to_none else 0))
+
     def buffers(self, recurse: bool = True) -> List[Any]:
         return list(self.named_buffers(recurse).values())
 
     def state_dict(self) -> Dict[str, Any]:
-        d = dict(self.named_parameters())
-        d.update(self.named_buffers())
-        return d
+        """{name: Tensor} in torch's order (the module's own tensors)."""
+        out = c_void_p()
+        check(G.module_state_dict(byref(out), self._ptr()))
+        return from_value(out.value)
 
     @property
     def extra_files(self) -> Dict[str, str]:

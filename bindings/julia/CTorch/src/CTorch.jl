@@ -4,7 +4,8 @@
 Julia binding of libctorch, the stable C interface to LibTorch: tensors with
 zero-copy array views in both index orders, Julia arrays as tensors without a
 copy, TorchScript models, every torch operator by name, custom autograd
-functions and operators in torch's dispatcher (`CTorch.Library`) written in Julia.
+functions and operators in torch's dispatcher (`CTorch.Library`) written in Julia,
+torch.nn's layers (`CTorch.nn`).
 
 A CPU `Tensor` is an `AbstractArray` in torch's index order (`size(t)` is
 torch's shape, `t[i,j]` is torch's `t[i-1,j-1]`).
@@ -28,7 +29,7 @@ export Tensor, CTorchError, Device, BFloat16, ScriptModule, AutogradFunction, Fu
        forward, named_parameters, named_buffers, eval!, train!,
        backward, grad, requires_grad, requires_grad!, zero_grad!, matmul, device,
        save_for_backward!, saved_tensors, ops, Value, Script, Generator,
-       withscope, @scoped, keep!, Optimizer, step!, autocast
+       withscope, @scoped, keep!, Optimizer, step!, autocast, nn
 
 include("capi.jl")
 include("constants.jl")
@@ -49,6 +50,7 @@ include("oplibrary.jl")
 include("package.jl")
 include("runtime.jl")
 include("optim.jl")
+include("nn.jl")            # CTorch.nn: torch.nn's layers and init; params, load_state_dict!, ...
 include("distributed.jl")   # CTorch.Distributed: stores, process groups, collectives, DDP
 
 const _LOADED = Ref(false)

@@ -169,6 +169,7 @@
 @cfunc ct_module_methods Int32 (Ptr{P}, P)
 @cfunc ct_module_named_parameters Int32 (Ptr{P}, P, Int32)
 @cfunc ct_module_named_buffers Int32 (Ptr{P}, P, Int32)
+@cfunc ct_module_state_dict Int32 (Ptr{P}, P)
 @cfunc ct_module_load_state_dict Int32 (Ptr{P}, P, P, Int32)
 @cfunc ct_module_zero_grad Int32 (P, Int32)
 @cfunc ct_module_named_attributes Int32 (Ptr{P}, P, Int32)

@@ -207,20 +207,26 @@ function _from_value_plain(v::Ptr{Cvoid}, tag::Int32)
         items = _items(v)
         return isempty(items) ? items : [x for x in items]   # narrowest element type
     elseif tag == CT_VALUE_DICT
-        n = Ref{Csize_t}(0)
-        check(ct_value_length(n, v))
-        ks = Vector{Any}(undef, n[]); vs = Vector{Any}(undef, n[])
-        for i in 1:Int(n[])
-            kp = Ref{Ptr{Cvoid}}(C_NULL); vp = Ref{Ptr{Cvoid}}(C_NULL)
-            check(ct_value_dict_item(kp, vp, v, i - 1))
-            ks[i] = from_value(kp[])
-            vs[i] = from_value(vp[])
-        end
+        ks, vs = _dict_items(v)
         isempty(ks) && return Dict{Any,Any}()
         K = mapreduce(typeof, typejoin, ks); V = mapreduce(typeof, typejoin, vs)
         return Dict{K,V}(zip(ks, vs))
     end
     throw(CTorchError(CT_ERR_INTERNAL, "unknown value tag $tag"))
+end
+
+# The keys and values of a dict value, in its (insertion) order.
+function _dict_items(v::Ptr{Cvoid})
+    n = Ref{Csize_t}(0)
+    check(ct_value_length(n, v))
+    ks = Vector{Any}(undef, n[]); vs = Vector{Any}(undef, n[])
+    for i in 1:Int(n[])
+        kp = Ref{Ptr{Cvoid}}(C_NULL); vp = Ref{Ptr{Cvoid}}(C_NULL)
+        check(ct_value_dict_item(kp, vp, v, i - 1))
+        ks[i] = from_value(kp[])
+        vs[i] = from_value(vp[])
+    end
+    return ks, vs
 end
 
 function _items(v::Ptr{Cvoid})

@@ -1109,5 +1109,6 @@ include("operators.jl")
 include("oplibrary.jl")
 include("package.jl")
 include("distributed.jl")
+include("nn.jl")
 
 end # testset CTorch
