@@ -14,7 +14,7 @@ from ._types import get_device, get_dtype
 _forward_tensors = _call.forward_tensors
 from ._values import free_values  # noqa: E402
 # What load_state_dict returns, as torch's.
-_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
 def _read_bytes(data: Any) -> Optional[bytes]:
@@ -229,7 +229,7 @@ class Module:
             out = c_void_p()
             check(G.module_load_state_dict(byref(out), self._ptr(), d, 1 if strict else 0))
             missing, unexpected = from_value(out.value)
-            return _IncompatibleKeys(missing, unexpected)
+            return IncompatibleKeys(missing, unexpected)
         finally:
             free_values(owned)
 
@@ -243,7 +243,8 @@ class Module:
         """{name: Tensor} in torch's order (the module's own tensors)."""
         out = c_void_p()
         check(G.module_state_dict(byref(out), self._ptr()))
-        return from_value(out.value)
+        d: Dict[str, Any] = from_value(out.value)
+        return d
 
     @property
     def extra_files(self) -> Dict[str, str]:

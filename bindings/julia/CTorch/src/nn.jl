@@ -27,18 +27,12 @@ params(m::ScriptModule; recurse::Bool = true) =
     state_dict(m::ScriptModule) -> Dict{String,Tensor}
 
 Parameters and buffers under torch's dotted names (`"0.weight"`,
-`"bn.running_mean"`), as `m.state_dict()`: detached tensors sharing the
-module's memory (`CTorch.clone` them to keep a snapshot).
+`"bn.running_mean"`), as `m.state_dict()` (`ct_module_state_dict`): detached
+tensors sharing the module's memory (`CTorch.clone` them to keep a snapshot).
 """
 function state_dict(m::ScriptModule)
-    d = Dict{String,Tensor}()
-    for f in (ct_module_named_parameters, ct_module_named_buffers)
-        ks, vs = _ordered_tensors(@_newvalue f(out, m, Int32(1)))
-        for (k, v) in zip(ks, vs)
-            d[k] = detach(v)
-        end
-    end
-    return d
+    ks, vs = _ordered_tensors(@_newvalue ct_module_state_dict(out, m))
+    return Dict{String,Tensor}(k => detach(v) for (k, v) in zip(ks, vs))
 end
 
 """

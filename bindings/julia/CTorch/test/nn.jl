@@ -58,7 +58,10 @@ nn_error(f) = try f(); nothing catch e; e end
         @test Array(y) ≈ Array(b(r(a(x))))
         sd = state_dict(m)
         @test sort(collect(keys(sd))) == ["0.bias", "0.weight", "2.bias", "2.weight"]
-        @test Array(sd["2.weight"]) == Array(named_parameters(b)["weight"])   # shared, not copied
+        @test Array(sd["2.weight"]) == Array(named_parameters(b)["weight"])
+        @test !requires_grad(sd["2.weight"]) && requires_grad(params(b)[1])   # detached,
+        sd["2.weight"][1, 1] = 5                                              # same memory
+        @test Array(params(b)[1])[1, 1] == 5
         @test [size(p) for p in params(m)] == [(8, 4), (8,), (2, 8), (2,)]
         # buffers are in the state_dict; tuples of ints for sizes
         bn = nn.BatchNorm1d(3)

@@ -47,7 +47,8 @@ def layers() -> Dict[str, str]:
     """{layer name: its signature} of every layer ctorch builds."""
     out = c_void_p()
     check(G.module_nn_layers(byref(out)))
-    return from_value(out.value)
+    d: Dict[str, str] = from_value(out.value)
+    return d
 
 
 def _constructor(name: str, signature: str) -> Callable[..., Module]:

@@ -55,7 +55,9 @@ def log_softmax(input: Any, dim: int, dtype: Any = None) -> Any:
 def dropout(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
     if p < 0.0 or p > 1.0:
         raise ValueError("dropout probability has to be between 0 and 1, but got {}".format(p))
-    return (ops.aten.dropout_ if inplace else ops.aten.dropout)(input, p, training)
+    if inplace:
+        return ops.aten.dropout_(input, p, training)
+    return ops.aten.dropout(input, p, training)
 
 
 def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any = None,

@@ -18,7 +18,8 @@ __all__: List[str] = ["calculate_gain"]
 def _methods() -> Dict[str, str]:
     out = c_void_p()
     check(G.tensor_nn_init_methods(byref(out)))
-    return from_value(out.value)
+    d: Dict[str, str] = from_value(out.value)
+    return d
 
 
 def _initializer(name: str, signature: str) -> Callable[..., Any]:
