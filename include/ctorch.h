@@ -1120,7 +1120,8 @@ CT_API ct_status ct_module_define(ct_module *m, const char *source);
  * ct_module_nn_layers lists the layers with their signatures.
  *   Layers: Linear, Bilinear, Identity, Flatten, Conv1d/2d/3d,
  *   ConvTranspose1d/2d/3d, BatchNorm1d/2d/3d, LayerNorm, GroupNorm, Dropout,
- *   Embedding, LSTM, GRU, MultiheadAttention, MaxPool1d/2d/3d,
+ *   AlphaDropout, Embedding, LSTM, GRU, RNN, MultiheadAttention,
+ *   TransformerEncoderLayer (activation "relu", "gelu" or a module), MaxPool1d/2d/3d,
  *   AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d, AdaptiveMaxPool1d/2d/3d,
  *   activations (ReLU, ReLU6, LeakyReLU, ELU, SELU, CELU, GELU, SiLU, Mish,
  *   Sigmoid, Tanh, Hardtanh, Hardswish, Hardsigmoid, Softplus, Softsign,

@@ -15,7 +15,8 @@ namespace ct {
 namespace nn {
 
 // Arguments bound to a schema (defaults filled), read by parameter name.
-// The readers throw ct::Error (CT_ERR_INVALID_ARGUMENT) naming the call.
+// The readers throw ct::Error naming the call ("Conv2d"; the exception
+// barrier adds the C function's name).
 class Args {
  public:
   Args(std::string call, const c10::FunctionSchema &schema, torch::jit::Stack stack);

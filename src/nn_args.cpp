@@ -87,7 +87,7 @@ ct_status bind(const char *func, const c10::FunctionSchema &schema, const ct_val
   torch::jit::Stack stack;
   if (ct_status st = bind_arguments(func, schema, args, n, kwnames, kwvalues, nkw, false, &stack))
     return st;
-  out->reset(new Args(std::string(func) + ": " + schema.name().substr(schema.name().find("::") + 2),
+  out->reset(new Args(schema.name().substr(schema.name().find("::") + 2),
                   schema, std::move(stack)));
   return CT_OK;
 }

@@ -52,7 +52,9 @@ std::string quote(const std::string &v) {
 class Layer {
  public:
   Layer(const std::string &qualname, const Args &a)
-      : m(c10::QualifiedName("__torch__.torch.nn.modules." + qualname)), a(a), opt(a.factory()) {
+      : Layer(qualname, a, a.factory()) {}
+  Layer(const std::string &qualname, const Args &a, at::TensorOptions options)
+      : m(c10::QualifiedName("__torch__.torch.nn.modules." + qualname)), a(a), opt(options) {
     m.register_attribute("training", c10::BoolType::get(), IValue(true));
   }
   // An uninitialized parameter of torch.nn's name and shape (requires grad).
@@ -100,6 +102,11 @@ class Layer {
 };
 
 const char *const kFactory = "*, Device? device=None, ScalarType? dtype=None";
+
+// A layer inside a layer (MultiheadAttention's out_proj, ...): built from the
+// table with these arguments and the parent's dtype and device.
+torch::jit::Module child_layer(const Layer &parent, const char *name, std::vector<IValue> args,
+                               std::vector<std::pair<std::string, IValue>> kw = {});
 
 // ---- Linear, Bilinear, Identity, Flatten ---------------------------------------
 void linear(Layer &l) {
@@ -681,6 +688,222 @@ void sequential(Layer &l, const std::vector<std::pair<std::string, IValue>> &ite
   l.define(s.str());
 }
 
+// ---- Attention ---------------------------------------------------------------
+// F.multi_head_attention_forward's steps (torch's slow path, which its fast
+// path equals), with this layer's constants written in.
+void multihead_attention(Layer &l) {
+  const Args &a = l.a;
+  int64_t e = a.i("embed_dim"), h = a.i("num_heads");
+  if (e <= 0 || h <= 0)
+    l.fail("embed_dim and num_heads must be greater than 0, got embed_dim=%lld and num_heads=%lld "
+           "instead",
+           (long long)e, (long long)h);
+  if ((e / h) * h != e) l.fail("embed_dim must be divisible by num_heads");
+  int64_t hd = e / h, kdim = a.none("kdim") ? e : a.i("kdim"), vdim = a.none("vdim") ? e : a.i("vdim");
+  bool same = kdim == e && vdim == e, bias = a.b("bias"), bias_kv = a.b("add_bias_kv"),
+       zero_attn = a.b("add_zero_attn"), bf = a.b("batch_first");
+  double drop = a.d("dropout");
+  at::Tensor in_w, q_w, k_w, v_w, in_b;
+  if (same) {
+    in_w = l.param("in_proj_weight", {3 * e, e});
+  } else {
+    q_w = l.param("q_proj_weight", {e, e});
+    k_w = l.param("k_proj_weight", {e, kdim});
+    v_w = l.param("v_proj_weight", {e, vdim});
+    l.none("in_proj_weight");
+  }
+  if (bias) in_b = l.param("in_proj_bias", {3 * e});
+  else l.none("in_proj_bias");
+  // torch makes out_proj (a Linear: it draws its init) before bias_k/v
+  torch::jit::Module out_proj = child_layer(l, "Linear", {e, e}, {{"bias", bias}});
+  at::Tensor bk, bv;
+  if (bias_kv) {
+    bk = l.param("bias_k", {1, 1, e});
+    bv = l.param("bias_v", {1, 1, e});
+  } else {
+    l.none("bias_k");
+    l.none("bias_v");
+  }
+  l.child("out_proj", out_proj);
+  // _reset_parameters
+  if (same) xavier_uniform(in_w);
+  else {
+    xavier_uniform(q_w);
+    xavier_uniform(k_w);
+    xavier_uniform(v_w);
+  }
+  {
+    at::NoGradGuard no_grad;
+    if (bias) {
+      in_b.zero_();
+      out_proj.attr("bias").toTensor().zero_();
+    }
+  }
+  if (bias_kv) {
+    normal(bk, 0., std::sqrt(2.0 / static_cast<double>(bk.size(1) * bk.size(2) + bk.size(0) * bk.size(2))));
+    normal(bv, 0., std::sqrt(2.0 / static_cast<double>(bv.size(1) * bv.size(2) + bv.size(0) * bv.size(2))));
+  }
+  l.attr("embed_dim", e);
+  l.attr("num_heads", h);
+  l.attr("batch_first", bf);
+  const std::string H = lit(h), HD = lit(hd), E = lit(e);
+  std::ostringstream s;
+  s << "def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: "
+       "Optional[Tensor] = None, need_weights: bool = True, attn_mask: Optional[Tensor] = None, "
+       "average_attn_weights: bool = True, is_causal: bool = False) -> Tuple[Tensor, "
+       "Optional[Tensor]]:\n"
+    << "    if is_causal and attn_mask is None:\n"
+    << "        raise RuntimeError(\"need attn_mask if specifying the is_causal hint\")\n"
+    << "    is_batched = query.dim() == 3\n";
+  if (bf)
+    s << "    if is_batched:\n"
+      << "        query = query.transpose(1, 0)\n"
+      << "        key = key.transpose(1, 0)\n"
+      << "        value = value.transpose(1, 0)\n";
+  s << "    kpm = key_padding_mask\n"
+    << "    if not is_batched:\n"
+    << "        query = query.unsqueeze(1)\n"
+    << "        key = key.unsqueeze(1)\n"
+    << "        value = value.unsqueeze(1)\n"
+    << "        if kpm is not None:\n"
+    << "            kpm = kpm.unsqueeze(0)\n"
+    << "    tgt_len = query.size(0)\n"
+    << "    bsz = query.size(1)\n";
+  if (same)
+    s << "    ws = self.in_proj_weight.chunk(3)\n"
+      << "    w_q = ws[0]\n    w_k = ws[1]\n    w_v = ws[2]\n";
+  else
+    s << "    w_q = self.q_proj_weight\n    w_k = self.k_proj_weight\n    w_v = self.v_proj_weight\n";
+  s << "    b_q: Optional[Tensor] = None\n    b_k: Optional[Tensor] = None\n    b_v: Optional[Tensor] = None\n";
+  if (bias)
+    s << "    bs = self.in_proj_bias.chunk(3)\n"
+      << "    b_q = bs[0]\n    b_k = bs[1]\n    b_v = bs[2]\n";
+  s << "    q = torch.linear(query, w_q, b_q)\n"
+    << "    k = torch.linear(key, w_k, b_k)\n"
+    << "    v = torch.linear(value, w_v, b_v)\n"
+    << "    mask = attn_mask\n"
+    << "    if mask is not None:\n"
+    << "        if mask.dtype == 0:  # uint8\n"
+    << "            mask = mask.to(11)  # bool\n"
+    << "        if mask.dtype == 11:  # bool\n"
+    << "            mask = torch.zeros_like(mask, dtype=q.dtype).masked_fill_(mask, float(\"-inf\"))\n"
+    << "        if mask.dim() == 2:\n"
+    << "            mask = mask.unsqueeze(0)\n"
+    << "    if kpm is not None:\n"
+    << "        if kpm.dtype == 11:  # bool\n"
+    << "            kpm = torch.zeros_like(kpm, dtype=q.dtype).masked_fill_(kpm, float(\"-inf\"))\n";
+  if (bias_kv)
+    s << "    k = torch.cat([k, self.bias_k.repeat(1, bsz, 1)])\n"
+      << "    v = torch.cat([v, self.bias_v.repeat(1, bsz, 1)])\n"
+      << "    if mask is not None:\n"
+      << "        mask = torch.ops.aten.pad(mask, [0, 1], \"constant\", None)\n"
+      << "    if kpm is not None:\n"
+      << "        kpm = torch.ops.aten.pad(kpm, [0, 1], \"constant\", None)\n";
+  s << "    q = q.contiguous().view(tgt_len, bsz * " << H << ", " << HD << ").transpose(0, 1)\n"
+    << "    k = k.contiguous().view(k.size(0), bsz * " << H << ", " << HD << ").transpose(0, 1)\n"
+    << "    v = v.contiguous().view(v.size(0), bsz * " << H << ", " << HD << ").transpose(0, 1)\n";
+  if (zero_attn)
+    s << "    k = torch.cat([k, torch.zeros([bsz * " << H << ", 1, " << HD
+      << "], dtype=k.dtype, device=k.device)], 1)\n"
+      << "    v = torch.cat([v, torch.zeros([bsz * " << H << ", 1, " << HD
+      << "], dtype=v.dtype, device=v.device)], 1)\n"
+      << "    if mask is not None:\n"
+      << "        mask = torch.ops.aten.pad(mask, [0, 1], \"constant\", None)\n"
+      << "    if kpm is not None:\n"
+      << "        kpm = torch.ops.aten.pad(kpm, [0, 1], \"constant\", None)\n";
+  s << "    src_len = k.size(1)\n"
+    << "    if kpm is not None:\n"
+    << "        kpm = kpm.view(bsz, 1, 1, src_len).expand(-1, " << H << ", -1, -1).reshape(bsz * "
+    << H << ", 1, src_len)\n"
+    << "        if mask is None:\n"
+    << "            mask = kpm\n"
+    << "        else:\n"
+    << "            mask = mask + kpm\n"
+    << "    q = q / " << lit(std::sqrt(static_cast<double>(hd))) << "\n"
+    << "    if mask is not None:\n"
+    << "        attn = torch.baddbmm(mask, q, k.transpose(-2, -1))\n"
+    << "    else:\n"
+    << "        attn = torch.bmm(q, k.transpose(-2, -1))\n"
+    << "    attn = torch.softmax(attn, -1)\n";
+  if (drop > 0)
+    s << "    if self.training:\n"
+      << "        attn = torch.dropout(attn, " << lit(drop) << ", True)\n";
+  s << "    out = torch.bmm(attn, v)\n"
+    << "    out = out.transpose(0, 1).contiguous().view(tgt_len * bsz, " << E << ")\n"
+    << "    out = torch.linear(out, self.out_proj.weight, self.out_proj.bias)\n"
+    << "    out = out.view(tgt_len, bsz, out.size(1))\n"
+    << "    weights: Optional[Tensor] = None\n"
+    << "    if need_weights:\n"
+    << "        wts = attn.view(bsz, " << H << ", tgt_len, src_len)\n"
+    << "        if average_attn_weights:\n"
+    << "            wts = wts.sum(dim=1) / " << H << "\n"
+    << "        if not is_batched:\n"
+    << "            wts = wts.squeeze(0)\n"
+    << "        weights = wts\n"
+    << "    if not is_batched:\n"
+    << "        out = out.squeeze(1)\n";
+  if (bf)
+    s << "    else:\n"
+      << "        out = out.transpose(1, 0)\n";
+  s << "    return out, weights\n";
+  l.define(s.str());
+}
+
+// torch.nn.TransformerEncoderLayer: its children in torch's order (their
+// initialization draws in that order) and forward (post- or pre-norm).
+void transformer_encoder_layer(Layer &l) {
+  const Args &a = l.a;
+  int64_t d = a.i("d_model"), ff = a.i("dim_feedforward");
+  double drop = a.d("dropout"), eps = a.d("layer_norm_eps");
+  bool bias = a.b("bias"), bf = a.b("batch_first"), norm_first = a.b("norm_first");
+  const IValue &act = a["activation"];
+  std::string act_expr;
+  c10::optional<torch::jit::Module> act_module;
+  if (act.isNone() || act.isString()) {
+    if (act.isNone() || act.toStringRef() == "relu") act_expr = "torch.relu(x)";
+    else if (act.toStringRef() == "gelu") act_expr = "torch.ops.aten.gelu(x)";
+    else
+      l.fail("activation should be relu/gelu, not %s", act.toStringRef().c_str());
+  } else if (act.isObject() && act.toObjectRef().type()->is_module()) {
+    act_module.emplace(act.toObject());
+    act_expr = "self.activation.forward(x)";
+  } else {
+    ct::raise(CT_ERR_TYPE, "%s: activation must be \"relu\", \"gelu\" or a module, got %s",
+              a.call().c_str(), act.type()->str().c_str());
+  }
+  l.child("self_attn", child_layer(l, "MultiheadAttention", {d, a["nhead"]},
+                                   {{"dropout", drop}, {"bias", bias}, {"batch_first", bf}}));
+  l.child("linear1", child_layer(l, "Linear", {d, ff}, {{"bias", bias}}));
+  l.child("dropout", child_layer(l, "Dropout", {drop}));
+  l.child("linear2", child_layer(l, "Linear", {ff, d}, {{"bias", bias}}));
+  l.child("norm1", child_layer(l, "LayerNorm", {d}, {{"eps", eps}, {"bias", bias}}));
+  l.child("norm2", child_layer(l, "LayerNorm", {d}, {{"eps", eps}, {"bias", bias}}));
+  l.child("dropout1", child_layer(l, "Dropout", {drop}));
+  l.child("dropout2", child_layer(l, "Dropout", {drop}));
+  if (act_module) l.child("activation", *act_module);
+  l.attr("norm_first", norm_first);
+  std::ostringstream s;
+  s << "def _sa_block(self, x: Tensor, attn_mask: Optional[Tensor], key_padding_mask: "
+       "Optional[Tensor]) -> Tensor:\n"
+    << "    x = self.self_attn.forward(x, x, x, key_padding_mask=key_padding_mask, "
+       "need_weights=False, attn_mask=attn_mask)[0]\n"
+    << "    return self.dropout1.forward(x)\n"
+    << "def _ff_block(self, x: Tensor) -> Tensor:\n"
+    << "    x = self.linear2.forward(self.dropout.forward(" << act_expr.replace(act_expr.find("(x)"), 3, "(self.linear1.forward(x))") << "))\n"
+    << "    return self.dropout2.forward(x)\n"
+    << "def forward(self, src: Tensor, src_mask: Optional[Tensor] = None, src_key_padding_mask: "
+       "Optional[Tensor] = None, is_causal: bool = False) -> Tensor:\n"
+    << "    x = src\n";
+  if (norm_first)
+    s << "    x = x + self._sa_block(self.norm1.forward(x), src_mask, src_key_padding_mask)\n"
+      << "    x = x + self._ff_block(self.norm2.forward(x))\n";
+  else
+    s << "    x = self.norm1.forward(x + self._sa_block(x, src_mask, src_key_padding_mask))\n"
+      << "    x = self.norm2.forward(x + self._ff_block(x))\n";
+  s << "    return x\n";
+  l.define(s.str());
+}
+
 // ---- The table -------------------------------------------------------------------
 struct Entry {
   std::string name, signature, qualname;
@@ -742,6 +965,14 @@ std::vector<Entry> make_table() {
       "int num_embeddings, int embedding_dim, int? padding_idx=None, float? max_norm=None, float "
       "norm_type=2., bool scale_grad_by_freq=False, bool sparse=False",
       "sparse", embedding);
+  add("MultiheadAttention",
+      "int embed_dim, int num_heads, float dropout=0., bool bias=True, bool add_bias_kv=False, "
+      "bool add_zero_attn=False, int? kdim=None, int? vdim=None, bool batch_first=False",
+      "activation", multihead_attention);
+  add("TransformerEncoderLayer",
+      "int d_model, int nhead, int dim_feedforward=2048, float dropout=0.1, Any? activation=None, "
+      "float layer_norm_eps=1e-05, bool batch_first=False, bool norm_first=False, bool bias=True",
+      "transformer", transformer_encoder_layer);
   const std::string rnn_args =
       "int input_size, int hidden_size, int num_layers=1, bool bias=True, bool batch_first=False, "
       "float dropout=0., bool bidirectional=False";
@@ -852,6 +1083,33 @@ const c10::FunctionSchema &signature(size_t i) {
 }
 const char *const kContainers[] = {"Sequential", "ModuleList", "ModuleDict"};
 
+torch::jit::Module child_layer(const Layer &parent, const char *name, std::vector<IValue> args,
+                               std::vector<std::pair<std::string, IValue>> kw) {
+  const auto &t = table();
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].name != name) continue;
+    std::vector<ct_value> values;
+    values.reserve(args.size() + kw.size());
+    std::vector<const ct_value *> pos, kwv;
+    std::vector<const char *> kwn;
+    for (IValue &v : args) values.push_back(ct_value{std::move(v), nullptr});
+    for (auto &k : kw) values.push_back(ct_value{std::move(k.second), nullptr});
+    for (size_t j = 0; j < args.size(); ++j) pos.push_back(&values[j]);
+    for (size_t j = 0; j < kw.size(); ++j) {
+      kwn.push_back(kw[j].first.c_str());
+      kwv.push_back(&values[args.size() + j]);
+    }
+    std::unique_ptr<Args> a;
+    if (ct::nn::bind(parent.a.call().c_str(), signature(i), pos.data(), pos.size(), kwn.data(),
+             kwv.data(), kwn.size(), &a) != CT_OK)
+      ct::raise(ct_last_error_code(), "%s", ct_last_error());
+    Layer l(t[i].qualname, *a, parent.opt);
+    t[i].build(l);
+    return l.m;
+  }
+  ct::raise(CT_ERR_INTERNAL, "no layer %s", name);
+}
+
 }  // namespace
 }  // namespace nn
 }  // namespace ct
@@ -870,7 +1128,7 @@ ct_status ct_module_new_nn(ct_module **out, const char *layer, const ct_value *c
       if (std::string(c) != layer) continue;
       if (ct_status st = ct::check_call_args(ct_fn_, args, n, kwnames, kwvalues, nkw)) return st;
       static const c10::FunctionSchema none = parse_signature("nn::container() -> ()");
-      Args a(std::string(ct_fn_) + ": " + c, none, {});
+      Args a(c, none, {});
       Layer l(std::string("container.") + c, a);
       auto items = container_items(l, c, args, n, nkw);
       if (std::string(c) == "Sequential") sequential(l, items);
