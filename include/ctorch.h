@@ -1163,6 +1163,17 @@ CT_API ct_status ct_tensor_nn_init(ct_tensor *t, const char *method, const ct_va
 /* A dict value, initializer name -> its signature as a schema string. */
 CT_API ct_status ct_tensor_nn_init_methods(ct_value **out);
 
+/* A copy of m for PyTorch: every call of an operator registered through
+ * ctorch (ct_library_define, ct_op_register) in its methods is replaced by
+ * that operator's twin (ct_library_set_twin), so the copy, saved with
+ * ct_module_save, opens with torch.jit.load in a Python that has neither
+ * ctorch nor the host language. Parameters and buffers are copied (as
+ * ct_module_clone). *out: a new module, free with ct_module_free.
+ * Errors: CT_ERR_INVALID_ARGUMENT (NULL), CT_ERR_NOT_SUPPORTED naming every
+ * operator that has no twin (nothing is made). Not concurrently with
+ * ct_library_set_twin for the same operators. */
+CT_API ct_status ct_module_to_pytorch(ct_module **out, const ct_module *m);
+
 /* TorchScript functions compiled from source (no module). */
 CT_API ct_status ct_script_compile(ct_script **out, const char *source);
 CT_API void ct_script_free(ct_script *s);
@@ -1383,6 +1394,19 @@ typedef ct_status (*ct_op_backward_fn)(void *ctx, const ct_value *const *args, s
 CT_API ct_status ct_library_impl_autograd(ct_library *lib, const char *name,
                                           ct_op_backward_fn backward, void *ctx,
                                           ct_ctx_destroy_fn destroy, int32_t flags);
+
+/* A TorchScript twin of operator `name` (defined by this library): source
+ * defining one function named as the operator ("def psoftsign(x: Tensor) ->
+ * Tensor: return x / (1 + x.abs())"), taking the operator's arguments and
+ * returning its results, written with torch's own operators only. The twin
+ * is what ct_module_to_pytorch puts in place of the operator's calls, so a
+ * model with host-language layers loads in PyTorch without ctorch; it is not
+ * run otherwise (bindings' check_twin helpers compare it with the kernel).
+ * A second call replaces the twin; ct_library_free forgets it. Errors:
+ * CT_ERR_INVALID_ARGUMENT (NULL, operator not defined by this library, no
+ * such function, a different number of arguments or results), CT_ERR_TORCH
+ * (the compiler's message). Any thread. */
+CT_API ct_status ct_library_set_twin(ct_library *lib, const char *name, const char *source);
 
 /* ===================================================================== */
 /* Random generators                                                      */

@@ -3,6 +3,7 @@
 #include "checks.h"
 #include "locks.h"
 #include "op_internal.h"
+#include "twins.h"
 #include "schema.h"
 
 #include <torch/csrc/jit/frontend/function_schema_parser.h>
@@ -165,6 +166,7 @@ ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
     f->ctx = ctx;
     f->schema = std::make_shared<c10::FunctionSchema>(parsed);
     f->name = op_display_name(parsed);
+    ct::twins::note_host_op(f->name);
     auto kind = parsed.hasAnyAliasInfo() ? c10::AliasAnalysisKind::FROM_SCHEMA
                                          : c10::AliasAnalysisKind::CONSERVATIVE;
     std::vector<c10::optional<torch::jit::Operator>> ops;

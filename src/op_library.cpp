@@ -8,6 +8,7 @@
 #include "op_internal.h"
 #include "schema.h"
 #include "torch_version.h"
+#include "twins.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/autograd/function.h>
@@ -35,6 +36,7 @@ struct ct_library {
   std::string ns;
   std::mutex mu;
   std::vector<std::string> defined;                            // "ns::name[.overload]"
+  std::vector<std::string> twins;                              // operators given a twin
   std::vector<std::unique_ptr<torch::Library>> defs;           // one per definition
   std::vector<std::unique_ptr<torch::Library>> impls;          // one per kernel
   std::vector<std::pair<std::string, std::string>> impl_keys;  // (operator, key)
@@ -442,6 +444,7 @@ void ct_library_free(ct_library *lib) {
       g_tombstones.emplace(q, std::move(frag));
     }
     lib->defs.clear();
+    for (const std::string &q : lib->twins) ct::twins::forget(q);
     for (const std::string &q : lib->defined)
       (void)torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(operator_name(q).name));
     ct::forget_cached_ops();
@@ -491,6 +494,7 @@ ct_status ct_library_define(ct_library *lib, const char *schema, const char *con
     frag->def(torch::schema(full.c_str(), c10::AliasAnalysisKind::FROM_SCHEMA), tag_ref);
     lib->defs.push_back(std::move(frag));
     lib->defined.push_back(q);
+    ct::twins::note_host_op(q);
     g_tombstones.erase(q);  // the new definition keeps the entry now
     // LibTorch queues the JIT registration until the next lookup: done here,
     // under the exclusive lock (see ct_op_register).
@@ -558,6 +562,26 @@ ct_status ct_library_impl_autograd(ct_library *lib, const char *name, ct_op_back
                  static_cast<unsigned>(flags));
     e->backward = backward;
     return add_kernel(ct_fn_, lib, name, "Autograd", c10::DispatchKey::Autograd, e, true);
+  });
+}
+
+ct_status ct_library_set_twin(ct_library *lib, const char *name, const char *source) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(lib);
+    CT_CHECK_NOT_NULL(name);
+    CT_CHECK_NOT_NULL(source);
+    const std::string q = qualify(ct_fn_, lib, name);
+    std::lock_guard<std::mutex> lk(lib->mu);
+    CT_CHECK_ARG(std::find(lib->defined.begin(), lib->defined.end(), q) != lib->defined.end(),
+                 "%s: operator '%s' is not defined by this library", ct_fn_, q.c_str());
+    c10::OperatorName on = operator_name(q);
+    auto handle = c10::Dispatcher::singleton().findSchema(on);
+    CT_CHECK_ARG(handle.has_value(), "%s: operator '%s' is not defined", ct_fn_, q.c_str());
+    ct::twins::set(ct_fn_, q, handle->schema(), source);
+    if (std::find(lib->twins.begin(), lib->twins.end(), q) == lib->twins.end())
+      lib->twins.push_back(q);
+    return CT_OK;
   });
 }
 

@@ -295,6 +295,15 @@ class Module:
         check(C.module_clone(byref(out), self._ptr()))
         return Module._wrap(out.value)
 
+    def to_pytorch(self) -> "Module":
+        """A copy whose calls of operators written in Python (or any host
+        language) are replaced by their TorchScript twins
+        (``CustomOp.register_twin``): saved, it opens with torch.jit.load
+        without ctorch. NotSupportedError names the operators without one."""
+        out = c_void_p()
+        check(G.module_to_pytorch(byref(out), self._ptr()))
+        return Module._wrap(out.value)
+
     def freeze(self) -> "Module":
         """torch.jit.freeze: a new, frozen module (eval mode)."""
         out = c_void_p()

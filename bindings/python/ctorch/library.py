@@ -191,6 +191,12 @@ class Library:
         _kernels[key] = (backward, setup_context)
         check(C.library_impl_autograd(self._h(), name.encode(), _BACKWARD, key, _DESTROY, 0))
 
+    def set_twin(self, name: str, source: str) -> None:
+        """TorchScript source of one function computing operator `name` with
+        torch's operators only: what ``Module.to_pytorch()`` writes in place
+        of the operator's calls (ct_library_set_twin)."""
+        check(C.library_set_twin(self._h(), name.encode(), source.encode()))
+
     def close(self) -> None:
         """Removes every operator and kernel of this library (idempotent)."""
         h, self._handle = self._handle, None
@@ -255,6 +261,72 @@ class CustomOp:
     def register_autograd(self, backward: Callable[..., Any],
                           setup_context: Optional[Callable[..., Any]] = None) -> None:
         self.lib.impl_autograd(self._name, backward, setup_context)
+
+    def register_twin(self, source: str) -> str:
+        """The operator's TorchScript twin (one function named as the operator,
+        torch's operators only), which ``Module.to_pytorch()`` puts in place of
+        its calls so that PyTorch loads the model without ctorch. Returns
+        source (usable as a decorator on a function returning the source)."""
+        self.lib.set_twin(self._name, source)
+        self.twin_source = source
+        return source
+
+    def check_twin(self, *args: Any, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+        """Runs the operator and its twin on args and compares results and,
+        for floating tensor arguments, gradients; AssertionError naming the
+        largest difference otherwise. For tests of a layer's twin."""
+        import math
+        from ._module import compile_script
+        src = getattr(self, "twin_source", None)
+        if src is None:
+            raise ValueError("%s has no twin (register_twin)" % self.qualname)
+        script = compile_script(src)
+        fname = self._name.split(".")[0]
+        if fname not in script.functions():
+            fname = script.functions()[0]
+
+        def leaves() -> Any:
+            return [a.detach().clone().requires_grad_(a.dtype.is_floating_point)
+                    if isinstance(a, Tensor) else a for a in args]
+
+        def flat(x: Any) -> Any:
+            return list(x) if isinstance(x, (tuple, list)) else [x]
+
+        a1, a2 = leaves(), leaves()
+        got, want = flat(self(*a1)), flat(script.call(fname, *a2))
+        if len(got) != len(want):
+            raise AssertionError("%s returns %d values, its twin %d"
+                                 % (self.qualname, len(got), len(want)))
+
+        def compare(what: str, x: Any, y: Any) -> None:
+            if isinstance(x, Tensor):
+                if tuple(x.shape) != tuple(y.shape):
+                    raise AssertionError("%s: shape %s, twin %s" % (what, tuple(x.shape),
+                                                                    tuple(y.shape)))
+                xs = x.detach().double().contiguous().numpy().ravel()
+                ys = y.detach().double().contiguous().numpy().ravel()
+                worst = max([abs(p - q) - atol - rtol * abs(q) for p, q in zip(xs, ys)] or [0.0])
+                if worst > 0 or any(math.isnan(p) != math.isnan(q) for p, q in zip(xs, ys)):
+                    diff = max([abs(p - q) for p, q in zip(xs, ys)] or [0.0])
+                    raise AssertionError("%s of %s and its twin differ by up to %g"
+                                         % (what, self.qualname, diff))
+            elif x != y:
+                raise AssertionError("%s: %r, twin %r" % (what, x, y))
+
+        for i, (x, y) in enumerate(zip(got, want)):
+            compare("result %d" % i, x, y)
+        outs = [(x, y) for x, y in zip(got, want)
+                if isinstance(x, Tensor) and x.requires_grad and y.requires_grad]
+        if outs:
+            sum(x.sum() for x, _ in outs).backward()
+            sum(y.sum() for _, y in outs).backward()
+            for i, (p, q) in enumerate(zip(a1, a2)):
+                if isinstance(p, Tensor) and p.requires_grad:
+                    if (p.grad is None) != (q.grad is None):
+                        raise AssertionError("gradient of argument %d: only one of %s and its "
+                                             "twin has one" % (i, self.qualname))
+                    if p.grad is not None:
+                        compare("gradient of argument %d" % i, p.grad, q.grad)
 
     def close(self) -> None:
         """Removes the operator from the dispatcher."""

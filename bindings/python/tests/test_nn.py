@@ -431,3 +431,107 @@ def test_runtime_errors_are_torch_messages():
         bn(ctorch.randn(2, 3))
     with pytest.raises(ctorch.Error, match="Expected more than 1 value per channel"):
         nn.BatchNorm1d(3)(ctorch.randn(1, 3))
+
+
+# ---- layers written in Python travel to PyTorch through their twins ----------
+
+PSOFTSIGN_TWIN = "def psoftsign(x: Tensor) -> Tensor:\n    return x / (1 + x.abs())\n"
+
+
+@pytest.fixture
+def psoftsign():
+    import numpy as np
+
+    @ctorch.library.op("nntwin::psoftsign", "(Tensor x) -> Tensor")
+    def op(x):
+        a = x.numpy()
+        return ctorch.from_numpy(a / (1 + np.abs(a)))
+
+    def backward(ctx, g):
+        a = ctx.x.numpy()
+        return ctorch.from_numpy(g.numpy() / (1 + np.abs(a)) ** 2)
+
+    def setup(ctx, inputs, output):
+        ctx.x = inputs[0]
+
+    op.register_autograd(backward, setup_context=setup)
+    yield op
+    op.close()
+
+
+def host_layer():
+    m = ctorch.Module.new("PSoftsign")
+    m.define("def forward(self, x):\n    return torch.ops.nntwin.psoftsign(x)\n")
+    return m
+
+
+def load_in_plain_torch(path, x):
+    """torch.jit.load in a fresh interpreter without ctorch; returns the output
+    on x (or the error text)."""
+    import subprocess
+    import sys
+    code = ("import sys, torch\n"
+            "m = torch.jit.load(sys.argv[1]); m.eval()\n"
+            "x = torch.load(sys.argv[2])\n"
+            "torch.save(m(x), sys.argv[3])\n")
+    xp, yp = path + ".x", path + ".y"
+    torch.save(x, xp)
+    r = subprocess.run([sys.executable, "-c", code, path, xp, yp], capture_output=True,
+                       text=True, env={"PATH": "/usr/bin:/bin"})
+    if r.returncode != 0:
+        return r.stderr
+    return torch.load(yp)
+
+
+def test_check_twin_compares_kernel_and_twin(psoftsign):
+    with pytest.raises(ValueError, match="no twin"):
+        psoftsign.check_twin(ctorch.randn(4))
+    psoftsign.register_twin(PSOFTSIGN_TWIN)
+    psoftsign.check_twin(ctorch.randn(3, 4))
+    psoftsign.register_twin("def psoftsign(x: Tensor) -> Tensor:\n    return x / (2 + x.abs())\n")
+    with pytest.raises(AssertionError, match="result 0 of nntwin::psoftsign and its twin differ"):
+        psoftsign.check_twin(ctorch.randn(3, 4))
+
+
+def test_twin_must_match_the_operator(psoftsign):
+    with pytest.raises(ctorch.InvalidArgumentError, match="takes 2 arguments"):
+        psoftsign.register_twin("def psoftsign(x: Tensor, y: Tensor) -> Tensor:\n    return x\n")
+    with pytest.raises(ctorch.InvalidArgumentError, match="named 'psoftsign'"):
+        psoftsign.register_twin("def a(x: Tensor) -> Tensor:\n    return x\n"
+                                "def b(x: Tensor) -> Tensor:\n    return x\n")
+    with pytest.raises(ctorch.TorchError):
+        psoftsign.register_twin("def psoftsign(x: Tensor) -> Tensor:\n    return x +\n")
+    with pytest.raises(ctorch.InvalidArgumentError, match="not defined by this library"):
+        psoftsign.lib.set_twin("other", PSOFTSIGN_TWIN)
+
+
+def test_model_with_host_layer_saved_for_pytorch(psoftsign, tmp_path):
+    ctorch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), host_layer(), nn.Linear(4, 2))
+    x = torch.randn(5, 3)
+    want = to_torch(model(to_ctorch(x)).detach())
+    # trains through the Python kernel and its backward
+    out = model(to_ctorch(x))
+    out.sum().backward()
+    assert model.named_parameters()["0.weight"].grad is not None
+    # saved as is: PyTorch cannot load it (the Python kernel is not there)
+    plain = str(tmp_path / "plain.pt")
+    model.save(plain)
+    err = load_in_plain_torch(plain, x)
+    assert isinstance(err, str) and "nntwin::psoftsign" in err
+    # without a twin, to_pytorch names the operator
+    with pytest.raises(ctorch.NotSupportedError, match="nntwin::psoftsign"):
+        model.to_pytorch()
+    psoftsign.register_twin(PSOFTSIGN_TWIN)
+    psoftsign.check_twin(ctorch.randn(4, 4))
+    portable = str(tmp_path / "portable.pt")
+    pt = model.to_pytorch()
+    pt.save(portable)
+    got = load_in_plain_torch(portable, x)
+    assert isinstance(got, torch.Tensor), got
+    assert torch.allclose(got, want, atol=1e-6)
+    # the original is unchanged: it still runs the Python kernel (closed: fails)
+    psoftsign.close()
+    with pytest.raises(ctorch.Error, match="psoftsign"):
+        model(to_ctorch(x))
+    assert torch.allclose(to_torch(pt(to_ctorch(x)).detach()), want, atol=1e-6)
