@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Trains a small conv net from Python with ctorch alone (no torch import): the
-net is TorchScript built in place, one layer is written in numpy on zero-copy
-memory (a custom autograd function), and training uses ctorch's Adam, a cosine
-schedule and gradient clipping. Saves the model (TorchScript) and a checkpoint
-in torch.save's format that PyTorch resumes (examples/check_training.py).
+"""Trains a small conv net from Python with ctorch alone (no torch import): the net is
+built from ctorch.nn's layers (torch.nn's Conv2d, BatchNorm2d, ReLU, MaxPool2d, Flatten,
+Dropout, Linear), with one layer written in numpy on zero-copy memory: softsign, an
+operator whose kernel and backward are Python, with a TorchScript twin. Training uses
+ctorch's Adam, a cosine schedule and gradient clipping. Saves the model for PyTorch
+(Module.to_pytorch: the twin in place of the Python kernel) and checkpoints in
+torch.save's format that PyTorch resumes (examples/check_training.py).
 
     CTORCH_LIBRARY=build/libctorch.so python3 examples/python/train_convnet.py [OUTDIR] [STEPS]
 
@@ -18,36 +20,41 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "bindings", "python"))
 import numpy as np  # noqa: E402
 
 import ctorch  # noqa: E402
-
-# The net: conv -> relu -> pool -> flatten (features), then the custom layer,
-# then a linear head. `forward` holds the custom layer's TorchScript twin, so
-# the saved model runs whole in PyTorch.
-SOURCE = """
-def features(self, x):
-    h = torch.relu(torch.conv2d(x, self.conv_w, self.conv_b, [1, 1], [1, 1]))
-    return torch.flatten(torch.max_pool2d(h, [2, 2]), 1)
-def head(self, h):
-    return torch.linear(h, self.fc_w, self.fc_b)
-def forward(self, x):
-    h = self.features(x)
-    return self.head(h / (1 + torch.abs(h)))
-"""
+from ctorch import nn  # noqa: E402
 
 
-class Softsign(ctorch.autograd.Function):
-    """y = x / (1 + |x|) in numpy, on the tensors' own memory."""
+# The host-language layer: y = x / (1 + |x|) in numpy, on the tensors' own memory.
+@ctorch.library.op("examples::softsign", "(Tensor x) -> Tensor")
+def softsign(x):
+    a = x.contiguous().numpy()
+    return ctorch.from_numpy(a / (1 + np.abs(a)))
 
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        a = x.detach().contiguous().numpy()
-        return ctorch.from_numpy(a / (1 + np.abs(a)))
 
-    @staticmethod
-    def backward(ctx, g):
-        x, = ctx.saved_tensors
-        a = x.detach().contiguous().numpy()
-        return ctorch.from_numpy(g.detach().contiguous().numpy() / (1 + np.abs(a)) ** 2)
+def _setup(ctx, inputs, output):
+    ctx.x = inputs[0]
+
+
+def _backward(ctx, g):
+    a = ctx.x.contiguous().numpy()
+    return ctorch.from_numpy(g.contiguous().numpy() / (1 + np.abs(a)) ** 2)
+
+
+softsign.register_autograd(_backward, setup_context=_setup)
+# Its twin: what PyTorch runs in the saved model (checked against the kernel below).
+softsign.register_twin("def softsign(x: Tensor) -> Tensor:\n"
+                       "    return x / (1 + torch.abs(x))\n")
+
+
+def softsign_layer():
+    m = ctorch.Module.new("Softsign")
+    m.define("def forward(self, x):\n    return torch.ops.examples.softsign(x)\n")
+    return m
+
+
+def build_model():
+    return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.1), softsign_layer(),
+                         nn.Linear(128, 4))
 
 
 def make_data(n, gen):
@@ -61,30 +68,22 @@ def make_data(n, gen):
     return x, y
 
 
-def build_model(gen):
-    m = ctorch.Module.new("ConvNet")
-    init = {"conv_w": [8, 1, 3, 3], "conv_b": [8], "fc_w": [4, 128], "fc_b": [4]}
-    for name, shape in init.items():
-        w = ctorch.ops.aten.randn(shape, generator=gen) * (0.3 if name.startswith("conv") else 0.1)
-        m.register_parameter(name, w)
-    m.define(SOURCE)
-    return m
-
-
 def main(outdir, steps):
     os.makedirs(outdir, exist_ok=True)
+    softsign.check_twin(ctorch.randn(4, 5))
     gen = ctorch.Generator().manual_seed(0)
     x, y = make_data(256, gen)
-    model = build_model(gen)
+    ctorch.manual_seed(0)
+    model = build_model()
     params = model.parameters()
     opt = ctorch.optim.Adam(params, lr=0.02)
     sched = ctorch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps, eta_min=0.001)
+    lossf = nn.CrossEntropyLoss()
     losses = []
     for step in range(steps):
         if step == steps // 2:  # a checkpoint mid-way: PyTorch resumes from it
             save(os.path.join(outdir, "checkpoint_mid.pt"), model, opt, sched, x, y, step)
-        logits = model.head(Softsign.apply(model.features(x)))
-        loss = ctorch.ops.aten.cross_entropy_loss(logits, y)
+        loss = lossf(model(x), y)
         opt.zero_grad()
         loss.backward()
         ctorch.nn.utils.clip_grad_norm_(params, max_norm=5.0)
@@ -94,20 +93,23 @@ def main(outdir, steps):
         if step % 10 == 0 or step == steps - 1:
             print("step %3d  loss %.4f  lr %.5f" % (step, losses[-1], sched.get_last_lr()[0]))
     assert losses[-1] < 0.5 * losses[0], losses
+    model.eval()
     with ctorch.no_grad():
         probe = model(x[:16])
-    model.save(os.path.join(outdir, "model.pt"))
+    model.to_pytorch().save(os.path.join(outdir, "model.pt"))
     save(os.path.join(outdir, "checkpoint.pt"), model, opt, sched, x, y, steps,
          probe_logits=probe, losses=losses)
-    print("saved %s/model.pt, checkpoint_mid.pt and checkpoint.pt" % outdir)
+    print("saved %s/model.pt (for PyTorch), checkpoint_mid.pt and checkpoint.pt" % outdir)
 
 
 def save(path, model, opt, sched, x, y, step, **extra):
-    """A checkpoint in torch.save's format: model and optimizer state_dicts, the
-    schedule's state (torch's CosineAnnealingLR.load_state_dict takes it), the data."""
-    ctorch.save_pickle(dict({"model": {k: v.clone() for k, v in model.state_dict().items()},
+    """A checkpoint in torch.save's format: the model's and optimizer's state_dicts, the
+    schedule's state (torch's CosineAnnealingLR.load_state_dict takes it), the data, and
+    the default generator's state (Dropout's masks)."""
+    ctorch.save_pickle(dict({"model": {k: v.detach().clone() for k, v in model.state_dict().items()},
                              "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                             "data": (x, y), "step": step}, **extra), path)
+                             "data": (x, y), "step": step,
+                             "rng_state": ctorch.default_generator().get_state()}, **extra), path)
 
 
 if __name__ == "__main__":
