@@ -173,6 +173,16 @@ ct_status set_error_from_current_exception(const char *func) noexcept {
   } catch (const c10::Error &e) {
     // LibTorch 1.13's CPU allocator reports failure as a plain c10::Error.
     const char *msg = e.what_without_backtrace();
+    // A compiled graph whose operator was removed since (ct_library_free):
+    // TorchScript's alias analysis asserts when it optimizes the graph.
+    if (const char *op = std::strstr(msg, "We don't have an op for ")) {
+      op += std::strlen("We don't have an op for ");
+      std::string name(op, std::strcspn(op, " \n"));
+      store(CT_ERR_NOT_FOUND, func,
+            "operator " + name + " is not registered (was removed, or never defined): the "
+            "TorchScript code calling it cannot run");
+      return CT_ERR_NOT_FOUND;
+    }
     ct_status code = (std::strstr(msg, "can't allocate memory") ||
                       std::strstr(msg, "not enough memory") || std::strstr(msg, "out of memory"))
                          ? CT_ERR_OUT_OF_MEMORY

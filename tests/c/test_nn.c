@@ -346,6 +346,85 @@ static void test_bad_input(void **state) {
   for (int i = 0; i < 3; i++) ct_value_free(a[i]);
 }
 
+
+/* A C operator inside a model: with its TorchScript twin, ct_module_to_pytorch
+ * makes a copy that no longer calls it (it runs after the library is freed,
+ * while the original fails); without one, it names the operator. */
+static ct_status twice_kernel(void *ctx, const ct_tensor *const *in, size_t n_in, ct_tensor **out,
+                              size_t n_out) {
+  (void)ctx;
+  (void)n_in;
+  (void)n_out;
+  ct_tensor *y = NULL;
+  ct_status st = ct_tensor_clone(&y, in[0]);
+  if (st != CT_OK) return st;
+  float *p = ct_tensor_data_ptr(y);
+  for (int64_t i = 0; i < ct_tensor_numel(y); i++) p[i] *= 2.0f;
+  out[0] = y;
+  return CT_OK;
+}
+
+static void test_model_with_c_layer_to_pytorch(void **state) {
+  (void)state;
+  ct_library *lib = NULL;
+  CT_OK_OR_FAIL(ct_library_new(&lib, "nntwinc"));
+  CT_OK_OR_FAIL(ct_library_define(lib, "twice(Tensor x) -> Tensor", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_define(lib, "other(Tensor x) -> Tensor", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_impl_tensors(lib, "twice", "CPU", twice_kernel, NULL, NULL, 0));
+  ct_module *layer = NULL;
+  CT_OK_OR_FAIL(ct_module_new(&layer, "Twice"));
+  CT_OK_OR_FAIL(ct_module_define(layer, "def forward(self, x):\n    return torch.ops.nntwinc.twice(x)\n"));
+  ct_module *lin = linear(3, 2);
+  ct_value *items[2] = {v_mod(lin), v_mod(layer)};
+  ct_module *net = NULL, *pt = NULL;
+  CT_OK_OR_FAIL(ct_module_new_nn(&net, "Sequential", (const ct_value *const *)items, 2, NULL, NULL, 0));
+  CT_EXPECT_ERROR(ct_module_to_pytorch(&pt, net), CT_ERR_NOT_SUPPORTED, "nntwinc::twice");
+  assert_null(pt);
+  /* twins are checked against the operator */
+  CT_EXPECT_ERROR(ct_library_set_twin(lib, "twice", "def twice(x: Tensor, y: Tensor) -> Tensor:\n    return x\n"),
+                  CT_ERR_INVALID_ARGUMENT, "takes 2 arguments");
+  CT_EXPECT_ERROR(ct_library_set_twin(lib, "nope", "def nope(x: Tensor) -> Tensor:\n    return x\n"),
+                  CT_ERR_INVALID_ARGUMENT, "not defined by this library");
+  CT_EXPECT_ERROR(ct_library_set_twin(lib, "twice", "def twice(x: Tensor) -> Tensor:\n    return x +\n"),
+                  CT_ERR_TORCH, "");
+  CT_EXPECT_ERROR(ct_library_set_twin(NULL, "twice", ""), CT_ERR_INVALID_ARGUMENT, "NULL");
+  CT_OK_OR_FAIL(ct_library_set_twin(lib, "twice", "def twice(x: Tensor) -> Tensor:\n    return x * 2\n"));
+  CT_OK_OR_FAIL(ct_module_to_pytorch(&pt, net));
+  int64_t xs[2] = {4, 3};
+  ct_tensor *x = NULL;
+  CT_OK_OR_FAIL(ct_tensor_randn(&x, xs, 2, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
+  ct_tensor *a = forward1(net, x), *b = forward1(pt, x);
+  assert_memory_equal(ct_tensor_data_ptr(a), ct_tensor_data_ptr(b), 8 * sizeof(float));
+  ct_library_free(lib);
+  ct_tensor *c = forward1(pt, x), *none = NULL;
+  size_t got = 0;
+  assert_memory_equal(ct_tensor_data_ptr(a), ct_tensor_data_ptr(c), 8 * sizeof(float));
+  CT_EXPECT_ERROR(ct_module_forward_tensors(&none, 1, &got, net, NULL, (const ct_tensor *const *)&x, 1),
+                  CT_ERR_NOT_FOUND, "nntwinc::twice");
+  /* a saved copy loads back and runs without the operator */
+  void *buf = NULL;
+  size_t size = 0;
+  CT_OK_OR_FAIL(ct_module_save_buffer(&buf, &size, pt, NULL));
+  ct_module *back = NULL;
+  CT_OK_OR_FAIL(ct_module_load_buffer(&back, buf, size, CT_DEVICE_CPU, -1));
+  ct_free(buf);
+  ct_tensor *d = forward1(back, x);
+  assert_memory_equal(ct_tensor_data_ptr(a), ct_tensor_data_ptr(d), 8 * sizeof(float));
+  CT_EXPECT_ERROR(ct_module_to_pytorch(NULL, net), CT_ERR_INVALID_ARGUMENT, "NULL");
+  ct_tensor_free(a);
+  ct_tensor_free(b);
+  ct_tensor_free(c);
+  ct_tensor_free(d);
+  ct_tensor_free(x);
+  ct_module_free(back);
+  ct_module_free(pt);
+  ct_module_free(net);
+  ct_module_free(lin);
+  ct_module_free(layer);
+  ct_value_free(items[0]);
+  ct_value_free(items[1]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_linear_init_follows_seed),
@@ -353,6 +432,7 @@ int main(void) {
       cmocka_unit_test(test_conv_batchnorm_keywords),
       cmocka_unit_test(test_init),
       cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_model_with_c_layer_to_pytorch),
   };
   return cmocka_run_group_tests_name("nn", tests, NULL, NULL);
 }
