@@ -169,6 +169,57 @@ def train_step_rows(rows, n, B):
              "torch.optim.Adam")
 
 
+def layer_stack_rows(rows, n, B):
+    """Forward and backward of a layer stack (Conv1d, BatchNorm1d, LSTM, MultiheadAttention,
+    Linear; bench_train.cpp's): ctorch.nn's layers in a module vs the same torch.nn layers,
+    eager, with the same initial values."""
+    nn, tnn = ctorch.nn, torch.nn
+    cm = ctorch.Module.new("BenchStack")
+    for name, layer in [("conv", nn.Conv1d(16, 32, 3, padding=1)), ("bn", nn.BatchNorm1d(32)),
+                        ("lstm", nn.LSTM(32, 32)), ("attn", nn.MultiheadAttention(32, 4)),
+                        ("head", nn.Linear(32, 10))]:
+        cm.register_module(name, layer)
+    cm.define("def forward(self, x: Tensor) -> Tensor:\n"
+              "    h = torch.relu(self.bn.forward(self.conv.forward(x)))\n"
+              "    h = h.permute(2, 0, 1)\n"
+              "    h = self.lstm.forward(h)[0]\n"
+              "    a = self.attn.forward(h, h, h, need_weights=False)[0]\n"
+              "    return self.head.forward(a.mean(0))\n")
+
+    class Stack(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn = tnn.Conv1d(16, 32, 3, padding=1), tnn.BatchNorm1d(32)
+            self.lstm, self.attn = tnn.LSTM(32, 32), tnn.MultiheadAttention(32, 4)
+            self.head = tnn.Linear(32, 10)
+
+        def forward(self, x):
+            h = torch.relu(self.bn(self.conv(x))).permute(2, 0, 1)
+            h = self.lstm(h)[0]
+            return self.head(self.attn(h, h, h, need_weights=False)[0].mean(0))
+
+    tm = Stack()
+    tm.load_state_dict({k: torch.from_numpy(v.detach().numpy().copy())
+                        for k, v in cm.state_dict().items()})
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(8, 16, 32, generator=g), torch.randint(10, (8,), generator=g)
+    cx, cy = ctorch.from_numpy(x.numpy()), ctorch.from_numpy(y.numpy())
+    closs, tloss = nn.CrossEntropyLoss(), tnn.CrossEntropyLoss()
+
+    def ctorch_step():
+        cm.zero_grad()
+        closs(cm(cx), cy).backward()
+
+    def torch_step():
+        tm.zero_grad()
+        tloss(tm(x), y).backward()
+
+    rows.add("train", "layer stack forward+backward (conv, bn, LSTM, attention)",
+             *pair(ctorch_step, torch_step, n, B),
+             "ctorch.nn layers (TorchScript modules) vs the same torch.nn layers, eager")
+    rows.rows[-1]["target"] = 1.3
+
+
 def custom_op_rows(rows, n, B):
     """softsign on 4 floats through PyTorch's dispatcher (torch.ops, called from PyTorch's
     Python): the kernel written in Python/numpy and registered through ctorch.library, against
@@ -250,6 +301,7 @@ def main():
 
     # ---- training step: the conv net of bench_train.cpp --------------------------
     train_step_rows(rows, 1 if args.smoke else 5 if args.quick else 20, B)
+    layer_stack_rows(rows, 1 if args.smoke else 5 if args.quick else 20, B)
 
     # ---- lifetime: __del__ against weakref.finalize -----------------------------
     free = ctorch._lib.G.tensor_free
