@@ -23,11 +23,11 @@ import ctorch  # noqa: E402
 from ctorch import nn  # noqa: E402
 
 
-# The host-language layer: y = x / (1 + |x|) in numpy, on the tensors' own memory.
-@ctorch.library.op("examples::softsign", "(Tensor x) -> Tensor")
+# The host-language layer: y = x / (1 + |x|) in numpy. arrays=True: the kernel and its
+# backward get numpy arrays on the tensors' own memory and return arrays (no copies).
+@ctorch.library.op("examples::softsign", "(Tensor x) -> Tensor", arrays=True)
 def softsign(x):
-    a = x.contiguous().numpy()
-    return ctorch.from_numpy(a / (1 + np.abs(a)))
+    return x / (1 + np.abs(x))
 
 
 def _setup(ctx, inputs, output):
@@ -35,11 +35,10 @@ def _setup(ctx, inputs, output):
 
 
 def _backward(ctx, g):
-    a = ctx.x.contiguous().numpy()
-    return ctorch.from_numpy(g.contiguous().numpy() / (1 + np.abs(a)) ** 2)
+    return g / (1 + np.abs(ctx.x)) ** 2
 
 
-softsign.register_autograd(_backward, setup_context=_setup)
+softsign.register_autograd(_backward, setup_context=_setup, arrays=True)
 # Its twin: what PyTorch runs in the saved model (checked against the kernel below).
 softsign.register_twin("def softsign(x: Tensor) -> Tensor:\n"
                        "    return x / (1 + torch.abs(x))\n")

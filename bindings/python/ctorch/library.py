@@ -145,6 +145,34 @@ _KERNEL = _leak(_lib.OP_FN(_kernel_cb))
 _BACKWARD = _leak(_lib.OP_BACKWARD(_backward_cb))
 _DESTROY = _leak(_lib.CTX_DESTROY(_destroy_cb))
 
+def _to_array(x: Any) -> Any:
+    """A tensor argument as a numpy array on its memory (contiguous tensors: no copy)."""
+    if isinstance(x, Tensor):
+        return x.detach().contiguous().numpy()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to_array(e) for e in x)
+    return x
+
+
+def _from_array(x: Any) -> Any:
+    """A kernel's numpy result as a tensor on the same memory."""
+    if type(x).__module__ == "numpy" and hasattr(x, "__array_interface__"):
+        import numpy
+        from ._interop import from_numpy
+        return from_numpy(numpy.ascontiguousarray(x))
+    if isinstance(x, (list, tuple)):
+        return type(x)(_from_array(e) for e in x)
+    return x
+
+
+def _with_arrays(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """fn written on numpy arrays, as a kernel on tensors."""
+    def kernel(*args: Any) -> Any:
+        return _from_array(fn(*[_to_array(a) for a in args]))
+    kernel.__wrapped__ = fn  # type: ignore[attr-defined]
+    return kernel
+
+
 # torch.library's device names -> dispatch keys.
 _DEVICE_KEYS = {None: "CompositeExplicitAutograd", "cpu": "CPU", "cuda": "CUDA",
                 "meta": "Meta"}
@@ -240,11 +268,15 @@ class CustomOp:
         ns = getattr(ops, self.lib.ns)
         return getattr(ns, self._name)(*args, **kwargs)
 
-    def register_kernel(self, device_types: Any, fn: Optional[Callable[..., Any]] = None) -> Any:
+    def register_kernel(self, device_types: Any, fn: Optional[Callable[..., Any]] = None, *,
+                        arrays: bool = False) -> Any:
         """Adds fn as the kernel for "cpu", "cuda" (or a sequence of them).
-        Usable as a decorator."""
+        arrays=True: fn takes and returns numpy arrays on the tensors' memory
+        (CPU). Usable as a decorator."""
         if fn is None:
-            return lambda f: self.register_kernel(device_types, f)
+            return lambda f: self.register_kernel(device_types, f, arrays=arrays)
+        if arrays:
+            fn = _with_arrays(fn)
         names = [device_types] if isinstance(device_types, str) or device_types is None \
             else list(device_types)
         for d in names:
@@ -259,7 +291,20 @@ class CustomOp:
         return fn
 
     def register_autograd(self, backward: Callable[..., Any],
-                          setup_context: Optional[Callable[..., Any]] = None) -> None:
+                          setup_context: Optional[Callable[..., Any]] = None, *,
+                          arrays: bool = False) -> None:
+        """backward(ctx, *grads) -> a gradient (or None) per argument;
+        setup_context(ctx, inputs, output) runs first. arrays=True: inputs,
+        output, grads and the returned gradients are numpy arrays."""
+        if arrays:
+            bw, setup = backward, setup_context
+
+            def backward(ctx: Any, *grads: Any) -> Any:
+                return _from_array(bw(ctx, *[_to_array(g) for g in grads]))
+
+            if setup is not None:
+                def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+                    setup(ctx, _to_array(tuple(inputs)), _to_array(output))
         self.lib.impl_autograd(self._name, backward, setup_context)
 
     def register_twin(self, source: str) -> str:
@@ -334,20 +379,24 @@ class CustomOp:
 
 
 def op(qualname: str, schema: str, fn: Optional[Callable[..., Any]] = None, *,
-       device_types: Any = None, tags: Sequence[str] = ()) -> Any:
+       device_types: Any = None, tags: Sequence[str] = (), arrays: bool = False) -> Any:
     """Defines operator "ns::name" with schema "(Tensor x, float a) -> Tensor"
     in torch's dispatcher, with fn as its kernel for device_types (None:
-    every device). A decorator; returns a CustomOp."""
+    every device). arrays=True: fn takes numpy arrays on the tensors' own
+    memory (made contiguous where they are not) and returns arrays (or
+    tensors), which become the results without a copy. A decorator; returns
+    a CustomOp."""
     if "::" not in qualname:
         raise ValueError("the name must be 'namespace::name', got %r" % qualname)
     if fn is None:
-        return lambda f: op(qualname, schema, f, device_types=device_types, tags=tags)
+        return lambda f: op(qualname, schema, f, device_types=device_types, tags=tags,
+                            arrays=arrays)
     ns, name = qualname.split("::", 1)
     lib = Library(ns)
     lib.define(name + schema if schema.startswith("(") else schema, tags)
     cop = CustomOp(qualname, schema, lib)
     if device_types is None:
-        lib.impl(name, fn, "CompositeExplicitAutograd")
+        lib.impl(name, _with_arrays(fn) if arrays else fn, "CompositeExplicitAutograd")
     else:
-        cop.register_kernel(device_types, fn)
+        cop.register_kernel(device_types, fn, arrays=arrays)
     return cop

@@ -535,3 +535,59 @@ def test_model_with_host_layer_saved_for_pytorch(psoftsign, tmp_path):
     with pytest.raises(ctorch.Error, match="psoftsign"):
         model(to_ctorch(x))
     assert torch.allclose(to_torch(pt(to_ctorch(x)).detach()), want, atol=1e-6)
+
+
+def test_array_kernels_get_the_tensors_memory():
+    """arrays=True: the kernel and backward get numpy arrays on the tensors' own memory (pointer
+    equality, a write shows in the tensor) and return arrays that become results without a
+    copy."""
+    import numpy as np
+    seen = {}
+
+    @ctorch.library.op("nnarr::scale_rows", "(Tensor x, Tensor w) -> Tensor", arrays=True)
+    def scale_rows(x, w):
+        assert isinstance(x, np.ndarray) and isinstance(w, np.ndarray)
+        seen["x"] = x.ctypes.data
+        out = x * w[:, None]
+        seen["out"] = out.ctypes.data
+        return out
+
+    def setup(ctx, inputs, output):
+        assert isinstance(inputs[0], np.ndarray) and isinstance(output, np.ndarray)
+        ctx.x, ctx.w = inputs
+
+    def backward(ctx, g):
+        assert isinstance(g, np.ndarray)
+        return g * ctx.w[:, None], (g * ctx.x).sum(1)
+
+    scale_rows.register_autograd(backward, setup_context=setup, arrays=True)
+    try:
+        x = ctorch.randn(3, 4)
+        w = ctorch.tensor([1.0, 2.0, 3.0])
+        y = scale_rows(x, w)
+        assert seen["x"] == x.data_ptr()       # the kernel read x's memory
+        assert seen["out"] == y.data_ptr()     # the result is the kernel's array
+        assert np.allclose(y.numpy(), x.numpy() * np.array([1, 2, 3.0])[:, None])
+        # a non-contiguous input arrives contiguous
+        xt = ctorch.randn(4, 3).t()
+        assert np.allclose(scale_rows(xt, w).numpy(), xt.numpy() * np.array([1, 2, 3.0])[:, None])
+        # gradients through the numpy backward equal torch's for the same formula
+        tx = torch.tensor(x.numpy(), requires_grad=True)
+        tw = torch.tensor(w.numpy(), requires_grad=True)
+        (tx * tw[:, None]).pow(2).sum().backward()
+        x.requires_grad_(True)
+        w.requires_grad_(True)
+        scale_rows(x, w).pow(2).sum().backward()
+        assert np.allclose(x.grad.numpy(), tx.grad.numpy())
+        assert np.allclose(w.grad.numpy(), tw.grad.numpy())
+
+        # a write through the array lands in the tensor
+        @ctorch.library.op("nnarr::fill_", "(Tensor(a!) x) -> ()", arrays=True)
+        def fill_(x):
+            x[...] = 7.0
+        z = ctorch.zeros(5)
+        fill_(z)
+        assert z.numpy().tolist() == [7.0] * 5
+        fill_.close()
+    finally:
+        scale_rows.close()
