@@ -2,12 +2,16 @@
  *
  *   example_train_convnet [OUTDIR [STEPS]]
  *
- * The net is TorchScript built in place; one layer (softsign, y = x/(1+|x|))
- * is a C loop on torch's memory, a custom autograd function; training uses
- * ctorch's Adam, torch's cosine schedule (its formula, a few lines here) and
- * gradient clipping. Saves OUTDIR/model.pt (TorchScript) and checkpoints in
- * torch.save's format that PyTorch resumes (examples/check_training.py).
- * Plain C99, ctorch.h only. */
+ * The net is built from ctorch's torch.nn layers (Conv2d, BatchNorm2d, ReLU,
+ * MaxPool2d, Flatten, Dropout, Linear in a Sequential), with one layer
+ * written in C: softsign (y = x/(1+|x|)), an operator in torch's dispatcher
+ * whose kernel and backward are C loops on torch's memory, with a
+ * TorchScript twin. Training uses ctorch's Adam, torch's cosine schedule (its
+ * formula, a few lines here) and gradient clipping. Saves OUTDIR/model.pt
+ * (ct_module_to_pytorch: the twin in place of the C kernel, so PyTorch loads
+ * it alone) and checkpoints in torch.save's format that PyTorch resumes
+ * (examples/check_training.py). The same program as
+ * examples/python/train_convnet.py. Plain C99, ctorch.h only. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,19 +28,6 @@
       exit(1);                                                                   \
     }                                                                            \
   } while (0)
-
-/* conv -> relu -> pool -> flatten (features), the custom layer, a linear head;
- * forward holds the custom layer's TorchScript twin, so the saved model runs
- * whole in PyTorch. */
-static const char *SOURCE =
-    "def features(self, x):\n"
-    "    h = torch.relu(torch.conv2d(x, self.conv_w, self.conv_b, [1, 1], [1, 1]))\n"
-    "    return torch.flatten(torch.max_pool2d(h, [2, 2]), 1)\n"
-    "def head(self, h):\n"
-    "    return torch.linear(h, self.fc_w, self.fc_b)\n"
-    "def forward(self, x):\n"
-    "    h = self.features(x)\n"
-    "    return self.head(h / (1 + torch.abs(h)))\n";
 
 /* ---- small helpers: values that the caller owns ---- */
 
@@ -86,65 +77,174 @@ static ct_tensor *random_tensor(const char *op, int64_t high, const int64_t *siz
   return t;
 }
 
-/* ---- the custom layer: softsign in C loops ---- */
+/* ---- the C layer: the operator examples::softsign ---- */
 
-struct saved {
-  ct_tensor *x; /* the forward input (contiguous), for backward */
-};
+static const char *SOFTSIGN_TWIN = /* what PyTorch runs in model.pt */
+    "def softsign(x: Tensor) -> Tensor:\n"
+    "    return x / (1 + torch.abs(x))\n";
 
-static void saved_destroy(void *ctx) {
-  struct saved *s = ctx;
-  ct_tensor_free(s->x);
-  free(s);
+/* A new float32 CPU tensor of t's shape. */
+static ct_status new_like(ct_tensor **out, const ct_tensor *t) {
+  return ct_tensor_empty(out, ct_tensor_sizes(t), (size_t)ct_tensor_ndim(t), CT_FLOAT32,
+                         CT_DEVICE_CPU, -1, 0);
 }
 
-static ct_tensor *empty_like(const ct_tensor *t) {
-  ct_tensor *out = NULL;
-  CHECK(ct_tensor_empty(&out, ct_tensor_sizes(t), (size_t)ct_tensor_ndim(t), CT_FLOAT32,
-                        CT_DEVICE_CPU, -1, 0));
+static ct_status check_float_cpu(const ct_tensor *t) {
+  if (ct_tensor_dtype(t) != CT_FLOAT32 || ct_tensor_device_type(t) != CT_DEVICE_CPU)
+    return ct_set_error(CT_ERR_NOT_SUPPORTED, "softsign: float32 CPU tensors only");
+  return CT_OK;
+}
+
+/* Kernel: y = x / (1 + |x|). */
+static ct_status softsign_kernel(void *ctx, const ct_tensor *const *in, size_t n_in,
+                                 ct_tensor **out, size_t n_out) {
+  (void)ctx;
+  (void)n_in;
+  (void)n_out;
+  ct_tensor *x = NULL;
+  ct_status st = check_float_cpu(in[0]);
+  if (st == CT_OK) st = ct_tensor_contiguous(&x, in[0]);
+  if (st == CT_OK) st = new_like(&out[0], x);
+  if (st == CT_OK) {
+    const float *px = ct_tensor_data_ptr(x);
+    float *py = ct_tensor_data_ptr(out[0]);
+    for (int64_t i = 0, n = ct_tensor_numel(x); i < n; ++i) py[i] = px[i] / (1 + fabsf(px[i]));
+  }
+  ct_tensor_free(x);
+  return st;
+}
+
+/* Backward: dx = g / (1 + |x|)^2, x being the forward's argument. */
+static ct_status softsign_backward(void *ctx, const ct_value *const *args, size_t n_args,
+                                   const ct_value *result, const ct_tensor *const *gout,
+                                   size_t n_out, ct_tensor **gin) {
+  (void)ctx;
+  (void)n_args;
+  (void)result;
+  (void)n_out;
+  ct_tensor *x0 = NULL, *x = NULL, *g = NULL;
+  ct_status st = ct_value_to_tensor(&x0, args[0]);
+  if (st == CT_OK) st = check_float_cpu(x0);
+  if (st == CT_OK) st = check_float_cpu(gout[0]);
+  if (st == CT_OK) st = ct_tensor_contiguous(&x, x0);
+  if (st == CT_OK) st = ct_tensor_contiguous(&g, gout[0]);
+  if (st == CT_OK) st = new_like(&gin[0], x);
+  if (st == CT_OK) {
+    const float *px = ct_tensor_data_ptr(x), *pg = ct_tensor_data_ptr(g);
+    float *pd = ct_tensor_data_ptr(gin[0]);
+    for (int64_t i = 0, n = ct_tensor_numel(x); i < n; ++i) {
+      float d = 1 + fabsf(px[i]);
+      pd[i] = pg[i] / (d * d);
+    }
+  }
+  ct_tensor_free(x0);
+  ct_tensor_free(x);
+  ct_tensor_free(g);
+  return st;
+}
+
+/* Defines examples::softsign: kernel, autograd formula, TorchScript twin. */
+static ct_library *define_softsign(void) {
+  ct_library *lib = NULL;
+  CHECK(ct_library_new(&lib, "examples"));
+  CHECK(ct_library_define(lib, "softsign(Tensor x) -> Tensor", NULL, 0));
+  CHECK(ct_library_impl_tensors(lib, "softsign", "CompositeExplicitAutograd", softsign_kernel, NULL,
+                                NULL, 0));
+  CHECK(ct_library_impl_autograd(lib, "softsign", softsign_backward, NULL, NULL, 0));
+  CHECK(ct_library_set_twin(lib, "softsign", SOFTSIGN_TWIN));
+  return lib;
+}
+
+/* ---- the model ---- */
+
+/* torch.nn's layer `name` with positional int arguments (and one optional
+ * keyword argument). */
+static ct_module *layer(const char *name, size_t n, const int64_t *ints, const char *kwname,
+                        ct_value *kwvalue) {
+  ct_value *args[4];
+  ct_module *m = NULL;
+  for (size_t i = 0; i < n; ++i) args[i] = v_int(ints[i]);
+  CHECK(ct_module_new_nn(&m, name, (const ct_value *const *)args, n, kwname ? &kwname : NULL,
+                         (const ct_value *const *)&kwvalue, kwname ? 1 : 0));
+  for (size_t i = 0; i < n; ++i) ct_value_free(args[i]);
+  ct_value_free(kwvalue);
+  return m;
+}
+
+/* Sequential(Conv2d(1, 8, 3, padding=1), BatchNorm2d(8), ReLU(), MaxPool2d(2),
+ * Flatten(), Dropout(0.1), Softsign (the C operator), Linear(128, 4)). */
+static ct_module *build_model(void) {
+  static const int64_t conv[3] = {1, 8, 3}, bn[1] = {8}, pool[1] = {2}, fc[2] = {128, 4};
+  ct_module *layers[8];
+  layers[0] = layer("Conv2d", 3, conv, "padding", v_int(1));
+  layers[1] = layer("BatchNorm2d", 1, bn, NULL, NULL);
+  layers[2] = layer("ReLU", 0, NULL, NULL, NULL);
+  layers[3] = layer("MaxPool2d", 1, pool, NULL, NULL);
+  layers[4] = layer("Flatten", 0, NULL, NULL, NULL);
+  layers[5] = layer("Dropout", 0, NULL, "p", v_double(0.1));
+  CHECK(ct_module_new(&layers[6], "Softsign"));
+  CHECK(ct_module_define(layers[6], "def forward(self, x):\n"
+                                    "    return torch.ops.examples.softsign(x)\n"));
+  layers[7] = layer("Linear", 2, fc, NULL, NULL);
+  ct_value *args[8];
+  for (int i = 0; i < 8; ++i) CHECK(ct_value_from_module(&args[i], layers[i]));
+  ct_module *seq = NULL;
+  CHECK(ct_module_new_nn(&seq, "Sequential", (const ct_value *const *)args, 8, NULL, NULL, 0));
+  for (int i = 0; i < 8; ++i) {
+    ct_value_free(args[i]);
+    ct_module_free(layers[i]); /* the Sequential holds them */
+  }
+  return seq;
+}
+
+/* The model's parameters (its own tensors), in torch's order; *n gets the count. */
+static ct_tensor **parameters(const ct_module *m, size_t *n) {
+  ct_value *d = NULL;
+  CHECK(ct_module_named_parameters(&d, m, 1));
+  CHECK(ct_value_length(n, d));
+  ct_tensor **p = calloc(*n, sizeof *p);
+  for (size_t i = 0; i < *n; ++i) {
+    ct_value *v = NULL;
+    CHECK(ct_value_dict_item(NULL, &v, d, i));
+    CHECK(ct_value_to_tensor(&p[i], v));
+    ct_value_free(v);
+  }
+  ct_value_free(d);
+  return p;
+}
+
+/* A snapshot of the model's state_dict: the same names, detached copies. */
+static ct_value *state_snapshot(const ct_module *m) {
+  ct_value *sd = NULL, *out = NULL;
+  size_t n = 0;
+  CHECK(ct_module_state_dict(&sd, m));
+  CHECK(ct_value_length(&n, sd));
+  ct_value **keys = calloc(n, sizeof *keys), **vals = calloc(n, sizeof *vals);
+  for (size_t i = 0; i < n; ++i) {
+    ct_value *v = NULL;
+    ct_tensor *t = NULL, *d = NULL, *copy = NULL;
+    CHECK(ct_value_dict_item(&keys[i], &v, sd, i));
+    CHECK(ct_value_to_tensor(&t, v));
+    CHECK(ct_tensor_detach(&d, t));
+    CHECK(ct_tensor_clone(&copy, d));
+    vals[i] = v_tensor(copy);
+    ct_tensor_free(t);
+    ct_tensor_free(d);
+    ct_tensor_free(copy);
+    ct_value_free(v);
+  }
+  CHECK(ct_value_dict(&out, (const ct_value *const *)keys, (const ct_value *const *)vals, n));
+  for (size_t i = 0; i < n; ++i) {
+    ct_value_free(keys[i]);
+    ct_value_free(vals[i]);
+  }
+  free(keys);
+  free(vals);
+  ct_value_free(sd);
   return out;
 }
 
-static ct_status softsign_forward(void *ctx, const ct_tensor *const *in, size_t n_in,
-                                  ct_tensor **out, size_t n_out) {
-  struct saved *s = ctx;
-  (void)n_in;
-  (void)n_out;
-  if (ct_tensor_contiguous(&s->x, in[0])) return ct_last_error_code();
-  out[0] = empty_like(s->x);
-  const float *x = ct_tensor_data_ptr(s->x);
-  float *y = ct_tensor_data_ptr(out[0]);
-  for (int64_t i = 0, n = ct_tensor_numel(s->x); i < n; ++i) y[i] = x[i] / (1 + fabsf(x[i]));
-  return CT_OK;
-}
-
-static ct_status softsign_backward(void *ctx, const ct_tensor *const *gout, size_t n_out,
-                                   ct_tensor **gin, size_t n_in) {
-  struct saved *s = ctx;
-  (void)n_out;
-  (void)n_in;
-  ct_tensor *g = NULL;
-  if (ct_tensor_contiguous(&g, gout[0])) return ct_last_error_code();
-  gin[0] = empty_like(s->x);
-  const float *x = ct_tensor_data_ptr(s->x), *gy = ct_tensor_data_ptr(g);
-  float *gx = ct_tensor_data_ptr(gin[0]);
-  for (int64_t i = 0, n = ct_tensor_numel(s->x); i < n; ++i) {
-    float d = 1 + fabsf(x[i]);
-    gx[i] = gy[i] / (d * d);
-  }
-  ct_tensor_free(g);
-  return CT_OK;
-}
-
-static ct_tensor *softsign(const ct_tensor *x) {
-  struct saved *s = calloc(1, sizeof *s);
-  ct_tensor *y = NULL;
-  CHECK(ct_autograd_function_apply(&y, 1, &x, 1, "Softsign", softsign_forward, softsign_backward, s,
-                                   saved_destroy));
-  return y;
-}
-
-/* ---- data, model, schedule, checkpoints ---- */
+/* ---- data, schedule, checkpoints ---- */
 
 /* n 8x8 images of 4 classes: a bright bar in one of four places, plus noise. */
 static void make_data(ct_tensor **x, ct_tensor **y, int64_t n, const ct_generator *gen) {
@@ -156,28 +256,6 @@ static void make_data(ct_tensor **x, ct_tensor **y, int64_t n, const ct_generato
   for (int64_t i = 0; i < n; ++i)
     for (int64_t r = 1 + 2 * labels[i]; r < 3 + 2 * labels[i] && r < 8; ++r) /* last bar: 1 row */
       for (int c = 0; c < 8; ++c) px[i * 64 + r * 8 + c] += 0.7f;
-}
-
-static const char *PARAM_NAMES[4] = {"conv_w", "conv_b", "fc_w", "fc_b"};
-
-static ct_module *build_model(ct_tensor **params, const ct_generator *gen) {
-  static const int64_t shapes[4][4] = {{8, 1, 3, 3}, {8}, {4, 128}, {4}};
-  static const size_t ndims[4] = {4, 1, 2, 1};
-  ct_module *m = NULL;
-  CHECK(ct_module_new(&m, "ConvNet"));
-  for (int i = 0; i < 4; ++i) {
-    ct_tensor *w = random_tensor("aten::randn", 0, shapes[i], ndims[i], gen);
-    float *d = ct_tensor_data_ptr(w);
-    for (int64_t k = 0, n = ct_tensor_numel(w); k < n; ++k) d[k] *= i < 2 ? 0.3f : 0.1f;
-    CHECK(ct_module_register_parameter(m, PARAM_NAMES[i], w, 1));
-    ct_value *v = NULL;
-    CHECK(ct_module_get_attr(&v, m, PARAM_NAMES[i])); /* the module's own tensor */
-    CHECK(ct_value_to_tensor(&params[i], v));
-    ct_value_free(v);
-    ct_tensor_free(w);
-  }
-  CHECK(ct_module_define(m, SOURCE));
-  return m;
 }
 
 /* torch.optim.lr_scheduler.CosineAnnealingLR's recursive update for epoch e >= 1. */
@@ -192,24 +270,17 @@ static double cosine_lr(double lr, double base, double eta_min, int64_t e, int64
 
 struct run {
   ct_module *m;
-  ct_tensor *params[4];
   ct_optimizer *opt;
   ct_tensor *x, *y;
   int64_t t_max, epoch;
   double base_lr, eta_min;
 };
 
-/* {"model", "optimizer", "scheduler" (torch's CosineAnnealingLR state), "data", "step"} plus
- * the extra entries given. */
+/* {"model", "optimizer", "scheduler" (torch's CosineAnnealingLR state), "data", "step",
+ * "rng_state" (the default CPU generator's, for Dropout)} plus the extra entries given. */
 static void save_checkpoint(const char *path, const struct run *r, int64_t step,
                             const char *const *extra_names, ct_value **extra, size_t n_extra) {
-  ct_value *pv[4], *lr = NULL;
-  for (int i = 0; i < 4; ++i) {
-    ct_tensor *copy = NULL;
-    CHECK(ct_tensor_clone(&copy, r->params[i]));
-    pv[i] = v_tensor(copy);
-    ct_tensor_free(copy);
-  }
+  ct_value *lr = NULL;
   CHECK(ct_optimizer_get(&lr, r->opt, 0, "lr"));
   ct_value *last_lr = NULL, *base_lrs = NULL, *data = NULL, *dv[2];
   CHECK(ct_value_list(&last_lr, (const ct_value *const *)&lr, 1));
@@ -227,25 +298,32 @@ static void save_checkpoint(const char *path, const struct run *r, int64_t step,
   ct_value *sv[] = {v_int(r->t_max), v_double(r->eta_min), base_lrs,
                     v_int(r->epoch), v_int(r->epoch + 1),  last_lr,
                     is_initial};
-  const char *names[16] = {"model", "optimizer", "scheduler", "data", "step"};
+  ct_generator *g = NULL;
+  ct_tensor *rng = NULL;
+  CHECK(ct_generator_default(&g, CT_DEVICE_CPU, -1));
+  CHECK(ct_generator_state(&rng, g));
+  const char *names[16] = {"model", "optimizer", "scheduler", "data", "step", "rng_state"};
   ct_value *vals[16];
-  vals[0] = v_dict(PARAM_NAMES, pv, 4);
+  vals[0] = state_snapshot(r->m);
   CHECK(ct_optimizer_state_dict(&vals[1], r->opt));
   vals[2] = v_dict(sched_names, sv, 7);
   vals[3] = data;
   vals[4] = v_int(step);
+  vals[5] = v_tensor(rng);
   for (size_t i = 0; i < n_extra; ++i) {
-    names[5 + i] = extra_names[i];
-    vals[5 + i] = extra[i];
+    names[6 + i] = extra_names[i];
+    vals[6 + i] = extra[i];
   }
-  ct_value *ck = v_dict(names, vals, 5 + n_extra);
+  ct_value *ck = v_dict(names, vals, 6 + n_extra);
   CHECK(ct_pickle_save(ck, path));
   ct_value_free(ck);
+  ct_tensor_free(rng);
+  ct_generator_free(g);
 }
 
-static ct_tensor *method(ct_module *m, const char *name, const ct_tensor *x) {
+static ct_tensor *forward(ct_module *m, const ct_tensor *x) {
   ct_tensor *out = NULL;
-  CHECK(ct_module_forward_tensors(&out, 1, NULL, m, name, &x, 1));
+  CHECK(ct_module_forward_tensors(&out, 1, NULL, m, NULL, &x, 1));
   return out;
 }
 
@@ -253,42 +331,48 @@ int main(int argc, char **argv) {
   const char *outdir = argc > 1 ? argv[1] : "train_out";
   int64_t steps = argc > 2 ? atoll(argv[2]) : 60;
   char path[4096];
+  if (steps < 2) {
+    fprintf(stderr, "STEPS must be at least 2\n");
+    return 2;
+  }
   mkdir(outdir, 0777);
+  ct_library *lib = define_softsign();
   struct run r = {0};
   r.t_max = steps;
   r.base_lr = 0.02;
   r.eta_min = 0.001;
-  ct_generator *gen = NULL;
+  ct_generator *gen = NULL; /* the data's own generator */
   CHECK(ct_generator_new(&gen, CT_DEVICE_CPU, -1));
   CHECK(ct_generator_manual_seed(gen, 0));
   make_data(&r.x, &r.y, 256, gen);
-  r.m = build_model(r.params, gen);
+  CHECK(ct_manual_seed(0)); /* the layers' initial weights, then Dropout's masks */
+  r.m = build_model();
+  size_t n_params = 0;
+  ct_tensor **params = parameters(r.m, &n_params);
   ct_value *opts = NULL;
   {
     const char *name = "lr";
     ct_value *lr = v_double(r.base_lr);
     opts = v_dict(&name, &lr, 1);
   }
-  CHECK(ct_optimizer_new(&r.opt, "adam", (const ct_tensor *const *)r.params, 4, opts));
+  CHECK(ct_optimizer_new(&r.opt, "adam", (const ct_tensor *const *)params, n_params, opts));
   ct_value_free(opts);
   CHECK(ct_optimizer_set_double(r.opt, 0, "initial_lr", r.base_lr)); /* as torch's scheduler */
-  ct_op *xent = NULL;
-  CHECK(ct_op_find(&xent, "aten::cross_entropy_loss", ""));
+  ct_module *lossf = NULL;
+  CHECK(ct_module_new_nn(&lossf, "CrossEntropyLoss", NULL, 0, NULL, NULL, 0));
   double *losses = malloc((size_t)steps * sizeof(double));
   for (int64_t step = 0; step < steps; ++step) {
-    if (step == steps / 2) {
+    if (step == steps / 2) { /* a checkpoint mid-way: PyTorch resumes from it */
       snprintf(path, sizeof path, "%s/checkpoint_mid.pt", outdir);
       save_checkpoint(path, &r, step, NULL, NULL, 0);
     }
-    ct_tensor *h = method(r.m, "features", r.x);
-    ct_tensor *s = softsign(h);
-    ct_tensor *logits = method(r.m, "head", s);
+    ct_tensor *logits = forward(r.m, r.x);
     const ct_tensor *in[2] = {logits, r.y};
     ct_tensor *loss = NULL;
-    CHECK(ct_op_call_tensors(&loss, 1, xent, in, 2));
+    CHECK(ct_module_forward_tensors(&loss, 1, NULL, lossf, NULL, in, 2));
     CHECK(ct_optimizer_zero_grad(r.opt, 1));
     CHECK(ct_tensor_backward(loss, NULL, 0, 0));
-    CHECK(ct_clip_grad_norm(NULL, (const ct_tensor *const *)r.params, 4, 5.0, 2.0, 0));
+    CHECK(ct_clip_grad_norm(NULL, (const ct_tensor *const *)params, n_params, 5.0, 2.0, 0));
     CHECK(ct_optimizer_step(r.opt));
     double lr = 0;
     CHECK(ct_optimizer_get_double(&lr, r.opt, 0, "lr"));
@@ -298,8 +382,6 @@ int main(int argc, char **argv) {
     losses[step] = *(const float *)ct_tensor_data_ptr(loss);
     if (step % 10 == 0 || step == steps - 1)
       printf("step %3lld  loss %.4f  lr %.5f\n", (long long)step, losses[step], lr);
-    ct_tensor_free(h);
-    ct_tensor_free(s);
     ct_tensor_free(logits);
     ct_tensor_free(loss);
   }
@@ -307,8 +389,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "the loss did not fall: %g -> %g\n", losses[0], losses[steps - 1]);
     return 1;
   }
-  /* the model saved whole (TorchScript), and logits of 16 images for the check */
-  ct_grad_mode_set_enabled(0);
+  /* eval mode: logits of 16 images for the check, without grad */
+  CHECK(ct_module_eval(r.m));
+  CHECK(ct_grad_mode_set_enabled(0));
   ct_tensor *probe_in = NULL, *probe = NULL;
   {
     ct_value *args[4] = {v_tensor(r.x), v_int(0), v_int(0), v_int(16)}, *res = NULL;
@@ -317,27 +400,33 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; ++i) ct_value_free(args[i]);
     ct_value_free(res);
   }
-  probe = method(r.m, "forward", probe_in);
-  ct_grad_mode_set_enabled(1);
+  probe = forward(r.m, probe_in);
+  CHECK(ct_grad_mode_set_enabled(1));
+  /* the model for PyTorch: the twin in place of the C operator */
+  ct_module *for_pytorch = NULL;
+  CHECK(ct_module_to_pytorch(&for_pytorch, r.m));
   snprintf(path, sizeof path, "%s/model.pt", outdir);
-  CHECK(ct_module_save(r.m, path, NULL));
+  CHECK(ct_module_save(for_pytorch, path, NULL));
   ct_value *loss_list = NULL;
   CHECK(ct_value_double_list(&loss_list, losses, (size_t)steps));
   const char *extra_names[2] = {"probe_logits", "losses"};
   ct_value *extra[2] = {v_tensor(probe), loss_list};
   snprintf(path, sizeof path, "%s/checkpoint.pt", outdir);
   save_checkpoint(path, &r, steps, extra_names, extra, 2);
-  printf("saved %s/model.pt, checkpoint_mid.pt and checkpoint.pt\n", outdir);
+  printf("saved %s/model.pt (for PyTorch), checkpoint_mid.pt and checkpoint.pt\n", outdir);
 
   ct_tensor_free(probe_in);
   ct_tensor_free(probe);
-  for (int i = 0; i < 4; ++i) ct_tensor_free(r.params[i]);
+  for (size_t i = 0; i < n_params; ++i) ct_tensor_free(params[i]);
+  free(params);
   ct_tensor_free(r.x);
   ct_tensor_free(r.y);
-  ct_op_free(xent);
   ct_optimizer_free(r.opt);
+  ct_module_free(lossf);
+  ct_module_free(for_pytorch);
   ct_module_free(r.m);
   ct_generator_free(gen);
+  ct_library_free(lib); /* after the modules that call its operator */
   free(losses);
   return 0;
 }
