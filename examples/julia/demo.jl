@@ -6,9 +6,9 @@
 # With a model path (a torch.jit.save'd module taking one (1,3,H,W) or (N,4)
 # float tensor... any module whose forward takes one tensor of the size given
 # by ARGS[2], e.g. "1,3,224,224") it runs that model; without, it builds a
-# small model from TorchScript source.
+# small model from CTorch.nn's layers, with a method added in TorchScript.
 
-using CTorch
+using CTorch, CTorch.nn
 const C = CTorch
 
 println("libctorch ", C.version(), " on LibTorch ", C.torch_version(), " (", C.library_path(), ")")
@@ -85,13 +85,9 @@ if !isempty(ARGS)
     dims = length(ARGS) >= 2 ? parse.(Int, split(ARGS[2], ',')) : [1, 3, 224, 224]
     inp = C.randn(dims...)
 else
-    m = ScriptModule("Mlp")
-    C.register_parameter!(m, "w1", C.randn(4, 8))
-    C.register_parameter!(m, "w2", C.randn(8, 2))
+    # torch.nn's layers (CTorch.nn), plus a method of our own in TorchScript
+    m = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
     C.define!(m, """
-def forward(self, x):
-    return torch.matmul(torch.tanh(torch.matmul(x, self.w1)), self.w2)
-
 def logits(self, x, temperature: float = 1.0):
     return self.forward(x) / temperature
 """)
@@ -99,8 +95,8 @@ def logits(self, x, temperature: float = 1.0):
 end
 out = C.no_grad(() -> m(inp))
 println("model output: ", summary(out))
-for (name, p) in named_parameters(m)
-    println("  parameter ", name, " ", size(p), " ", eltype(p))
+for (name, p) in state_dict(m)          # parameters and buffers, torch's order
+    println("  ", name, " ", size(p), " ", eltype(p))
 end
 if isempty(ARGS)
     println("logits(T=2) == forward/2: ", isapprox(m(:logits, inp; temperature = 2.0), out / 2))

@@ -1,30 +1,21 @@
-# Trains a small conv net from Julia with CTorch alone: the net is TorchScript
-# built in place, one layer is a plain Julia loop on torch's memory (a custom
-# autograd function), and training uses ctorch's Adam, a cosine schedule and
-# gradient clipping, each step in a `withscope` (its tensors freed when it
-# ends). Saves the model (TorchScript) and checkpoints in torch.save's format
-# that PyTorch resumes (examples/check_training.py).
+# Trains a small conv net from Julia with CTorch alone: the net is built from
+# CTorch.nn's layers (torch.nn's Conv2d, BatchNorm2d, ReLU, MaxPool2d, Flatten,
+# Dropout, Linear), with one layer written in Julia: softsign, an operator in
+# torch's dispatcher ("examples::softsign") whose kernel and backward are plain
+# Julia loops on torch's memory, with a TorchScript twin. Training uses ctorch's
+# Adam, a cosine schedule and gradient clipping, each step in a `withscope`
+# (its tensors freed when it ends). Saves the model for PyTorch
+# (`CTorch.to_pytorch`: the twin in place of the Julia kernel) and checkpoints
+# in torch.save's format that PyTorch resumes (examples/check_training.py).
 #
 #   scripts/julia examples/julia/train_convnet.jl [OUTDIR [STEPS]]
 
-using CTorch
+using CTorch, CTorch.nn
 const C = CTorch
 
-# conv -> relu -> pool -> flatten (features), the custom layer, a linear head;
-# `forward` holds the custom layer's TorchScript twin, so the saved model runs
-# whole in PyTorch.
-const SOURCE = """
-def features(self, x):
-    h = torch.relu(torch.conv2d(x, self.conv_w, self.conv_b, [1, 1], [1, 1]))
-    return torch.flatten(torch.max_pool2d(h, [2, 2]), 1)
-def head(self, h):
-    return torch.linear(h, self.fc_w, self.fc_b)
-def forward(self, x):
-    h = self.features(x)
-    return self.head(h / (1 + torch.abs(h)))
-"""
+# ---- the Julia layer: y = x / (1 + |x|) ---------------------------------------------
 
-# The custom layer, y = x / (1 + |x|), as plain loops (function barriers).
+# Plain loops behind function barriers (type-stable on the arrays' element type).
 function softsign!(y, x)
     @inbounds for i in eachindex(x, y)
         y[i] = x[i] / (1 + abs(x[i]))
@@ -38,19 +29,36 @@ function softsign_grad!(gx, gy, x)
     end
     return gx
 end
-const Softsign = AutogradFunction(
-    function (ctx, x)
-        save_for_backward!(ctx, x)
-        xc, y = C.contiguous(x), C.empty_like(x)
-        GC.@preserve xc y softsign!(unsafe_array(y), unsafe_array(xc))
-        return y
-    end,
-    function (ctx, gy)
-        (x,) = saved_tensors(ctx)
-        xc, gyc, gx = C.contiguous(x), C.contiguous(gy), C.empty_like(x)
-        GC.@preserve xc gyc gx softsign_grad!(unsafe_array(gx), unsafe_array(gyc), unsafe_array(xc))
-        return gx
-    end; name = "Softsign")
+
+# The operator, its kernel and backward on zero-copy views of torch's memory, and
+# its twin: what PyTorch runs in the saved model (checked against the kernel in main).
+const LIB = C.Library("examples")
+C.define(LIB, "softsign(Tensor x) -> Tensor")
+C.impl(LIB, "softsign", :CPU) do x
+    xc, y = C.contiguous(x), C.empty_like(x)
+    softsign!(unsafe_array(y), unsafe_array(xc))
+    y
+end
+C.impl_autograd(LIB, "softsign") do args, result, grads
+    x, = args
+    xc, gyc, gx = C.contiguous(x), C.contiguous(grads[1]), C.empty_like(x)
+    softsign_grad!(unsafe_array(gx), unsafe_array(gyc), unsafe_array(xc))
+    gx
+end
+C.set_twin(LIB, "softsign", "def softsign(x: Tensor) -> Tensor:\n" *
+                            "    return x / (1 + torch.abs(x))\n")
+
+function softsign_layer()
+    m = ScriptModule("Softsign")
+    C.define!(m, "def forward(self, x):\n    return torch.ops.examples.softsign(x)\n")
+    return m
+end
+
+build_model() = nn.Sequential(nn.Conv2d(1, 8, 3; padding = 1), nn.BatchNorm2d(8), nn.ReLU(),
+                              nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.1), softsign_layer(),
+                              nn.Linear(128, 4))
+
+# ---- data, checkpoints -------------------------------------------------------------
 
 # n 8x8 images of 4 classes: a bright bar in one of four places, plus noise.
 function make_data(n, gen)
@@ -66,23 +74,14 @@ function make_data(n, gen)
     return x, y
 end
 
-function build_model(gen)
-    m = ScriptModule("ConvNet")
-    params = Tensor[]
-    for (name, shape, s) in (("conv_w", [8, 1, 3, 3], 0.3f0), ("conv_b", [8], 0.3f0),
-                             ("fc_w", [4, 128], 0.1f0), ("fc_b", [4], 0.1f0))
-        w = ops.aten.randn(shape; generator = gen) * s   # Float32 scale: stays Float32
-        C.register_parameter!(m, name, w)
-        push!(params, C.getattr(m, name))
-    end
-    C.define!(m, SOURCE)
-    return m, params
-end
-
-function save_checkpoint(path, m, opt, sched, x, y, step; extra...)
-    ck = Dict{String,Any}("model" => Dict(k => C.clone(v) for (k, v) in named_parameters(m)),
+# A checkpoint in torch.save's format: the model's state_dict (torch's order), the
+# optimizer's, the schedule's state (torch's CosineAnnealingLR.load_state_dict takes
+# it), the data, and the default generator's state (Dropout's masks).
+function save_checkpoint(path, model, opt, sched, x, y, step; extra...)
+    ck = Dict{String,Any}("model" => C.StateDict(k => C.clone(v) for (k, v) in state_dict(model)),
                           "optimizer" => C.state_dict(opt), "scheduler" => C.state_dict(sched),
-                          "data" => (x, y), "step" => step)
+                          "data" => (x, y), "step" => step,
+                          "rng_state" => C.get_state(C.default_generator()))
     for (k, v) in extra
         ck[String(k)] = v
     end
@@ -91,20 +90,24 @@ end
 
 function main(outdir, steps)
     mkpath(outdir)
+    C.check_twin(LIB, "softsign", C.randn(4, 5))
     gen = C.manual_seed!(Generator(), 0)
     x, y = make_data(256, gen)
-    m, params = build_model(gen)
-    opt = C.Adam(params; lr = 0.02)
+    C.manual_seed(0)
+    model = build_model()
+    ps = params(model)
+    opt = C.Adam(ps; lr = 0.02)
     sched = C.CosineAnnealingLR(opt; T_max = steps, eta_min = 0.001)
+    lossf = nn.CrossEntropyLoss()
     losses = Float64[]
     for step in 0:steps-1
-        step == steps ÷ 2 && save_checkpoint(joinpath(outdir, "checkpoint_mid.pt"), m, opt, sched, x, y, step)
+        # a checkpoint mid-way (before this step's forward): PyTorch resumes from it
+        step == steps ÷ 2 && save_checkpoint(joinpath(outdir, "checkpoint_mid.pt"), model, opt, sched, x, y, step)
         withscope() do
-            logits = m(:head, Softsign(m(:features, x)))
-            loss = ops.aten.cross_entropy_loss(logits, y)
+            loss = lossf(model(x), y)
             zero_grad!(opt)
             backward(loss)
-            C.clip_grad_norm!(params, 5.0)
+            C.clip_grad_norm!(ps, 5.0)
             step!(opt)
             step!(sched)
             push!(losses, loss[])
@@ -115,13 +118,14 @@ function main(outdir, steps)
         end
     end
     @assert losses[end] < 0.5 * losses[1] losses
+    eval!(model)
     probe = C.no_grad() do
-        m(ops.aten.slice(x, 0, 0, 16))
+        model(ops.aten.slice(x, 0, 0, 16))                 # x[1:16]: the first 16 samples
     end
-    C.save(m, joinpath(outdir, "model.pt"))
-    save_checkpoint(joinpath(outdir, "checkpoint.pt"), m, opt, sched, x, y, steps;
+    C.save(C.to_pytorch(model), joinpath(outdir, "model.pt"))
+    save_checkpoint(joinpath(outdir, "checkpoint.pt"), model, opt, sched, x, y, steps;
                     probe_logits = probe, losses = losses)
-    println("saved $outdir/model.pt, checkpoint_mid.pt and checkpoint.pt")
+    println("saved $outdir/model.pt (for PyTorch), checkpoint_mid.pt and checkpoint.pt")
 end
 
 main(length(ARGS) >= 1 ? ARGS[1] : "train_out", length(ARGS) >= 2 ? parse(Int, ARGS[2]) : 60)

@@ -201,6 +201,18 @@ train(m::ScriptModule, on::Bool = true) = train!(m, on)
 is_training(m::ScriptModule) = ct_module_is_training(m) == 1
 "Deep copy (parameters and buffers copied)."
 Base.deepcopy(m::ScriptModule) = ScriptModule(Val(:own), @_newvalue ct_module_clone(out, m))
+"""
+    CTorch.to_pytorch(m::ScriptModule) -> ScriptModule
+
+A copy of `m` for PyTorch (`ct_module_to_pytorch`): every call of an operator
+with a Julia kernel ([`CTorch.Library`](@ref)) in its methods is replaced by
+that operator's TorchScript twin ([`CTorch.set_twin`](@ref)), so the copy,
+saved with [`CTorch.save`](@ref), opens with `torch.jit.load` in a Python
+without ctorch or Julia, and keeps running here after the library is closed.
+Parameters and buffers are copied (as `deepcopy`). Throws a `CTorchError`
+(`CT_ERR_NOT_SUPPORTED`) naming every operator without a twin.
+"""
+to_pytorch(m::ScriptModule) = ScriptModule(Val(:own), @_newvalue ct_module_to_pytorch(out, m))
 "`torch.jit.freeze`: a new, frozen module (eval mode)."
 freeze(m::ScriptModule) = ScriptModule(Val(:own), @_newvalue ct_module_freeze(out, m))
 

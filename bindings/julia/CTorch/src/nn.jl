@@ -24,15 +24,72 @@ params(m::ScriptModule; recurse::Bool = true) =
     _ordered_tensors(@_newvalue ct_module_named_parameters(out, m, Int32(recurse)))[2]
 
 """
-    state_dict(m::ScriptModule) -> Dict{String,Tensor}
+    CTorch.StateDict(pairs) <: AbstractDict{String,Tensor}
+
+A dict of name => `Tensor` that keeps its insertion order, as the
+`OrderedDict` of torch's `state_dict()`: what [`state_dict`](@ref) returns.
+Saved with `CTorch.pickle_save`, its entries keep that order (Python's
+`list(sd)`). `StateDict(k => CTorch.clone(v) for (k, v) in state_dict(m))`
+is an ordered snapshot; `sd[k] = t` replaces in place or appends,
+`delete!(sd, k)` removes.
+"""
+struct StateDict <: AbstractDict{String,Tensor}
+    keys::Vector{String}
+    vals::Vector{Tensor}
+    index::Dict{String,Int}
+end
+StateDict() = StateDict(String[], Tensor[], Dict{String,Int}())
+function StateDict(kv)
+    d = StateDict()
+    for (k, v) in kv
+        d[k] = v
+    end
+    return d
+end
+Base.length(d::StateDict) = length(d.keys)
+Base.iterate(d::StateDict, i::Int = 1) =
+    i > length(d.keys) ? nothing : (Pair{String,Tensor}(d.keys[i], d.vals[i]), i + 1)
+Base.haskey(d::StateDict, k) = haskey(d.index, k)
+Base.get(d::StateDict, k, default) = (i = get(d.index, k, 0); i == 0 ? default : d.vals[i])
+function Base.setindex!(d::StateDict, v, k)
+    key, t = String(k), convert(Tensor, v)
+    i = get(d.index, key, 0)
+    if i == 0
+        push!(d.keys, key)
+        push!(d.vals, t)
+        d.index[key] = length(d.keys)
+    else
+        d.vals[i] = t
+    end
+    return d
+end
+function Base.delete!(d::StateDict, k)
+    i = get(d.index, k, 0)
+    i == 0 && return d
+    deleteat!(d.keys, i)
+    deleteat!(d.vals, i)
+    delete!(d.index, k)
+    for j in i:length(d.keys)
+        d.index[d.keys[j]] = j
+    end
+    return d
+end
+Base.copy(d::StateDict) = StateDict(copy(d.keys), copy(d.vals), copy(d.index))
+Base.empty(::StateDict) = StateDict()
+
+"""
+    state_dict(m::ScriptModule) -> CTorch.StateDict
 
 Parameters and buffers under torch's dotted names (`"0.weight"`,
-`"bn.running_mean"`), as `m.state_dict()` (`ct_module_state_dict`): detached
-tensors sharing the module's memory (`CTorch.clone` them to keep a snapshot).
+`"bn.running_mean"`), in torch's order, as `m.state_dict()`
+(`ct_module_state_dict`): a [`CTorch.StateDict`](@ref) (an ordered
+`AbstractDict{String,Tensor}`) of detached tensors sharing the module's memory
+(`CTorch.clone` them to keep a snapshot:
+`CTorch.StateDict(k => CTorch.clone(v) for (k, v) in state_dict(m))`).
 """
 function state_dict(m::ScriptModule)
     ks, vs = _ordered_tensors(@_newvalue ct_module_state_dict(out, m))
-    return Dict{String,Tensor}(k => detach(v) for (k, v) in zip(ks, vs))
+    return StateDict(String[k for k in ks], Tensor[detach(v) for v in vs], Dict{String,Int}(k => i for (i, k) in enumerate(ks)))
 end
 
 """
@@ -85,7 +142,7 @@ library knows, `nn.layers()` lists them with their signatures. After
 module nn
 
 import ..CTorch
-using ..CTorch: ScriptModule, Tensor, Device, params, state_dict, load_state_dict!, zero_grad!,
+using ..CTorch: ScriptModule, Tensor, Device, StateDict, params, state_dict, load_state_dict!, zero_grad!,
                 _call_with_values, _ordered_tensors, @_newvalue, ct_module_new_nn,
                 ct_module_nn_layers, ct_tensor_nn_init, ct_tensor_nn_init_methods, from_value
 
@@ -108,6 +165,7 @@ const LAYERS = (
     :Hardtanh, :Hardswish, :Hardsigmoid, :Softplus, :Softsign, :Tanhshrink, :Softmax, :LogSoftmax,
     :CrossEntropyLoss, :NLLLoss, :MSELoss, :L1Loss, :SmoothL1Loss, :HuberLoss, :BCELoss,
     :BCEWithLogitsLoss, :KLDivLoss, :CosineEmbeddingLoss,
+    :MultiheadAttention, :TransformerEncoderLayer,
     :Sequential, :ModuleList, :ModuleDict)
 
 # Julia forms of torch's arguments: a tuple of ints (kernel_size = (3, 3)) as

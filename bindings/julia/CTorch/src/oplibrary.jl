@@ -69,10 +69,11 @@ mutable struct Library
     ns::String
     kernels::Vector{_KernelState}   # also rooted in _ROOTS until ctorch lets go
     defined::Vector{String}
+    twins::Dict{String,String}      # "ns::name" => TorchScript twin source (set_twin)
     function Library(ns::AbstractString)
         out = Ref{Ptr{Cvoid}}(C_NULL)
         check(ct_library_new(out, String(ns)))
-        lib = new(out[], String(ns), _KernelState[], String[])
+        lib = new(out[], String(ns), _KernelState[], String[], Dict{String,String}())
         finalizer(_finalize, lib)
         return lib
     end
@@ -110,6 +111,7 @@ function Base.close(lib::Library)
     was_open = lib.ptr != C_NULL
     _finalize(lib)
     empty!(lib.kernels)
+    empty!(lib.twins)      # ct_library_free forgot them
     if was_open
         _forget_cached_ops(lib.ns)
         _poll_release_queue()
@@ -291,6 +293,117 @@ function impl_autograd(backward, lib::Library, name::AbstractString)
     state = _KernelState(backward, "$q (autograd backward)", Int64[0])
     _register_kernel(lib, state, (ctx, destroy) ->
         ct_library_impl_autograd(lib, String(name), _OPB_CFUNC[], ctx, destroy, CT_KERNEL_SAME_THREAD))
+    return nothing
+end
+
+# ---- TorchScript twins: the operator for PyTorch without ctorch -------------------
+
+_qualified(lib::Library, name::AbstractString) =
+    occursin("::", name) ? String(name) : string(lib.ns, "::", name)
+
+"""
+    CTorch.set_twin(lib, name, source)
+
+Gives operator `name` (defined by `lib`) its TorchScript twin
+(`ct_library_set_twin`): `source` defines one function named as the operator,
+taking its arguments and returning its results, written with torch's own
+operators only:
+
+```julia
+CTorch.set_twin(lib, "softsign",
+                "def softsign(x: Tensor) -> Tensor:\\n    return x / (1 + torch.abs(x))\\n")
+```
+
+The twin is what [`CTorch.to_pytorch`](@ref) puts in place of the operator's
+calls, so a model with Julia layers loads in PyTorch without ctorch or Julia;
+it is not run otherwise ([`CTorch.check_twin`](@ref) compares it with the
+Julia kernel). A second call replaces the twin; `close(lib)` forgets it.
+Throws a `CTorchError`: `CT_ERR_INVALID_ARGUMENT` (the operator is not
+defined by `lib`, no such function, a different number of arguments or
+results), `CT_ERR_TORCH` (the TorchScript compiler's message).
+"""
+function set_twin(lib::Library, name::AbstractString, source::AbstractString)
+    src = String(source)
+    GC.@preserve lib check(ct_library_set_twin(lib, String(name), src))
+    lib.twins[_qualified(lib, name)] = src
+    return nothing
+end
+
+"""
+    CTorch.check_twin(lib, name, args...; rtol=1e-5, atol=1e-6)
+
+A test of operator `name`'s twin ([`CTorch.set_twin`](@ref)): runs the
+operator (its Julia kernel) and the twin (compiled with
+[`CTorch.Script`](@ref)) on `args` and compares the results and, for the
+floating-point tensor arguments, the gradients (of the sum of the results,
+through the operator's autograd formula and through the twin). The tensors in
+`args` are not changed (each side gets detached copies). Returns `nothing`;
+throws an `AssertionError` naming the largest difference (or the mismatching
+shape, count, value) otherwise, an `ArgumentError` when the operator has no
+twin.
+
+```julia
+CTorch.check_twin(lib, "softsign", CTorch.randn(4, 5))
+```
+"""
+function check_twin(lib::Library, name::AbstractString, args...; rtol::Real = 1e-5, atol::Real = 1e-6)
+    q = _qualified(lib, name)
+    src = get(lib.twins, q, nothing)
+    src === nothing && throw(ArgumentError("$q has no twin (CTorch.set_twin)"))
+    withscope() do
+        _check_twin(q, src, args, Float64(rtol), Float64(atol))
+    end
+    return nothing
+end
+
+function _check_twin(q::String, src::String, args::Tuple, rtol::Float64, atol::Float64)
+    script = Script(src)
+    fname = split(split(q, "::"; limit = 2)[2], '.')[1]
+    fns = String[String(f) for f in functions(script)]
+    fname in fns || (fname = fns[1])
+    leaves() = map(a -> a isa Tensor ?
+                   (c = clone(detach(a)); eltype(c) <: AbstractFloat && requires_grad!(c); c) : a, args)
+    flat(x) = x isa Tuple || (x isa AbstractVector && !(x isa Tensor)) ? collect(Any, x) : Any[x]
+    a1, a2 = leaves(), leaves()
+    got = flat(op(q)(a1...))
+    want = flat(call(script, fname, a2...))
+    length(got) == length(want) ||
+        throw(AssertionError("$q returns $(length(got)) values, its twin $(length(want))"))
+    for (i, (x, y)) in enumerate(zip(got, want))
+        _compare_twin("result $i", q, x, y, rtol, atol)
+    end
+    outs = [(x, y) for (x, y) in zip(got, want)
+            if x isa Tensor && y isa Tensor && requires_grad(x) && requires_grad(y)]
+    isempty(outs) && return nothing
+    backward(sum(ops.aten.sum(x) for (x, _) in outs))
+    backward(sum(ops.aten.sum(y) for (_, y) in outs))
+    for (i, (p, r)) in enumerate(zip(a1, a2))
+        p isa Tensor && requires_grad(p) || continue
+        gp, gr = grad(p), grad(r)
+        (gp === nothing) == (gr === nothing) ||
+            throw(AssertionError("gradient of argument $i: only one of $q and its twin has one"))
+        gp === nothing || _compare_twin("gradient of argument $i", q, gp, gr, rtol, atol)
+    end
+    return nothing
+end
+
+function _compare_twin(what, q, x, y, rtol, atol)
+    if x isa Tensor
+        y isa Tensor || throw(AssertionError("$what: a Tensor, the twin's a $(typeof(y))"))
+        size(x) == size(y) ||
+            throw(AssertionError("$what: shape $(size(x)), twin $(size(y))"))
+        xs = vec(Array{Float64}(Array(detach(x))))
+        ys = vec(Array{Float64}(Array(detach(y))))
+        bad, diff = false, 0.0
+        for (p, r) in zip(xs, ys)
+            d = abs(p - r)
+            bad |= d > atol + rtol * abs(r) || isnan(p) != isnan(r)
+            isnan(d) || (diff = max(diff, d))
+        end
+        bad && throw(AssertionError("$what of $q and its twin differ by up to $diff"))
+    elseif !isequal(x, y)
+        throw(AssertionError("$what: $(repr(x)), twin $(repr(y))"))
+    end
     return nothing
 end
 

@@ -142,6 +142,32 @@ nn_error(f) = try f(); nothing catch e; e end
         @test e isa CTorchError && occursin("size mismatch", e.message)
     end
 
+    @testset "state_dict keeps torch's order (CTorch.StateDict)" begin
+        C.manual_seed(0)
+        m = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.Flatten(), nn.Linear(2, 1))
+        sd = state_dict(m)
+        order = ["0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var",
+                 "1.num_batches_tracked", "4.weight", "4.bias"]
+        @test sd isa C.StateDict && sd isa AbstractDict{String,Tensor}
+        @test collect(keys(sd)) == order && length(sd) == 9
+        @test [k for (k, _) in sd] == order && haskey(sd, "1.running_var") && !haskey(sd, "2.weight")
+        @test get(sd, "nope", :none) === :none && nn_error(() -> sd["nope"]) isa KeyError
+        # an ordered snapshot; replacing keeps the place, a new key goes last
+        snap = C.StateDict(k => C.clone(v) for (k, v) in sd)
+        @test collect(keys(snap)) == order && all(Array(snap[k]) == Array(sd[k]) for k in order)
+        @test pointer(snap["0.weight"]) != pointer(sd["0.weight"])
+        snap["0.bias"] = C.zeros(2)
+        snap["extra"] = C.ones(1)
+        @test collect(keys(snap)) == [order; "extra"] && all(iszero, Array(snap["0.bias"]))
+        delete!(snap, "0.weight")
+        @test collect(keys(snap)) == [order[2:end]; "extra"] && Array(snap["extra"]) == [1.0f0]
+        @test collect(keys(copy(snap))) == collect(keys(snap))
+        # the order reaches torch.save's file (Python's list(sd)) and the C value
+        ks, _ = C._ordered_tensors(C._new_value(sd))
+        @test ks == order
+        @test load_state_dict!(m, C.pickle_load(C.pickle_bytes(sd))).missing_keys == String[]
+    end
+
     @testset "init!: torch.nn.init" begin
         w = C.zeros(64, 32)
         @test init!(w, :kaiming_uniform_; a = sqrt(5)) === w

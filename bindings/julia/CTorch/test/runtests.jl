@@ -1110,5 +1110,6 @@ include("oplibrary.jl")
 include("package.jl")
 include("distributed.jl")
 include("nn.jl")
+include("twins.jl")      # set_twin, check_twin, to_pytorch
 
 end # testset CTorch
