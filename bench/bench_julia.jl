@@ -112,6 +112,31 @@ end
 push!(results, "train step conv net 32x3x32x32 (Adam)" =>
               bench(train_step, 2; samples = 41, floor = floor_fn(:ctb_train_step_ns)))
 
+# Layer stack (issue 39): CTorch.nn's Conv1d, BatchNorm1d, LSTM, MultiheadAttention and
+# Linear in one module, forward and backward, against the same torch::nn layers in C++.
+const STACK = ScriptModule("BenchStack")
+for (name, layer) in (("conv", C.nn.Conv1d(16, 32, 3; padding = 1)), ("bn", C.nn.BatchNorm1d(32)),
+                      ("lstm", C.nn.LSTM(32, 32)), ("attn", C.nn.MultiheadAttention(32, 4)),
+                      ("head", C.nn.Linear(32, 10)))
+    C.register_module!(STACK, name, layer)
+end
+C.define!(STACK, """
+def forward(self, x: Tensor) -> Tensor:
+    h = torch.relu(self.bn.forward(self.conv.forward(x)))
+    h = h.permute(2, 0, 1)
+    h = self.lstm.forward(h)[0]
+    a = self.attn.forward(h, h, h, need_weights=False)[0]
+    return self.head.forward(a.mean(0))
+""")
+const SX, SY = C.randn(8, 16, 32), ops.aten.randint(10, [8])
+stack_step() = withscope() do
+    C.zero_grad!(STACK)
+    backward(XENT(STACK(SX), SY))
+    nothing
+end
+push!(results, "train step layer stack (conv, bn, LSTM, attention)" =>
+              bench(stack_step, 2; samples = 41, floor = floor_fn(:ctb_layer_stack_ns)))
+
 # Custom operators (issue 24): softsign as a Julia kernel registered through
 # CTorch.Library, against the same loop in a C++ TORCH_LIBRARY extension
 # (bench_custom_ext.cpp, built as libbench_custom_ext.so next to the floor

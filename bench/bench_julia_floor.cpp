@@ -54,6 +54,39 @@ extern "C" double ctb_tiny_forward_ns(int64_t iters) {
 // here because this library does not link ctorch): jit forward, cross-entropy,
 // backward, torch::optim::Adam; the data and initial values as bench_julia.jl makes them
 // (seeded randn of the same shapes; the ratio does not depend on the values).
+// The layer stack of bench_train.cpp in C++ torch::nn: forward, loss, backward.
+extern "C" double ctb_layer_stack_ns(int64_t iters) {
+  struct Stack : torch::nn::Module {
+    torch::nn::Conv1d conv{torch::nn::Conv1dOptions(16, 32, 3).padding(1)};
+    torch::nn::BatchNorm1d bn{32};
+    torch::nn::LSTM lstm{torch::nn::LSTMOptions(32, 32)};
+    torch::nn::MultiheadAttention attn{torch::nn::MultiheadAttentionOptions(32, 4)};
+    torch::nn::Linear head{32, 10};
+    Stack() {
+      register_module("conv", conv);
+      register_module("bn", bn);
+      register_module("lstm", lstm);
+      register_module("attn", attn);
+      register_module("head", head);
+    }
+  };
+  struct State {
+    std::shared_ptr<Stack> m = std::make_shared<Stack>();
+    at::Tensor x = at::randn({8, 16, 32}), y = at::randint(10, {8});
+  };
+  static State s;
+  return mean_ns(iters, [] {
+    Stack &m = *s.m;
+    m.zero_grad();
+    at::Tensor h = torch::relu(m.bn->forward(m.conv->forward(s.x))).permute({2, 0, 1});
+    h = std::get<0>(m.lstm->forward(h));
+    at::Tensor a = std::get<0>(m.attn->forward(h, h, h, {}, false));
+    at::Tensor loss = at::cross_entropy_loss(m.head->forward(a.mean(0)), s.y);
+    loss.backward();
+    escape(loss.unsafeGetTensorImpl());
+  });
+}
+
 extern "C" double ctb_train_step_ns(int64_t iters) {
   static const char *src =
       "def forward(self, x):\n"

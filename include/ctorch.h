@@ -1396,15 +1396,17 @@ CT_API ct_status ct_library_impl_autograd(ct_library *lib, const char *name,
                                           ct_ctx_destroy_fn destroy, int32_t flags);
 
 /* A TorchScript twin of operator `name` (defined by this library): source
- * defining one function named as the operator ("def psoftsign(x: Tensor) ->
- * Tensor: return x / (1 + x.abs())"), taking the operator's arguments and
+ * defining a function named as the operator ("def psoftsign(x: Tensor) ->
+ * Tensor: return x / (1 + x.abs())"; or, under any name, the source's only
+ * function), taking the operator's arguments and
  * returning its results, written with torch's own operators only. The twin
  * is what ct_module_to_pytorch puts in place of the operator's calls, so a
  * model with host-language layers loads in PyTorch without ctorch; it is not
  * run otherwise (bindings' check_twin helpers compare it with the kernel).
  * A second call replaces the twin; ct_library_free forgets it. Errors:
  * CT_ERR_INVALID_ARGUMENT (NULL, operator not defined by this library, no
- * such function, a different number of arguments or results), CT_ERR_TORCH
+ * function of that name among several, a different number of arguments or
+ * results), CT_ERR_TORCH
  * (the compiler's message). Any thread. */
 CT_API ct_status ct_library_set_twin(ct_library *lib, const char *name, const char *source);
 

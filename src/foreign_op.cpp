@@ -158,6 +158,11 @@ ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx) {
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
                            "%s: schema '%s' needs a namespaced name such as 'myns::scale'", ct_fn_,
                            schema);
+    CT_CHECK_ARG(!ct::reading_registry(),
+                 "%s: cannot register an operator from code that runs while TorchScript "
+                 "compiles or resolves operators on this thread (a kernel run by constant "
+                 "folding?); register it before or after",
+                 ct_fn_);
     std::lock_guard<std::mutex> lk(g_register_mu);
     std::unique_lock<std::shared_mutex> registry_write(ct::op_registry_mutex());
     ct::check_not_in_jit_registry(parsed);

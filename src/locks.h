@@ -3,8 +3,10 @@
 // registered (ForkSafe) and held across fork() (ForkLocks). Internal.
 #pragma once
 
+#include <functional>
 #include <mutex>
 #include <shared_mutex>
+#include <utility>
 #include <vector>
 
 namespace ct {
@@ -19,17 +21,30 @@ inline std::shared_mutex &op_registry_mutex() {
 }
 struct RegistryRead {
   inline static thread_local int depth = 0;
+  // Work that needs the registry exclusively, asked for while this thread
+  // reads it (a kernel that constant folding runs during a compile frees a
+  // library): run once the outermost reader is gone.
+  inline static thread_local std::vector<std::function<void()>> deferred;
   bool locked;
   RegistryRead() : locked(depth++ == 0) {
     if (locked) op_registry_mutex().lock_shared();
   }
   ~RegistryRead() {
     --depth;
-    if (locked) op_registry_mutex().unlock_shared();
+    if (!locked) return;
+    op_registry_mutex().unlock_shared();
+    while (!deferred.empty()) {
+      auto work = std::move(deferred.back());
+      deferred.pop_back();
+      work();
+    }
   }
   RegistryRead(const RegistryRead &) = delete;
   RegistryRead &operator=(const RegistryRead &) = delete;
 };
+// True while this thread reads the registry: taking it exclusively now
+// would wait for ever (registrations refuse, frees are deferred).
+inline bool reading_registry() { return RegistryRead::depth > 0; }
 
 // ---- Fork safety (verify.cpp checks files in a forked child) ----------------
 // A forked child has one thread and a copy of every mutex: one that another

@@ -420,6 +420,16 @@ ct_status ct_library_new(ct_library **out, const char *ns) {
 
 void ct_library_free(ct_library *lib) {
   if (lib == nullptr) return;
+  if (ct::reading_registry()) {
+    // Called from code that runs while this thread compiles TorchScript or
+    // resolves operators (a kernel run by constant folding): the registry
+    // cannot be taken exclusively now; the library goes when that ends.
+    ct::guard_value(0, [&] {
+      ct::RegistryRead::deferred.push_back([lib] { ct_library_free(lib); });
+      return 0;
+    });
+    return;
+  }
   // The kernels' destroy callbacks run when this goes, after the locks below
   // are released: one that calls back into ctorch (ct_library_impl of another
   // library, ct_op_find) does not wait for them forever.
@@ -478,6 +488,11 @@ ct_status ct_library_define(ct_library *lib, const char *schema, const char *con
     CT_CHECK_ARG(qname.substr(0, qname.find("::")) == lib->ns,
                  "%s: operator '%s' is not in this library's namespace '%s'", ct_fn_, qname.c_str(),
                  lib->ns.c_str());
+    CT_CHECK_ARG(!ct::reading_registry(),
+                 "%s: cannot define an operator from code that runs while TorchScript compiles "
+                 "or resolves operators on this thread (a kernel run by constant folding?); "
+                 "define it before or after",
+                 ct_fn_);
     std::lock_guard<std::mutex> lk(lib->mu);
     CT_CHECK_ARG(!lib->freeing, "%s: library '%s' is being freed (a destroy callback?)", ct_fn_,
                  lib->ns.c_str());
@@ -578,7 +593,7 @@ ct_status ct_library_set_twin(ct_library *lib, const char *name, const char *sou
     c10::OperatorName on = operator_name(q);
     auto handle = c10::Dispatcher::singleton().findSchema(on);
     CT_CHECK_ARG(handle.has_value(), "%s: operator '%s' is not defined", ct_fn_, q.c_str());
-    ct::twins::set(ct_fn_, q, handle->schema(), source);
+    ct::twins::set(q, handle->schema(), source);
     if (std::find(lib->twins.begin(), lib->twins.end(), q) == lib->twins.end())
       lib->twins.push_back(q);
     return CT_OK;

@@ -104,8 +104,7 @@ void note_host_op(const std::string &qualified) {
   host_ops().insert(qualified);
 }
 
-void set(const char *func, const std::string &qualified, const c10::FunctionSchema &op,
-         const char *source) {
+void set(const std::string &qualified, const c10::FunctionSchema &op, const char *source) {
   auto cu = std::make_shared<torch::jit::CompilationUnit>();
   {
     ct::RegistryRead registry_read;
@@ -117,21 +116,21 @@ void set(const char *func, const std::string &qualified, const c10::FunctionSche
     std::vector<torch::jit::Function *> all = cu->get_functions();
     if (all.size() != 1)
       ct::raise(CT_ERR_INVALID_ARGUMENT,
-                "%s: the twin source must define a function named '%s' (or exactly one function)",
-                func, base.c_str());
+                "the twin source must define a function named '%s' (or exactly one function)",
+                base.c_str());
     fn = all[0];
   }
   const c10::FunctionSchema &ts = fn->getSchema();
   if (ts.arguments().size() != op.arguments().size())
-    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s: the twin %s takes %zu arguments, the operator %s %zu",
-              func, fn->name().c_str(), ts.arguments().size(), qualified.c_str(),
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "the twin %s takes %zu arguments, the operator %s %zu",
+              fn->name().c_str(), ts.arguments().size(), qualified.c_str(),
               op.arguments().size());
   size_t twin_returns = ts.returns().size() == 1 && ts.returns()[0].type()->kind() == c10::TypeKind::TupleType
                             ? ts.returns()[0].type()->containedTypes().size()
                             : ts.returns().size();
   if (twin_returns != op.returns().size() && !(op.returns().size() == 1 && ts.returns().size() == 1))
-    ct::raise(CT_ERR_INVALID_ARGUMENT, "%s: the twin %s returns %zu values, the operator %s %zu",
-              func, fn->name().c_str(), twin_returns, qualified.c_str(), op.returns().size());
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "the twin %s returns %zu values, the operator %s %zu",
+              fn->name().c_str(), twin_returns, qualified.c_str(), op.returns().size());
   std::lock_guard<std::mutex> lk(mu());
   registry()[qualified] = Twin{cu, fn->name(), source};
 }

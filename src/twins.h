@@ -14,8 +14,7 @@ void note_host_op(const std::string &qualified);
 // Compiles `source` as the twin of operator `qualified` (schema `op`):
 // a function named as the operator (or the only one) with as many
 // arguments and returns. Raises CT_ERR_INVALID_ARGUMENT / CT_ERR_TORCH.
-void set(const char *func, const std::string &qualified, const c10::FunctionSchema &op,
-         const char *source);
+void set(const std::string &qualified, const c10::FunctionSchema &op, const char *source);
 void forget(const std::string &qualified);
 
 }  // namespace twins

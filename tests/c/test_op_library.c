@@ -708,6 +708,59 @@ static void test_in_package(void **state) {
   ct_library_free(lib);
 }
 
+
+/* A kernel that registers or frees while TorchScript compiles (constant
+ * folding runs it with constant arguments) must not deadlock: registering
+ * fails with a message, a free is done when the compile ends (issue 40,
+ * item 9). alarm() turns a hang into a failure. */
+static ct_library *g_fold_lib, *g_fold_victim;
+static ct_status g_fold_define_status = CT_OK;
+static int g_fold_calls;
+static ct_status folding_kernel(void *ctx, const ct_value *const *args, size_t n, ct_value **out) {
+  (void)ctx;
+  (void)n;
+  g_fold_calls++;
+  g_fold_define_status = ct_library_define(g_fold_lib, "late(Tensor x) -> Tensor", NULL, 0);
+  ct_status reg = ct_op_register("ctfold_late::op(Tensor x) -> Tensor", twice_fn, NULL);
+  if (reg == CT_OK) return ct_set_error(CT_ERR_INTERNAL, "ct_op_register succeeded");
+  if (g_fold_victim) {
+    ct_library_free(g_fold_victim); /* deferred until the compile ends */
+    g_fold_victim = NULL;
+  }
+  return ct_value_ref(out, args[0]);
+}
+
+static void test_register_while_compiling(void **state) {
+  (void)state;
+  alarm(60);
+  CT_OK_OR_FAIL(ct_library_new(&g_fold_lib, "ctfold"));
+  CT_OK_OR_FAIL(ct_library_new(&g_fold_victim, "ctfoldv"));
+  CT_OK_OR_FAIL(ct_library_define(g_fold_victim, "v(Tensor x) -> Tensor", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_define(g_fold_lib, "k(Tensor x) -> Tensor", NULL, 0));
+  CT_OK_OR_FAIL(ct_library_impl(g_fold_lib, "k", "CompositeExplicitAutograd", folding_kernel,
+                                NULL, NULL, 0));
+  ct_script *sc = NULL;
+  CT_OK_OR_FAIL(ct_script_compile(
+      &sc, "def f() -> Tensor:\n    return torch.ops.ctfold.k(torch.ones([2]))\n"));
+  ct_value *out = NULL;
+  CT_OK_OR_FAIL(ct_script_call(&out, sc, "f", NULL, 0, NULL, NULL, 0));
+  ct_value_free(out);
+  print_message("kernel ran %d time(s)\n", g_fold_calls);
+  assert_true(g_fold_calls >= 1);
+  if (g_fold_define_status == CT_OK) {
+    /* the kernel ran outside a compile (no folding here): define worked */
+    assert_true(g_fold_victim == NULL);
+  } else {
+    assert_int_equal(g_fold_define_status, CT_ERR_INVALID_ARGUMENT);
+  }
+  /* the deferred free happened: the victim's operator is gone */
+  ct_op *gone = NULL;
+  CT_EXPECT_ERROR(ct_op_find(&gone, "ctfoldv::v", NULL), CT_ERR_NOT_FOUND, "ctfoldv::v");
+  ct_script_free(sc);
+  ct_library_free(g_fold_lib);
+  alarm(0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kernels_and_autograd),
@@ -719,6 +772,7 @@ int main(void) {
       cmocka_unit_test(test_concurrent_registration),
       cmocka_unit_test(test_per_device_kernels),
       cmocka_unit_test(test_in_package),
+      cmocka_unit_test(test_register_while_compiling),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
