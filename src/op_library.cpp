@@ -420,10 +420,7 @@ ct_status ct_library_new(ct_library **out, const char *ns) {
 
 void ct_library_free(ct_library *lib) {
   if (lib == nullptr) return;
-  if (ct::reading_registry()) {
-    // Called from code that runs while this thread compiles TorchScript or
-    // resolves operators (a kernel run by constant folding): the registry
-    // cannot be taken exclusively now; the library goes when that ends.
+  if (ct::reading_registry()) {  // from a kernel that a compile runs: freed when it ends
     ct::guard_value(0, [&] {
       ct::RegistryRead::deferred.push_back([lib] { ct_library_free(lib); });
       return 0;
