@@ -30,20 +30,18 @@ function softsign_grad!(gx, gy, x)
     return gx
 end
 
-# The operator, its kernel and backward on zero-copy views of torch's memory, and
-# its twin: what PyTorch runs in the saved model (checked against the kernel in main).
+# The operator, its kernel and backward, and its twin: what PyTorch runs in the
+# saved model (checked against the kernel in main). With `arrays = true` the
+# kernel and the backward get Julia Arrays on torch's memory (no copy; sizes
+# reversed, as unsafe_array gives them) and return Arrays, which become the
+# result / gradient tensors without a copy.
 const LIB = C.Library("examples")
 C.define(LIB, "softsign(Tensor x) -> Tensor")
-C.impl(LIB, "softsign", :CPU) do x
-    xc, y = C.contiguous(x), C.empty_like(x)
-    softsign!(unsafe_array(y), unsafe_array(xc))
-    y
+C.impl(LIB, "softsign", :CPU; arrays = true) do x
+    softsign!(similar(x), x)
 end
-C.impl_autograd(LIB, "softsign") do args, result, grads
-    x, = args
-    xc, gyc, gx = C.contiguous(x), C.contiguous(grads[1]), C.empty_like(x)
-    softsign_grad!(unsafe_array(gx), unsafe_array(gyc), unsafe_array(xc))
-    gx
+C.impl_autograd(LIB, "softsign"; arrays = true) do (x,), y, (gy,)
+    softsign_grad!(similar(x), gy, x)
 end
 C.set_twin(LIB, "softsign", "def softsign(x: Tensor) -> Tensor:\n" *
                             "    return x / (1 + torch.abs(x))\n")

@@ -46,13 +46,12 @@ Kernels run on the Julia thread that registered them, and only there (see
 ```julia
 lib = CTorch.Library("myjl")
 CTorch.define(lib, "softsign(Tensor x) -> Tensor")
-CTorch.impl(lib, "softsign", :CPU) do x
-    y = CTorch.empty_like(x)
-    xa, ya = unsafe_array(x), unsafe_array(y)      # zero-copy views
-    @inbounds for i in eachindex(xa, ya)
-        ya[i] = xa[i] / (1 + abs(xa[i]))
+CTorch.impl(lib, "softsign", :CPU; arrays = true) do x   # x: an Array on x's memory
+    y = similar(x)
+    @inbounds for i in eachindex(x, y)
+        y[i] = x[i] / (1 + abs(x[i]))
     end
-    y
+    y                                              # the result, no copy
 end
 CTorch.impl(lib, "softsign", :Meta) do x          # shapes only
     CTorch.empty_like(x)
@@ -180,7 +179,7 @@ _key_string(key::Symbol) = String(key)
 _key_string(key::AbstractString) = String(key)
 
 """
-    CTorch.impl(f, lib, name, key)
+    CTorch.impl(f, lib, name, key; arrays=false)
 
 Gives operator `name` (`"softsign"`, `"softsign.overload"` or
 `"myjl::softsign"`) a kernel written in Julia for dispatch key `key`: `:CPU`,
@@ -200,7 +199,41 @@ the caller's tensors, no copy: `unsafe_array(x)` views their memory) and
 returns the result: a `Tensor` (allocate it with `CTorch.empty_like` and
 fill it, or compute it with CTorch operations), a tuple for several results,
 `nothing` for none. Returning a plain Julia `Array` is an error: wrap it
-with `CTorch.tensor(A)` (copy) or `Tensor(A)` (zero-copy).
+with `CTorch.tensor(A)` (copy) or `Tensor(A)` (zero-copy), or use
+`arrays=true`.
+
+# Kernels on arrays: `arrays=true`
+
+```julia
+CTorch.impl(lib, "softsign", :CPU; arrays = true) do x
+    softsign!(similar(x), x)          # x, the result: Julia Arrays
+end
+```
+
+With `arrays=true`, `f` gets each tensor argument as a Julia `Array` that is
+a **zero-copy view of the tensor's memory** (what `unsafe_array` gives:
+**dimensions reversed**, a torch (2,3,4) tensor is a 4×3×2 `Array`, so
+elementwise loops over `eachindex` need no index arithmetic). A tensor that
+is not contiguous is made contiguous first (then the array views that copy;
+for an argument the schema marks as written, `Tensor(a!)`, the copy is
+copied back into the argument after the call). The tensors are kept alive
+during the call: no `GC.@preserve` is needed, but do not keep the arrays
+after the kernel returns. Tensor lists arrive as vectors of arrays;
+`nothing` and non-tensor arguments are passed as they are.
+
+`f` returns an `Array` (or a tuple of them, a vector of them for a `Tensor[]`
+result), or a `Tensor`. An `Array` allocated in Julia (`similar(x)`,
+`zeros`, ...) becomes the result **without a copy**, in the same reversed
+order (a 4×3×2 `Array` is a contiguous torch (2,3,4) tensor); torch keeps
+the array alive (rooted) until it lets go of the result. Returning one of
+the argument arrays returns that argument's tensor; an array that shares
+only part of an argument's memory (`reshape`, a view) is copied. Do not
+return an array that views other torch memory (`unsafe_array` of a tensor
+made in the kernel): return that tensor instead.
+
+The keys are `:CPU`, `:CUDA` (the kernel fails: the memory of a CUDA tensor
+is not a Julia `Array`) and `:CompositeExplicitAutograd`; `:Meta` and
+`:CompositeImplicitAutograd` are refused (`ArgumentError`).
 
 Memory: each call runs inside a scope (as [`withscope`](@ref) makes): the
 `Tensor` handles made during the call, the arguments' and the result's
@@ -219,11 +252,21 @@ TorchScript models without `fork`, and CPU autograd; a call from any other
 thread (another Julia thread, TorchScript's `fork`, CUDA autograd) throws
 `CT_ERR_NOT_SUPPORTED` without entering Julia.
 """
-function impl(f, lib::Library, name::AbstractString, key::Union{Symbol,AbstractString})
+function impl(f, lib::Library, name::AbstractString, key::Union{Symbol,AbstractString};
+              arrays::Bool = false)
     k = _key_string(key)
     q = occursin("::", name) ? String(name) : string(lib.ns, "::", name)
+    schema = _op_schema_string(q)
+    if arrays
+        k in ("Meta", "CompositeImplicitAutograd") &&
+            throw(ArgumentError("arrays=true is for kernels that compute on memory (:CPU, :CUDA, " *
+                                ":CompositeExplicitAutograd), not :$k" *
+                                (k == "Meta" ? " (meta tensors have no memory)" :
+                                 " (autograd would not see the computation)")))
+        f = _ArrayKernel(f, _mutable_args(schema))
+    end
     state = _KernelState(f, "$q ($k kernel)", Int64[0])
-    if _tensors_only_schema(_op_schema_string(q))
+    if _tensors_only_schema(schema)
         # Handles in, handles out (ct_library_impl_tensors): no values.
         _register_kernel(lib, state, (ctx, destroy) ->
             ct_library_impl_tensors(lib, String(name), k, _OPT_CFUNC[], ctx, destroy,
@@ -262,7 +305,7 @@ function _tensors_only_schema(schema::AbstractString)
 end
 
 """
-    CTorch.impl_autograd(backward, lib, name)
+    CTorch.impl_autograd(backward, lib, name; arrays=false)
 
 Gives operator `name` an autograd formula (`ct_library_impl_autograd`): the
 forward runs the operator's device kernel, and when an input requires grad
@@ -287,13 +330,162 @@ calling thread for CPU tensors; for CUDA tensors torch runs it on its device
 thread, where the call fails with `CT_ERR_NOT_SUPPORTED` (same-thread kernel,
 see [`CTorch.impl`](@ref)). Errors thrown by `backward` come back as a
 `CTorchError` (`CT_ERR_CALLBACK`) from the backward call.
+
+With `arrays=true`, `args`, `result` and `grads` hold Julia `Array`s in place
+of tensors (zero-copy views of the tensors' memory, contiguous, dimensions
+reversed, as for [`CTorch.impl`](@ref)`(...; arrays=true)`; `nothing` stays
+`nothing`), and `backward` returns `Array`s (or `Tensor`s, or `nothing`),
+one per argument, which become the gradients without a copy:
+
+```julia
+CTorch.impl_autograd(lib, "softsign"; arrays = true) do (x,), y, (gy,)
+    gy ./ (1 .+ abs.(x)) .^ 2
+end
+```
 """
-function impl_autograd(backward, lib::Library, name::AbstractString)
+function impl_autograd(backward, lib::Library, name::AbstractString; arrays::Bool = false)
     q = occursin("::", name) ? String(name) : string(lib.ns, "::", name)
-    state = _KernelState(backward, "$q (autograd backward)", Int64[0])
+    state = _KernelState(arrays ? _ArrayBackward(backward) : backward, "$q (autograd backward)", Int64[0])
     _register_kernel(lib, state, (ctx, destroy) ->
         ct_library_impl_autograd(lib, String(name), _OPB_CFUNC[], ctx, destroy, CT_KERNEL_SAME_THREAD))
     return nothing
+end
+
+# ---- kernels on arrays (arrays=true) ----------------------------------------------
+#
+# The wrappers below turn a kernel written on Julia Arrays into one on tensors:
+# each tensor argument becomes `unsafe_array` of it (of `contiguous(t)` when it
+# is not contiguous); returned Arrays become tensors over their memory
+# (`Tensor(PermutedDimsArray(A, (N,...,1)))`: contiguous for torch, sizes
+# reversed back, A rooted until torch lets go). The tensors the arrays view
+# are handles made in the kernel's scope, freed after the call returns; the
+# wrappers also hold them (GC.@preserve) while the Julia function runs.
+
+struct _ArrayKernel{F}
+    f::F
+    mutable_args::Vector{Int}      # indices of `Tensor(a!)` arguments: copied back
+end
+
+struct _ArrayBackward{F}
+    f::F
+end
+
+# The tensors seen during one call: the array given to the kernel, the tensor
+# it views, and the argument tensor (different when a contiguous copy was made).
+struct _ArrayArg
+    array::Array
+    tensor::Tensor
+    original::Tensor
+end
+
+function _to_array!(seen::Vector{_ArrayArg}, x)
+    if x isa Tensor
+        c = is_contiguous(x) ? x : contiguous(x)
+        A = unsafe_array(c)
+        push!(seen, _ArrayArg(A, c, x))
+        return A
+    elseif x isa Tuple
+        return map(e -> _to_array!(seen, e), x)
+    elseif x isa AbstractVector && !isempty(x) && all(e -> e isa Tensor || e === nothing, x)
+        return Any[_to_array!(seen, e) for e in x]
+    end
+    return x
+end
+
+# A Julia array of numbers (the only arrays that become tensors).
+_is_data_array(r) = r isa Array && isbitstype(eltype(r)) && eltype(r) <: TorchElType
+
+function _memory_overlaps(a::Array, b::Array)
+    (isempty(a) || isempty(b)) && return false
+    pa, pb = UInt(pointer(a)), UInt(pointer(b))
+    return pa < pb + sizeof(b) && pb < pa + sizeof(a)
+end
+
+# `A` (column-major, N dims) as a torch-contiguous tensor of sizes reverse(size(A)).
+_array_as_tensor(A::Array{T,N}) where {T,N} =
+    N <= 1 ? Tensor(A) : Tensor(PermutedDimsArray(A, ntuple(i -> N + 1 - i, N)))
+
+function _from_array(seen::Vector{_ArrayArg}, r)
+    if _is_data_array(r)
+        for a in seen
+            a.array === r && return a.tensor                      # an argument itself
+        end
+        for a in seen
+            # Shares an argument's memory (a reshape, a view): Tensor(r) would
+            # not keep that memory alive, so copy.
+            _memory_overlaps(a.array, r) && return _array_as_tensor(copy(r))
+        end
+        return _array_as_tensor(r)
+    elseif r isa Tuple
+        return map(e -> _from_array(seen, e), r)
+    elseif r isa AbstractVector && !(r isa Tensor) && !isempty(r) && !_is_data_array(r) &&
+           any(e -> _is_data_array(e) || e isa Tensor, r)
+        v = Any[_from_array(seen, e) for e in r]
+        return all(e -> e isa Tensor, v) ? Tensor[e for e in v] : v
+    elseif r isa AbstractArray && !(r isa Tensor)
+        throw(ArgumentError("the kernel returned a $(typeof(r)); with arrays=true return an Array " *
+                            "(of a torch element type), a Tensor, or a tuple of them"))
+    end
+    return r
+end
+
+# Writes back the contiguous copies of `Tensor(a!)` arguments.
+function _copy_back!(seen::Vector{_ArrayArg}, args, mutable_args::Vector{Int})
+    for i in mutable_args
+        i <= length(args) || continue
+        x = args[i]
+        x isa Tensor || continue
+        for a in seen
+            if a.original === x && a.tensor !== x
+                check(ct_tensor_copy_(x, a.tensor, Int32(0)))
+                break
+            end
+        end
+    end
+    return nothing
+end
+
+function (k::_ArrayKernel)(args...)
+    seen = _ArrayArg[]
+    xs = map(a -> _to_array!(seen, a), args)
+    res = GC.@preserve seen k.f(xs...)
+    isempty(k.mutable_args) || _copy_back!(seen, args, k.mutable_args)
+    return _from_array(seen, res)
+end
+
+function (k::_ArrayBackward)(args, result, grads)
+    seen = _ArrayArg[]
+    xs = _to_array!(seen, args)
+    r = _to_array!(seen, result)
+    gs = _to_array!(seen, grads)
+    res = GC.@preserve seen k.f(xs, r, gs)
+    return _from_array(seen, res)
+end
+
+# Indices of the schema's arguments written by the operator (`Tensor(a!) x`).
+function _mutable_args(schema::AbstractString)
+    m = match(r"^[^(]*\((.*)\)\s*->", schema)
+    m === nothing && return Int[]
+    args, depth, start, items = m.captures[1], 0, 1, SubString{String}[]
+    for (i, c) in pairs(args)
+        if c in ('(', '[')
+            depth += 1
+        elseif c in (')', ']')
+            depth -= 1
+        elseif c == ',' && depth == 0
+            push!(items, SubString(args, start, prevind(args, i)))
+            start = nextind(args, i)
+        end
+    end
+    isempty(strip(args)) || push!(items, SubString(args, start))
+    out, n = Int[], 0
+    for it in items
+        w = strip(it)
+        w == "*" && continue                     # keyword-only marker, not an argument
+        n += 1
+        occursin(r"^Tensor\??\([a-z0-9.]+!\)", w) && push!(out, n)
+    end
+    return out
 end
 
 # ---- TorchScript twins: the operator for PyTorch without ctorch -------------------

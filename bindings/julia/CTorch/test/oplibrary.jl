@@ -357,3 +357,160 @@ end
         end
     end
 end
+
+# ---- kernels on Julia arrays (impl / impl_autograd with arrays=true) -------------
+
+# What the kernels saw, for the tests below.
+const ARR_SEEN = Dict{Symbol,Any}()
+
+@testset "kernels on arrays (arrays=true)" begin
+    lib = C.Library("myjlarr")
+    C.define(lib, "softsign(Tensor x) -> Tensor")
+    C.impl(lib, "softsign", :CPU; arrays = true) do x
+        ARR_SEEN[:x] = copy(x)         # (x itself is valid only during the call)
+        ARR_SEEN[:x_ptr] = pointer(x)
+        y = softsign_kernel!(similar(x), x)
+        ARR_SEEN[:y_ptr] = pointer(y)
+        ARR_SEEN[:y_size] = size(y)
+        y
+    end
+    C.impl_autograd(lib, "softsign"; arrays = true) do args, result, grads
+        (x,), (gy,) = args, grads
+        ARR_SEEN[:bw_types] = (typeof(x), typeof(result), typeof(gy))
+        gy ./ (1 .+ abs.(x)) .^ 2
+    end
+    # the values form (a float argument), a backward with one gradient per argument
+    C.define(lib, "scale_mul(Tensor x, Tensor y, float a=2.0) -> Tensor")
+    C.impl(lib, "scale_mul", :CPU; arrays = true) do x, y, a
+        a .* x .* y .+ y
+    end
+    C.impl_autograd(lib, "scale_mul"; arrays = true) do (x, y, a), r, (g,)
+        (a .* y .* g, (a .* x .+ 1) .* g, nothing)
+    end
+    # in place: written through the argument's array
+    C.define(lib, "scale_(Tensor(a!) x, float a) -> Tensor(a!)")
+    C.impl(lib, "scale_", :CPU; arrays = true) do x, a
+        ARR_SEEN[:inplace_ptr] = pointer(x)
+        x .*= a
+        x
+    end
+    # add(x, y): its backward returns the incoming gradient array itself
+    C.define(lib, "add2(Tensor x, Tensor y) -> Tensor")
+    C.impl(lib, "add2", :CPU; arrays = true) do x, y
+        x .+ y
+    end
+    C.impl_autograd(lib, "add2"; arrays = true) do args, r, (g,)
+        (g, g)
+    end
+    # several results; a result that is a reshape of an argument (copied)
+    C.define(lib, "minmax2(Tensor a, Tensor b) -> (Tensor, Tensor)")
+    C.impl(lib, "minmax2", :CPU; arrays = true) do a, b
+        (min.(a, b), max.(a, b))
+    end
+    C.define(lib, "flat(Tensor x) -> Tensor")
+    C.impl(lib, "flat", :CPU; arrays = true) do x
+        vec(x)          # shares x's memory in Julia
+    end
+
+    @testset "the kernel gets the tensor's memory (zero copy), sizes reversed" begin
+        x = C.randn(Float32, 3, 4)
+        y = C.ops.myjlarr.softsign(x)
+        @test ARR_SEEN[:x_ptr] == Ptr{Float32}(C.data_ptr(x))
+        @test typeof(ARR_SEEN[:x]) == Matrix{Float32} && size(ARR_SEEN[:x]) == (4, 3)
+        @test ARR_SEEN[:y_size] == (4, 3)
+        @test size(y) == (3, 4) && eltype(y) == Float32 && C.is_contiguous(y)
+        @test Array(y) ≈ softsign_ref.(Array(x))
+        # 3-D, Float64, through a TorchScript-free path with 0 elements too
+        x3 = C.randn(2, 3, 5)
+        @test Array(C.ops.myjlarr.softsign(x3)) ≈ softsign_ref.(Array(x3))
+        @test size(ARR_SEEN[:x]) == (5, 3, 2)
+        @test size(C.ops.myjlarr.softsign(C.empty(Float32, (0, 3)))) == (0, 3)
+    end
+
+    @testset "a returned Array becomes the result without a copy" begin
+        x = C.randn(Float64, 2, 3)
+        y = C.ops.myjlarr.softsign(x)
+        @test Ptr{Float64}(C.data_ptr(y)) == ARR_SEEN[:y_ptr]
+        GC.gc(); C.release_unused!()
+        @test Array(y) ≈ softsign_ref.(Array(x))      # still alive: rooted while y is
+        lo, hi = C.ops.myjlarr.minmax2(C.tensor([1.0, 5.0]), C.tensor([3.0, 2.0]))
+        @test Array(lo) == [1.0, 2.0] && Array(hi) == [3.0, 5.0]
+        # a result sharing an argument's memory is copied
+        x = C.tensor(Float32[1 2; 3 4])
+        f = C.ops.myjlarr.flat(x)
+        @test size(f) == (4,) && Array(f) == Float32[1, 2, 3, 4]   # torch's row-major order
+        @test C.data_ptr(f) != C.data_ptr(x)
+    end
+
+    @testset "writes through the array reach the tensor" begin
+        x = C.tensor([1.0, -2.0, 3.0])
+        r = C.ops.myjlarr.scale_(x, 2.0)
+        @test ARR_SEEN[:inplace_ptr] == Ptr{Float64}(C.data_ptr(x))
+        @test Array(x) == [2.0, -4.0, 6.0]
+        @test C.data_ptr(r) == C.data_ptr(x)
+        # a non-contiguous mutable argument: its contiguous copy is copied back
+        X = C.tensor([1.0 2.0 3.0; 4.0 5.0 6.0])
+        Xt = C.ops.aten.t(X)
+        @test !C.is_contiguous(Xt)
+        C.ops.myjlarr.scale_(Xt, 10.0)
+        @test Array(X) == [10.0 20.0 30.0; 40.0 50.0 60.0]
+    end
+
+    @testset "a non-contiguous argument arrives contiguous" begin
+        X = C.tensor(Float32[1 -2 3; -4 5 -6])
+        Xt = C.ops.aten.t(X)                 # (3,2), strides (1,3)
+        @test !C.is_contiguous(Xt)
+        y = C.ops.myjlarr.softsign(Xt)
+        A = ARR_SEEN[:x]
+        @test size(A) == (2, 3)             # reversed sizes of the (3,2) argument
+        @test A == permutedims(Array(Xt))   # A[j,i] == Xt[i,j]: contiguous row-major data
+        @test Array(y) ≈ softsign_ref.(Array(Xt))
+        @test ARR_SEEN[:x_ptr] != Ptr{Float32}(C.data_ptr(Xt))   # a copy, as it must be
+    end
+
+    @testset "gradients through an arrays=true backward" begin
+        xs = [-2.5, -0.5, 0.1, 0.75, 3.0]
+        x = requires_grad!(C.tensor(xs))
+        y = C.ops.myjlarr.softsign(x)
+        C.backward(C.ops.aten.sum(y))
+        @test Array(C.grad(x)) ≈ softsign_grad_ref.(xs) rtol = 1e-12
+        @test ARR_SEEN[:bw_types] == (Vector{Float64}, Vector{Float64}, Vector{Float64})
+        # against finite differences, two tensor arguments and a float
+        a0, b0 = randn(4), randn(4)
+        a, b = requires_grad!(C.tensor(a0)), requires_grad!(C.tensor(b0))
+        z = C.ops.myjlarr.scale_mul(a, b, 1.5)
+        J = ad_jacobian(z, a)
+        @test J ≈ fd_jacobian(v -> 1.5 .* v .* b0 .+ b0, a0) rtol = 1e-6
+        @test ad_jacobian(z, b) ≈ fd_jacobian(v -> 1.5 .* a0 .* v .+ v, b0) rtol = 1e-6
+        # a backward that returns the incoming gradient's array itself
+        p, q = requires_grad!(C.randn(2, 3)), requires_grad!(C.randn(2, 3))
+        s = C.ops.myjlarr.add2(p, q)
+        C.backward(s; grad = C.tensor(fill(3.0f0, 2, 3)))
+        @test Array(C.grad(p)) == fill(3.0f0, 2, 3) && Array(C.grad(q)) == fill(3.0f0, 2, 3)
+    end
+
+    @testset "inside a Sequential like any other layer" begin
+        layer = ScriptModule("ArraySoftsign")
+        C.define!(layer, "def forward(self, x):\n    return torch.ops.myjlarr.softsign(x)\n")
+        model = C.nn.Sequential(C.nn.Linear(4, 6), layer, C.nn.Linear(6, 2))
+        x = C.randn(5, 4)
+        out = model(x)
+        @test size(out) == (5, 2)
+        C.backward(C.ops.aten.sum(out))
+        @test all(p -> C.grad(p) !== nothing, C.params(model))
+    end
+
+    @testset "errors" begin
+        e = try C.impl(lib, "softsign", :Meta; arrays = true) do x; x; end; nothing catch e; e end
+        @test e isa ArgumentError && occursin("meta tensors have no memory", e.msg)
+        C.define(lib, "badret(Tensor x) -> Tensor")
+        C.impl(lib, "badret", :CPU; arrays = true) do x
+            Any[1, "a"]
+        end
+        e = try C.ops.myjlarr.badret(C.randn(2)); nothing catch e; e end
+        @test e isa CTorchError && e.code == C.CT_ERR_CALLBACK
+        @test C._mutable_args("ns::f(Tensor(a!) x, int[] d=[1, 2], *, Tensor(b!)? out=None, float a) -> Tensor") == [1, 3]
+        @test C._mutable_args("ns::f(Tensor x) -> Tensor") == Int[]
+    end
+    close(lib)
+end
