@@ -51,10 +51,11 @@ from ._interop import leak as _leak
 
 import itertools
 from ctypes import byref, c_char_p, c_void_p
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .tensor import Tensor
 from .autograd import _borrow, _new_handle
+from ._misc import no_grad
 
 __all__ = ["register", "registered", "op", "CustomOp", "Library"]
 
@@ -165,12 +166,53 @@ def _from_array(x: Any) -> Any:
     return x
 
 
-def _with_arrays(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """fn written on numpy arrays, as a kernel on tensors."""
+def _written_args(schema: str) -> List[int]:
+    """Positions of the arguments a schema marks as written ("Tensor(a!) x")."""
+    inner = schema[schema.index("(") + 1:schema.rindex("->")]
+    inner = inner[:inner.rindex(")")]
+    args, depth, cur = [], 0, ""
+    for ch in inner:
+        depth += ch in "([" and 1 or (ch in ")]" and -1 or 0)
+        if ch == "," and depth == 0:
+            args.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    args.append(cur)
+    return [i for i, a in enumerate(args) if "!" in a]
+
+
+def _with_arrays(fn: Callable[..., Any], written: Sequence[int] = ()) -> Callable[..., Any]:
+    """fn written on numpy arrays, as a kernel on tensors. An argument the
+    schema marks as written that had to be made contiguous gets the array's
+    contents back after the call."""
     def kernel(*args: Any) -> Any:
-        return _from_array(fn(*[_to_array(a) for a in args]))
+        arrays = [_to_array(a) for a in args]
+        res = fn(*arrays)
+        for i in written:
+            t = args[i] if i < len(args) else None
+            if isinstance(t, Tensor) and not t.is_contiguous():
+                from ._interop import from_numpy
+                with no_grad():
+                    t.copy_(from_numpy(arrays[i]))
+        return _from_array(res)
     kernel.__wrapped__ = fn  # type: ignore[attr-defined]
     return kernel
+
+
+def _backward_on_arrays(backward: Callable[..., Any],
+                        setup_context: Optional[Callable[..., Any]]) -> Any:
+    """A backward (and setup_context) written on numpy arrays, on tensors."""
+    def bw(ctx: Any, *grads: Any) -> Any:
+        return _from_array(backward(ctx, *[_to_array(g) for g in grads]))
+
+    if setup_context is None:
+        return bw, None
+    setup = setup_context
+
+    def sc(ctx: Any, inputs: Any, output: Any) -> None:
+        setup(ctx, _to_array(tuple(inputs)), _to_array(output))
+    return bw, sc
 
 
 # torch.library's device names -> dispatch keys.
@@ -276,7 +318,7 @@ class CustomOp:
         if fn is None:
             return lambda f: self.register_kernel(device_types, f, arrays=arrays)
         if arrays:
-            fn = _with_arrays(fn)
+            fn = _with_arrays(fn, _written_args(self.schema))
         names = [device_types] if isinstance(device_types, str) or device_types is None \
             else list(device_types)
         for d in names:
@@ -297,14 +339,7 @@ class CustomOp:
         setup_context(ctx, inputs, output) runs first. arrays=True: inputs,
         output, grads and the returned gradients are numpy arrays."""
         if arrays:
-            bw, setup = backward, setup_context
-
-            def backward(ctx: Any, *grads: Any) -> Any:
-                return _from_array(bw(ctx, *[_to_array(g) for g in grads]))
-
-            if setup is not None:
-                def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
-                    setup(ctx, _to_array(tuple(inputs)), _to_array(output))
+            backward, setup_context = _backward_on_arrays(backward, setup_context)
         self.lib.impl_autograd(self._name, backward, setup_context)
 
     def register_twin(self, source: str) -> str:
@@ -363,8 +398,11 @@ class CustomOp:
         outs = [(x, y) for x, y in zip(got, want)
                 if isinstance(x, Tensor) and x.requires_grad and y.requires_grad]
         if outs:
-            sum(x.sum() for x, _ in outs).backward()
-            sum(y.sum() for _, y in outs).backward()
+            for side in (0, 1):
+                total = outs[0][side].sum()
+                for pair in outs[1:]:
+                    total = total + pair[side].sum()
+                total.backward()
             for i, (p, q) in enumerate(zip(a1, a2)):
                 if isinstance(p, Tensor) and p.requires_grad:
                     if (p.grad is None) != (q.grad is None):
@@ -396,7 +434,8 @@ def op(qualname: str, schema: str, fn: Optional[Callable[..., Any]] = None, *,
     lib.define(name + schema if schema.startswith("(") else schema, tags)
     cop = CustomOp(qualname, schema, lib)
     if device_types is None:
-        lib.impl(name, _with_arrays(fn) if arrays else fn, "CompositeExplicitAutograd")
+        lib.impl(name, _with_arrays(fn, _written_args(schema)) if arrays else fn,
+                 "CompositeExplicitAutograd")
     else:
         cop.register_kernel(device_types, fn, arrays=arrays)
     return cop

@@ -591,3 +591,18 @@ def test_array_kernels_get_the_tensors_memory():
         fill_.close()
     finally:
         scale_rows.close()
+
+
+def test_array_kernel_writes_reach_a_non_contiguous_argument():
+    """A written argument (Tensor(a!)) that had to be made contiguous for the kernel gets the
+    array's contents back."""
+    @ctorch.library.op("nnarr2::fill_", "(Tensor(a!) x) -> ()", arrays=True)
+    def fill_(x):
+        x[...] = 7.0
+    try:
+        z = ctorch.zeros(3, 4).t()
+        assert not z.is_contiguous()
+        fill_(z)
+        assert z.numpy().tolist() == [[7.0] * 3] * 4
+    finally:
+        fill_.close()
