@@ -2,8 +2,10 @@
 // formula, in torch's order of operations, so that the same seed gives the
 // same numbers; the layers of nn_layers.cpp initialize their parameters here.
 #include "nn.h"
+#include "torch_version.h"
 
 #include <cmath>
+#include <algorithm>
 #include <functional>
 
 namespace ct {
@@ -72,6 +74,48 @@ double xavier_std(const at::Tensor &t, double gain) {
   return gain * std::sqrt(2.0 / static_cast<double>(f.in + f.out));
 }
 
+#if CT_TORCH_AT_LEAST(2, 12)
+// torch.nn.init's newer trunc_normal_ (2.15 checked; 2.11 has the one below):
+// rejection sampling, from a normal when the interval holds more than 30% of
+// the mass, else from a uniform over [a, b] accepted by the density.
+void trunc_normal(at::Tensor &t, double mean, double std, double a, double b, Gen g) {
+  if (t.is_meta()) return;
+  auto norm_cdf = [](double x) { return (1.0 + std::erf(x / std::sqrt(2.0))) / 2.0; };
+  at::NoGradGuard no_grad;
+  double p = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std);
+  if (p > 0.3) {
+    auto as_dtype = at::TensorOptions().dtype(t.scalar_type());
+    double lo = at::scalar_tensor(a, as_dtype).item<double>();
+    double hi = at::scalar_tensor(b, as_dtype).item<double>();
+    at::Tensor result = t.normal_(mean, std, g);
+    while (true) {
+      at::Tensor mask = at::bitwise_or(result.lt(lo), result.gt(hi));
+      if (!mask.any().item<bool>()) break;
+      result = at::where(mask, at::empty_like(result).normal_(mean, std, g), result);
+    }
+    if (!result.is_same(t)) t.copy_(result);
+    return;
+  }
+  double mode = std::max(a, std::min(mean, b));
+  double log_peak = -0.5 * std::pow((mode - mean) / std, 2);
+  at::Tensor cand = at::empty_like(t), accept = at::empty_like(t);
+  t.uniform_(a, b, g);
+  cand.copy_(t);
+  cand.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak);
+  at::Tensor pending = accept.uniform_(0, 1, g).log_().gt(cand);
+  if (!pending.any().item<bool>()) return;
+  at::Tensor result = t;
+  while (true) {
+    cand.uniform_(a, b, g);
+    result = at::where(pending, cand, result);
+    cand.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak);
+    pending = at::where(pending, accept.uniform_(0, 1, g).log_().gt(cand), pending);
+    if (!pending.any().item<bool>()) break;
+  }
+  t.copy_(result);
+}
+#else
+// torch.nn.init's trunc_normal_ up to 2.11: the inverse CDF of a uniform.
 void trunc_normal(at::Tensor &t, double mean, double std, double a, double b, Gen g) {
   auto norm_cdf = [](double x) { return (1. + std::erf(x / std::sqrt(2.))) / 2.; };
   at::NoGradGuard no_grad;
@@ -82,6 +126,7 @@ void trunc_normal(at::Tensor &t, double mean, double std, double a, double b, Ge
   t.add_(mean);
   t.clamp_(a, b);
 }
+#endif
 
 void orthogonal(at::Tensor &t, double gain, Gen g) {
   if (t.dim() < 2)

@@ -356,6 +356,7 @@ def test_dtype_and_device_arguments():
     ("orthogonal_", (), {}, (3, 5)),
     ("orthogonal_", (1.5,), {}, (6, 2, 2)),
     ("trunc_normal_", (), {"std": 0.02}, (4, 4)),
+    ("trunc_normal_", (), {"a": 2.0, "b": 3.0}, (6, 5)),  # newer torch: the uniform branch
     ("uniform_", (-0.1, 0.3), {}, (7,)),
     ("normal_", (), {"mean": 1.0}, (7,)),
     ("constant_", (0.25,), {}, (3,)),
