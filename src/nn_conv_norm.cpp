@@ -84,20 +84,26 @@ void conv(Layer &l, size_t nd, bool transposed) {
 }
 
 // ---- Normalization -------------------------------------------------------------
+// BatchNorm's and GroupNorm's weight (ones) and bias (zeros) of n features,
+// or both None without affine.
+static void affine_params(Layer &l, bool affine, int64_t n) {
+  if (!affine) {
+    l.none("weight");
+    l.none("bias");
+    return;
+  }
+  at::Tensor w = l.param("weight", {n}), b = l.param("bias", {n});
+  at::NoGradGuard no_grad;
+  w.fill_(1);
+  b.zero_();
+}
+
 void batch_norm(Layer &l, int nd) {
   const Args &a = l.a;
   int64_t n = a.i("num_features");
   double eps = a.d("eps");
   bool affine = a.b("affine"), track = a.b("track_running_stats"), has_mom = !a.none("momentum");
-  if (affine) {
-    at::Tensor w = l.param("weight", {n}), b = l.param("bias", {n});
-    at::NoGradGuard no_grad;
-    w.fill_(1);
-    b.zero_();
-  } else {
-    l.none("weight");
-    l.none("bias");
-  }
+  affine_params(l, affine, n);
   if (track) {
     l.buffer("running_mean", at::zeros({n}, l.opt));
     l.buffer("running_var", at::ones({n}, l.opt));
@@ -168,15 +174,7 @@ void group_norm(Layer &l) {
   const Args &a = l.a;
   int64_t g = a.i("num_groups"), c = a.i("num_channels");
   if (g <= 0 || c % g != 0) l.fail("num_channels must be divisible by num_groups");
-  if (a.b("affine")) {
-    at::Tensor w = l.param("weight", {c}), b = l.param("bias", {c});
-    at::NoGradGuard no_grad;
-    w.fill_(1);
-    b.zero_();
-  } else {
-    l.none("weight");
-    l.none("bias");
-  }
+  affine_params(l, a.b("affine"), c);
   l.attr("num_groups", g);
   l.attr("num_channels", c);
   l.define("def forward(self, input: Tensor) -> Tensor:\n"
