@@ -144,18 +144,28 @@ void make_backend(Group &g, const c10::intrusive_ptr<c10d::Store> &store) {
 // that its TCP connect retries without end when a peer advertised an address
 // this host cannot reach (a wrong GLOO_SOCKET_IFNAME). It runs on a thread of
 // its own; past the group's timeout and a margin the caller gets
-// CT_ERR_TIMEOUT and the thread is left to finish or spin (it owns what it uses).
+// CT_ERR_TIMEOUT and the thread is left to finish or spin (it owns what it uses
+// until it signals, and nothing after).
 void make_backend_bounded(const std::shared_ptr<Group> &g,
                           const c10::intrusive_ptr<c10d::Store> &store) {
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> result = done->get_future();
-  std::thread([g, store, done] {
+  std::thread([grp = g, st = store, done]() mutable {
+    std::exception_ptr error;
     try {
-      make_backend(*g, store);
-      done->set_value();
+      make_backend(*grp, st);
     } catch (...) {
-      done->set_exception(std::current_exception());
+      error = std::current_exception();
     }
+    // Drop the group before waking the caller: were this thread the last
+    // owner, the group (and Gloo's worker threads) would be destroyed here,
+    // so ct_process_group_free would return without waiting for its work.
+    grp.reset();
+    st.reset();
+    if (error)
+      done->set_exception(error);
+    else
+      done->set_value();
   }).detach();
   ms limit = g->timeout + ms(10000);
   if (result.wait_for(limit) != std::future_status::ready)
