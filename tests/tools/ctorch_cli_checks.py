@@ -1,5 +1,6 @@
 """Tests of `ctorch verify` and of AOTInductor packages (.pt2) under inspect, run and bench;
 run by test_ctorch_cli.py, which imports these classes."""
+import json
 import os
 import tempfile
 import unittest
@@ -144,7 +145,10 @@ class Package(unittest.TestCase):
             self.assertIn("ct_package_load", r.stderr, args)
             self.assertIn("AOTInductor packages need LibTorch >= 2.6", r.stderr, args)
             self.assertIn("(status 7)", r.stderr, args)  # CT_ERR_NOT_SUPPORTED
-            self.assertEqual(r.stdout, "", args)
+            if "--json" in args:  # the error as JSON on stdout
+                self.assertEqual(json.loads(r.stdout)["status"], 7, args)
+            else:
+                self.assertEqual(r.stdout, "", args)
 
     def need_packages(self):
         if not HAVE_AOTI:
@@ -201,3 +205,132 @@ class Package(unittest.TestCase):
         d = json.loads(r.stdout)
         self.assertEqual(d["iters"], 5)
         self.assertLessEqual(d["p50"], d["max"])
+
+
+class NpyAndJsonErrors(unittest.TestCase):
+    """inspect on .npy files; inspect/run/bench --json print a JSON error object on stdout
+    when they fail; verify gives a missing or unreadable file no kind."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def npy(self, name, a):
+        p = os.path.join(self.tmp.name, name)
+        np.save(p, a)
+        return p
+
+    def test_inspect_npy(self):
+        cases = [np.arange(12, dtype=np.float32).reshape(3, 4) / 3, np.arange(-2, 3),
+                 np.array([True, False, True]), np.array(2.5), np.zeros((0, 3), np.int8),
+                 np.array([1.5, np.nan, -np.inf], np.float16), np.array([1 + 2j, 3 - 4j])]
+        for a in cases:
+            p = self.npy("a.npy", a)
+            d = json.loads(ctorch("inspect", p, "--json", check=0).stdout)
+            self.assertEqual((d["file"], d["kind"], d["dtype"], d["shape"], d["numel"], d["bytes"]),
+                             (p, "npy", str(a.dtype), list(a.shape), a.size, a.nbytes))
+            first = a.ravel()[:10]
+            if a.dtype.kind == "c":
+                first = np.stack([first.real, first.imag], -1)
+            if a.dtype == np.float16:
+                self.assertEqual(d["first_values"], [1.5, "nan", "-inf"])
+            else:
+                np.testing.assert_array_equal(np.array(d["first_values"], a.dtype).reshape(first.shape), first)
+        p = self.npy("x.npy", np.arange(12, dtype=np.float32).reshape(3, 4))
+        r = ctorch("inspect", p, check=0)
+        self.assertEqual(r.stdout, f"{p}: NumPy array float32[3, 4], 12 elements, 48 bytes\n"
+                                   "  values: [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, ...]\n")
+        self.assertEqual(r.stderr, "")
+        self.assertIn("values: [True, False, True]\n",
+                      ctorch("inspect", self.npy("b.npy", np.array([True, False, True])), check=0).stdout)
+        # npy_read's checks: a truncated file is an error, not a model load
+        with open(p, "rb") as f:
+            data = f.read()
+        cut = os.path.join(self.tmp.name, "cut.npy")
+        with open(cut, "wb") as f:
+            f.write(data[:-4])
+        r = ctorch("inspect", cut, check=1)
+        self.assertIn("file ends before its 48 bytes of data", r.stderr)
+        self.assertNotIn("ct_module_load", r.stderr)
+        # run, bench and verify name the kind instead of failing to read a zip archive
+        for args in (("run", p), ("bench", p, "--iters", "2"), ("verify", p)):
+            r = ctorch(*args, check=1)
+            self.assertIn(f"{p}: a NumPy .npy file (one array, no code): nothing to", r.stderr)
+            self.assertNotIn("ct_module", r.stderr)
+        d = json.loads(ctorch("verify", "--json", p, check=1).stdout)
+        self.assertEqual((d["files"][0]["kind"], d["files"][0]["ok"]), ("npy", False))
+
+    def check_error(self, args, rc, status):
+        r = ctorch(*args, check=rc)
+        self.assertEqual(len(r.stdout.splitlines()), 1, r.stdout)
+        d = json.loads(r.stdout)
+        self.assertEqual(set(d), {"file", "error"} | ({"status"} if status else set()), d)
+        self.assertEqual(d.get("status"), status)
+        self.assertIn(f"ctorch{'' if rc == 1 else ' ' + args[0]}: {d['error']}", r.stderr)
+        if status:
+            self.assertIn(f"{d['error']} (status {status})\n", r.stderr)
+        return d
+
+    def test_json_errors(self):
+        missing = os.path.join(self.tmp.name, "missing.pt")
+        bad = os.path.join(self.tmp.name, "bad.pt")
+        with open(bad, "wb") as f:
+            f.write(b"not a zip archive")
+        x = self.npy("x.npy", np.zeros((2, 2), np.float32))
+        for cmd in (("inspect",), ("run",), ("bench", "--iters", "2")):
+            d = self.check_error((*cmd, "--json", missing), 1, 4)  # CT_ERR_NOT_FOUND
+            self.assertEqual(d["file"], missing)
+            self.assertIn("No such file", d["error"])
+        self.check_error(("inspect", bad, "--json"), 1, 5)  # CT_ERR_IO
+        d = self.check_error(("run", model("gate"), x, "--json"), 1, 8)  # shapes do not fit
+        self.assertTrue(d["error"].startswith("forward: ct_module_forward: "), d)
+        self.assertEqual(d["file"], model("gate"))
+        d = self.check_error(("run", "--json", model("gate"), "4x4:float32", "-o",
+                              os.path.join(self.tmp.name, "a.npy"), "-o",
+                              os.path.join(self.tmp.name, "b.npy")), 1, None)
+        self.assertIn("2 -o file(s) given but the model returned 1 tensor(s)", d["error"])
+        cut = os.path.join(self.tmp.name, "cut.npy")
+        with open(cut, "wb") as f:
+            f.write(b"\x93NUMPY\x01\x00")
+        d = self.check_error(("inspect", "--json", cut), 1, None)
+        self.assertIn("truncated .npy header", d["error"])
+        d = self.check_error(("run", "--json", model("gate"), "--model-name", "m"), 2, None)
+        self.assertEqual(d["error"], "--model-name applies to AOTInductor packages (.pt2) only")
+        d = self.check_error(("inspect", "--json"), 2, None)
+        self.assertEqual((d["file"], d["error"]), (None, "no model file given"))
+        # without --json, nothing on stdout
+        self.assertEqual(ctorch("inspect", missing, check=1).stdout, "")
+        self.assertEqual(ctorch("run", missing, check=1).stdout, "")
+
+    def test_json_error_on_timeout(self):
+        class Spin(torch.nn.Module):
+            def forward(self, x):
+                i = 0
+                while True:
+                    i += 1
+                    if i < 0:
+                        break
+                return x + i
+
+        spin = os.path.join(self.tmp.name, "spin.pt")
+        torch.jit.script(Spin()).save(spin)
+        r = ctorch("run", spin, "3:float32", "--timeout", "1", "--json", check=124)
+        self.assertEqual(json.loads(r.stdout), {"file": spin, "error": "did not finish within "
+                                                "--timeout; stopped"})
+        self.assertIn("did not finish within --timeout", r.stderr)
+
+    def test_verify_kind_of_unreadable_files(self):
+        missing = os.path.join(self.tmp.name, "missing.pt")
+        d = json.loads(ctorch("verify", "--json", missing, self.tmp.name, check=1).stdout)
+        self.assertEqual([(f["file"], f["ok"], f["kind"]) for f in d["files"]],
+                         [(missing, False, None), (self.tmp.name, False, None)])
+        self.assertEqual(d["files"][0]["status"], 4)
+        self.assertIn("ct_module_verify", d["files"][0]["error"])
+        # nor with a kind forced, nor with a package's name (it was refused as one)
+        pt2 = os.path.join(self.tmp.name, "missing.pt2")
+        for args in (("--pickle", missing), ("--module", missing), (pt2,)):
+            d = json.loads(ctorch("verify", "--json", *args, check=1).stdout)
+            self.assertEqual((d["files"][0]["kind"], d["files"][0]["status"]), (None, 4), args)
+        # a readable file checked as a forced kind reports that kind
+        d = json.loads(ctorch("verify", "--json", "--pickle", model("gate"), check=0).stdout)
+        self.assertEqual(d["files"][0]["kind"], "torch.save")

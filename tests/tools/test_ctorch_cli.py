@@ -27,7 +27,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_util import (EXE, MODELS, HAVE_AOTI, ctorch, ctorch_all, npy_header, model,  # noqa: E402
                       io)
-from ctorch_cli_checks import Verify, VerifyByContents, Package  # noqa: E402,F401
+from ctorch_cli_checks import Verify, VerifyByContents, Package, NpyAndJsonErrors  # noqa: E402,F401
 
 
 class Help(unittest.TestCase):

@@ -26,6 +26,14 @@ int is_help(const char *a);
 /* The usage error for what getopt_long returned as c ('?' or ':'), after the option
  * argv[optind - 1]. */
 int option_error(const char *cmd, int c, char **argv);
+/* --json: from this call on the first error (fail, fail_ct, usage_error) is kept, and
+ * json_error_report prints it on stdout, when rc is not 0, as one line
+ * {"file": file, "error": message, "status": the library's status (library errors only)};
+ * it returns rc. json_error_text: that line for msg (cJSON_free it; NULL out of memory). */
+void json_errors(const char *file);
+int json_errors_on(void);
+int json_error_report(int rc);
+char *json_error_text(const char *msg, int status);
 
 /* ---- dtypes (dtypes.c): names as torch spells them, numpy .npy descr ---- */
 struct cli_dtype {
@@ -64,6 +72,7 @@ int ends_with(const char *s, const char *suffix);
 #define KIND_MODULE 'm'  /* TorchScript archive (torch.jit.save) */
 #define KIND_PICKLE 'p'  /* torch.save file, zip or legacy */
 #define KIND_PACKAGE 'k' /* AOTInductor package (.pt2) */
+#define KIND_NPY 'n'     /* NumPy array (.npy, the \x93NUMPY magic) */
 /* KIND_* of the file at path; 0 none of them; -1 unreadable (the library says why). */
 int file_kind(const char *path);
 const char *kind_name(int kind); /* "TorchScript archive", ... */
@@ -112,6 +121,10 @@ int flatten(output *outs, size_t *n, ct_value *v, const char *label);
 /* ---- printing values (values.c): lossless, as text and as JSON ---- */
 int print_tensor(const char *label, const ct_tensor *t);
 int print_value(const char *label, const ct_value *v);
+/* The first k elements (flat, C order) as "[a, b, ...]" (", ..." when there are more) to
+ * stdout, and as a JSON array; EXIT_ERROR / NULL on error (printed). */
+int print_first(const ct_tensor *t, int64_t k);
+cJSON *json_first(const ct_tensor *t, int64_t k);
 /* {"name": label, ...}: a tensor's dtype, shape, device and every element, or a
  * scalar's type and value; NULL on error (printed). */
 cJSON *json_tensor(const char *label, const ct_tensor *t);

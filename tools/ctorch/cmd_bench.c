@@ -49,7 +49,8 @@ static int help(void) {
       "  --iters N                 timed calls (default 100)\n"
       "  --warmup W                untimed calls first (default 10)\n"
       "  --threads T               intra-op threads (ct_set_num_threads)\n"
-      "  --json                    print the results as one JSON object (times in ms)\n",
+      "  --json                    print the results as one JSON object (times in ms);\n"
+      "                            on an error {\"file\", \"error\", \"status\"} as run\n",
       prog, inputs_help);
   return 0;
 }

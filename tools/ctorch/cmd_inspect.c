@@ -1,6 +1,6 @@
 /* `ctorch inspect`: what a model file holds (methods, parameters, buffers, sizes), walked
  * once here and printed as text or JSON by a printer (inspect.h); torch.save files go to
- * inspect_pickle.c. */
+ * inspect_pickle.c, .npy arrays are read with npy_read. */
 #include "inspect.h"
 
 #include <getopt.h>
@@ -104,6 +104,16 @@ done:
   ct_value_free(consts);
   ct_value_free(meta);
   ct_package_free(p);
+  return rc;
+}
+
+/* inspect for a .npy file: read whole (npy_read checks it), dtype, shape, first values. */
+static int inspect_npy(const struct inspect_printer *pr, const char *path) {
+  ct_tensor *t = NULL;
+  int rc = npy_read(&t, path, CT_DEVICE_CPU, -1);
+  if (!rc) rc = pr->array(path, t);
+  if (!rc) pr->end();
+  ct_tensor_free(t);
   return rc;
 }
 
@@ -216,21 +226,26 @@ int cmd_inspect(int argc, char **argv) {
             "    torch._inductor.aoti_compile_and_package): its device, metadata, constant\n"
             "    names and call spec; --model-name picks the model inside it (default:\n"
             "    model). Packages need LibTorch >= 2.6; an older LibTorch reports that it\n"
-            "    is not supported (exit status 1).\n\n"
+            "    is not supported (exit status 1).\n"
+            "  NumPy array (.npy): its dtype, shape, size and first %d values.\n\n"
             "  --json                    print the same as one JSON object (\"kind\":\n"
-            "                            \"torchscript\", \"torch.save\" or \"aoti_package\")\n"
+            "                            \"torchscript\", \"torch.save\", \"aoti_package\" or\n"
+            "                            \"npy\"); on an error {\"file\", \"error\": the message,\n"
+            "                            \"status\": the library's status code, if any}\n"
             "  --model-name NAME         the model inside a .pt2 package\n",
-            prog);
+            prog, INSPECT_FIRST_VALUES);
         return 0;
       case 'j': pr = &inspect_json; break;
       case 'n': model_name = optarg; break;
       default: return option_error("inspect", c, argv);
     }
   }
+  if (pr == &inspect_json) json_errors(optind < argc ? argv[optind] : NULL);
   if (optind >= argc) return usage_error("inspect", "no model file given");
   if (optind + 1 < argc) return usage_error("inspect", "one model file only");
   path = argv[optind];
   kind = file_kind(path);
+  if (kind == KIND_NPY && !model_name) return inspect_npy(pr, path);
   if (is_package(path) || kind == KIND_PACKAGE) return inspect_package(pr, path, model_name);
   if (model_name)
     return usage_error("inspect", "--model-name applies to AOTInductor packages (.pt2) only");

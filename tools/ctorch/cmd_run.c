@@ -28,7 +28,9 @@ int cmd_run(int argc, char **argv) {
         "                            [{\"name\", \"type\", and for a tensor \"dtype\", \"shape\",\n"
         "                            \"device\", \"values\" (every element, flat; int64 exact,\n"
         "                            complex as [re, im], NaN and infinities as strings) or\n"
-        "                            \"file\" (written by -o); for others \"value\"}]}\n",
+        "                            \"file\" (written by -o); for others \"value\"}]};\n"
+        "                            on an error {\"file\", \"error\": the message, \"status\":\n"
+        "                            the library's status code, if any}\n",
         prog, inputs_help);
     return 0;
   }

@@ -25,11 +25,11 @@ static int refuse(check *c, const char *fmt, const char *path) {
  * say. One check per file: a file that crashes the check of its kind is never reported
  * as ok by another reader. */
 static int verify_one(check *c, const char *path, int forced, int json) {
-  int kind = forced ? forced : file_kind(path);
-  c->kind = kind;
+  int found = file_kind(path), kind = forced ? forced : found;
+  c->kind = found == -1 ? -1 : kind; /* a file that cannot be read has no kind */
   c->st = CT_OK;
   c->msg[0] = 0;
-  if (kind == KIND_PACKAGE || (!forced && kind <= 0 && is_package(path))) {
+  if (kind == KIND_PACKAGE || (!forced && kind == 0 && is_package(path))) {
     c->kind = KIND_PACKAGE;
     return refuse(c,
                   "%s: AOTInductor packages (.pt2) hold compiled native code that loading runs; "
@@ -42,7 +42,12 @@ static int verify_one(check *c, const char *path, int forced, int json) {
                   "%s: not a TorchScript archive, a torch.save file or an AOTInductor package "
                   "(use --module or --pickle to check it as one kind)",
                   path);
-  if (kind == -1) c->kind = kind = KIND_MODULE; /* unreadable: the library says why */
+  if (kind == KIND_NPY)
+    return refuse(c,
+                  "%s: a NumPy .npy file (one array, no code): nothing to verify; 'ctorch "
+                  "inspect' shows it",
+                  path);
+  if (kind == -1) kind = KIND_MODULE; /* unreadable or missing: the library says why */
   c->st = kind == KIND_MODULE ? ct_module_verify(path) : ct_pickle_verify(path);
   if (c->st != CT_OK) {
     snprintf(c->msg, sizeof c->msg, "%s", ct_last_error());
@@ -64,6 +69,7 @@ static cJSON *check_json(const char *path, const check *c) {
     cJSON_AddStringToObject(o, "kind",
                             c->kind == KIND_MODULE   ? "torchscript"
                             : c->kind == KIND_PICKLE ? "torch.save"
+                            : c->kind == KIND_NPY    ? "npy"
                                                      : "aoti_package");
   else
     cJSON_AddNullToObject(o, "kind");
@@ -87,13 +93,15 @@ static int help(void) {
       "entry names, a pickle's first byte) and only that kind's check runs:\n"
       "a TorchScript archive (torch.jit.save) or a torch.save file (a state_dict, a\n"
       "checkpoint). AOTInductor packages (.pt2) are refused: loading one runs its\n"
-      "compiled code.\n\n"
+      "compiled code. NumPy .npy files are refused too: no model ('inspect' shows them).\n\n"
       "  --module                  check as a TorchScript archive only\n"
       "  --pickle                  check as a torch.save file only\n"
       "  --timeout S               kill a check after S seconds (default 120;\n"
       "                            sets CTORCH_VERIFY_TIMEOUT)\n"
       "  --json                    print one JSON object: {\"ok\": all ok, \"files\": [{\"file\",\n"
-      "                            \"ok\", \"kind\", and for a failure \"status\", \"error\"}]}\n\n"
+      "                            \"ok\", \"kind\" (null for a file that cannot be read or\n"
+      "                            is none of the kinds), and for a failure \"status\",\n"
+      "                            \"error\"}]}\n\n"
       "Exit status: 0 every FILE is ok, 1 one or more failed, 2 bad usage.\n",
       prog);
   return 0;

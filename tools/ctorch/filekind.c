@@ -1,6 +1,6 @@
-/* The kind of a model file from its contents (zip entry names, a pickle's first byte):
- * TorchScript archive, torch.save file or AOTInductor package. Used by inspect, run,
- * bench and verify, so each reads a file with the one reader made for it. */
+/* The kind of a model file from its contents (zip entry names, a pickle's first byte, the
+ * .npy magic): TorchScript archive, torch.save file, AOTInductor package or .npy array. Used by
+ * inspect, run, bench and verify, so each reads a file with the one reader made for it. */
 #include "cli.h"
 
 #include <stdlib.h>
@@ -11,6 +11,7 @@ const char *kind_name(int kind) {
   return kind == KIND_MODULE    ? "TorchScript archive"
          : kind == KIND_PICKLE  ? "torch.save file"
          : kind == KIND_PACKAGE ? "AOTInductor package"
+         : kind == KIND_NPY     ? "NumPy .npy file"
                                 : "unknown";
 }
 
@@ -76,9 +77,9 @@ static int zip_kind(FILE *f, long size) {
 
 /* KIND_* of the file at path from its contents; 0 none of them; -1 unreadable (the
  * library reports why). A non-zip file is a legacy torch.save file when it starts as
- * a binary pickle does (0x80, the protocol opcode). */
+ * a binary pickle does (0x80, the protocol opcode); a .npy file starts with \x93NUMPY. */
 int file_kind(const char *path) {
-  unsigned char head[4] = {0};
+  unsigned char head[6] = {0};
   size_t n;
   long size;
   int kind = 0;
@@ -87,8 +88,10 @@ int file_kind(const char *path) {
   if (stat(path, &sb) || !S_ISREG(sb.st_mode)) return -1; /* opening a FIFO would block */
   if (!(f = fopen(path, "rb"))) return -1;
   n = fread(head, 1, sizeof head, f);
-  if (n == 4 && !memcmp(head, "PK\003\004", 4)) {
+  if (n >= 4 && !memcmp(head, "PK\003\004", 4)) {
     if (!fseek(f, 0, SEEK_END) && (size = ftell(f)) > 0) kind = zip_kind(f, size);
+  } else if (n == 6 && !memcmp(head, "\x93NUMPY", 6)) {
+    kind = KIND_NPY;
   } else if (n >= 2 && head[0] == 0x80) {
     kind = KIND_PICKLE;
   }

@@ -20,11 +20,16 @@ typedef struct {
   int object;        /* JSON: a {key: value} object rather than an array */
 } inspect_section;
 
+/* How many elements of a .npy array inspect shows (flat, C order). */
+#define INSPECT_FIRST_VALUES 10
+
 /* Each item call gets its index in the section (0 for the first). The document is
- * begun by module or package and closed by end; a failed walk stops where it is. */
+ * begun by module, package or array and closed by end; a failed walk stops where it is. */
 struct inspect_printer {
   void (*module)(const char *path, const char *type, int training);
   void (*package)(const char *path, const char *model_name, int32_t dev, int32_t idx);
+  /* a .npy file read into t: its dtype, shape, size and first values; 0 or EXIT_ERROR */
+  int (*array)(const char *path, const ct_tensor *t);
   void (*begin_section)(const inspect_section *s, size_t n);
   /* tot: the section's tensor totals, NULL for sections of other items */
   void (*end_section)(const inspect_section *s, const inspect_totals *tot);

@@ -21,6 +21,20 @@ static void package(const char *path, const char *model_name, int32_t dev, int32
   cJSON_AddNumberToObject(root, "device_index", idx);
 }
 
+static int array(const char *path, const ct_tensor *t) {
+  cJSON *first = json_first(t, INSPECT_FIRST_VALUES);
+  if (!first) return EXIT_ERROR;
+  root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "file", path);
+  cJSON_AddStringToObject(root, "kind", "npy");
+  cJSON_AddStringToObject(root, "dtype", dtype_name(ct_tensor_dtype(t)));
+  cJSON_AddItemToObject(root, "shape", json_shape(t));
+  cJSON_AddItemToObject(root, "numel", json_int(ct_tensor_numel(t)));
+  cJSON_AddItemToObject(root, "bytes", json_int((int64_t)ct_tensor_nbytes(t)));
+  cJSON_AddItemToObject(root, "first_values", first);
+  return 0;
+}
+
 static void begin_section(const inspect_section *s, size_t n) {
   (void)n;
   section =
@@ -87,6 +101,6 @@ static void end(void) {
   root = NULL;
 }
 
-const struct inspect_printer inspect_json = {module, package,   begin_section, end_section, method,
-                                             tensor, submodule, extra_file,    entry,       string,
-                                             end};
+const struct inspect_printer inspect_json = {module,      package, array,  begin_section,
+                                             end_section, method,  tensor, submodule,
+                                             extra_file,  entry,   string, end};

@@ -12,6 +12,20 @@ static void package(const char *path, const char *model_name, int32_t dev, int32
   printf("\n");
 }
 
+static int array(const char *path, const ct_tensor *t) {
+  char shape[512], hb[64];
+  shape_str(shape, sizeof shape, t);
+  bytes_str(hb, sizeof hb, ct_tensor_nbytes(t));
+  printf("%s: NumPy array %s%s, %lld elements, %s\n  values: ", path,
+         dtype_name(ct_tensor_dtype(t)), shape, (long long)ct_tensor_numel(t), hb);
+  if (print_first(t, INSPECT_FIRST_VALUES)) {
+    printf("\n");
+    return EXIT_ERROR;
+  }
+  printf("\n");
+  return 0;
+}
+
 static void begin_section(const inspect_section *s, size_t n) {
   if (s->show_count)
     printf("%s (%zu):\n", s->title, n);
@@ -62,6 +76,6 @@ static void string(size_t i, const char *s) {
 
 static void end(void) {}
 
-const struct inspect_printer inspect_text = {module, package,   begin_section, end_section, method,
-                                             tensor, submodule, extra_file,    entry,       string,
-                                             end};
+const struct inspect_printer inspect_text = {module,      package, array,  begin_section,
+                                             end_section, method,  tensor, submodule,
+                                             extra_file,  entry,   string, end};

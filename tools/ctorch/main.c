@@ -86,4 +86,4 @@ static int dispatch(int argc, char **argv) {
   return EXIT_USAGE;
 }
 
-int main(int argc, char **argv) { return finish(dispatch(argc, argv)); }
+int main(int argc, char **argv) { return finish(json_error_report(dispatch(argc, argv))); }

@@ -175,16 +175,24 @@ int flatten(output *outs, size_t *n, ct_value *v, const char *label) {
 
 /* --timeout S: LibTorch cannot interrupt a method that never returns (a
  * `while True` in an untrusted model), so the whole process stops: the
- * message, then exit status 124 (as timeout(1)). */
+ * message (and under --json the JSON error on stdout), then exit status 124 (as timeout(1)). */
+static char timeout_json[8192]; /* under --json: the error line for stdout */
+
 void deadline_reached(int sig) {
   static const char msg[] = ": did not finish within --timeout; stopped\n";
   (void)sig;
   if (write(2, prog, strlen(prog)) < 0 || write(2, msg, sizeof msg - 1) < 0) _exit(124);
+  if (timeout_json[0] && write(1, timeout_json, strlen(timeout_json)) < 0) _exit(124);
   _exit(124);
 }
 
 void start_deadline(long seconds) {
   if (seconds <= 0) return;
+  if (json_errors_on()) {
+    char *line = json_error_text("did not finish within --timeout; stopped", 0);
+    if (line) snprintf(timeout_json, sizeof timeout_json, "%s\n", line);
+    cJSON_free(line);
+  }
   signal(SIGALRM, deadline_reached);
   alarm((unsigned)seconds);
 }
@@ -203,11 +211,10 @@ int load_model(model *t, opts *o) {
   int kind = file_kind(o->model);
   t->m = NULL;
   t->p = NULL;
-  if (kind == KIND_PICKLE)
-    return fail(
-        "%s: a torch.save file (tensors and other values, no code): nothing to run; "
-        "'%s inspect %s' shows what it holds",
-        o->model, prog, o->model);
+  if (kind == KIND_PICKLE || kind == KIND_NPY)
+    return fail("%s: a %s (%s, no code): nothing to run; '%s inspect %s' shows what it holds",
+                o->model, kind_name(kind),
+                kind == KIND_NPY ? "one array" : "tensors and other values", prog, o->model);
   if (is_package(o->model) || kind == KIND_PACKAGE) {
     if ((st = ct_package_load(&t->p, o->model, o->model_name)) != CT_OK)
       return fail_ct(st, o->model);
@@ -331,6 +338,7 @@ int parse_model_opts(opts *o, const char *cmd, int argc, char **argv, int bench)
       o->inputs[o->n_inputs++] = argv[optind];
     }
   }
+  if (o->json) json_errors(o->model);
   if (!o->model) return usage_error(cmd, "no model file given");
   if (is_package(o->model) && (o->method || o->eval))
     return usage_error(cmd, "%s does not apply to an AOTInductor package (.pt2)",

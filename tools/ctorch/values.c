@@ -96,6 +96,38 @@ int print_tensor(const char *label, const ct_tensor *t) {
   return 0;
 }
 
+int print_first(const ct_tensor *t, int64_t k) {
+  ct_tensor *c = NULL;
+  char e[96];
+  int64_t i, n = ct_tensor_numel(t);
+  ct_status st = readable(&c, t);
+  if (st != CT_OK) return fail_ct(st, "values");
+  printf("[");
+  for (i = 0; i < n && i < k; i++) {
+    element_str(e, sizeof e, ct_tensor_data_ptr(c), ct_tensor_dtype(c), i);
+    printf("%s%s", i ? ", " : "", e);
+  }
+  printf("%s]", n > k ? (k ? ", ..." : "...") : "");
+  ct_tensor_free(c);
+  return 0;
+}
+
+cJSON *json_first(const ct_tensor *t, int64_t k) {
+  ct_tensor *c = NULL;
+  cJSON *a;
+  int64_t i, n = ct_tensor_numel(t);
+  ct_status st = readable(&c, t);
+  if (st != CT_OK) {
+    fail_ct(st, "values");
+    return NULL;
+  }
+  a = cJSON_CreateArray();
+  for (i = 0; a && i < n && i < k; i++)
+    cJSON_AddItemToArray(a, element_json(ct_tensor_data_ptr(c), ct_tensor_dtype(c), i));
+  ct_tensor_free(c);
+  return a;
+}
+
 static int is_scalar_list(int32_t tag) {
   return tag == CT_VALUE_INT_LIST || tag == CT_VALUE_DOUBLE_LIST || tag == CT_VALUE_BOOL_LIST;
 }
