@@ -61,7 +61,6 @@ isloaded() = _LOADED[]
 function __init__()
     # First, before anything can throw inside LibTorch: the unwinder check.
     _check_unwind_pitfall()
-    _init_scopes!()
     _load_library!() || return   # also checks the ABI version
     _resolve_symbols!() || return
     _init_callbacks!()

@@ -94,10 +94,10 @@ mutable struct _FnState
     idbuf::Vector{Int64}    # memory of the marker tensor: holds our id
 end
 
-# Thread-local stash of the last Julia exception raised in a callback, so
-# `backward` can show it in full.
-const _CALLBACK_ERRORS = Dict{Int,Any}()
-const _CB_LOCK = ReentrantLock()
+# The last Julia exception raised in a callback (exception, backtrace), kept
+# in the calling task's storage (callbacks run in the task that called into
+# ctorch) until `backward` turns the status into a CTorchError.
+const _CALLBACK_ERROR_KEY = :CTorch_callback_error
 
 function _state_of(ctx::Ptr{Cvoid})
     p = ct_tensor_data_ptr(ctx)
@@ -114,9 +114,7 @@ function _callback_failed(e, bt)
         "Julia exception in custom autograd function (message unavailable)"
     end
     try
-        lock(_CB_LOCK) do
-            _CALLBACK_ERRORS[Threads.threadid()] = (e, bt)
-        end
+        task_local_storage(_CALLBACK_ERROR_KEY, (e, bt))
     catch
     end
     return ct_set_error(CT_ERR_CALLBACK, msg)
@@ -124,9 +122,7 @@ end
 
 @noinline function _throw_callback_aware(st::Int32)
     msg = unsafe_string(ct_last_error())
-    lock(_CB_LOCK) do
-        pop!(_CALLBACK_ERRORS, Threads.threadid(), nothing)
-    end
+    delete!(task_local_storage(), _CALLBACK_ERROR_KEY)
     throw(CTorchError(st, msg))
 end
 

@@ -257,12 +257,24 @@ const _MIN = LazyOp("aten::min.default")
 @noinline _shape_error(a, b) = throw(DimensionMismatch(
     "dimensions must match: a has dims $(axes(a)), b has dims $(axes(b)) (use .+ / .- to broadcast)"))
 
+# The result type of f on these element types: Base.promote_op (not public
+# API), or f on ones where a Julia lacks it.
+_promote_op_fallback(f::F, ::Type{A}) where {F,A} = typeof(f(one(A)))
+_promote_op_fallback(f::F, ::Type{A}, ::Type{B}) where {F,A,B} = typeof(f(one(A), one(B)))
+@static if isdefined(Base, :promote_op)
+    _promote_op(f::F, ::Type{A}) where {F,A} = Base.promote_op(f, A)
+    _promote_op(f::F, ::Type{A}, ::Type{B}) where {F,A,B} = Base.promote_op(f, A, B)
+else
+    _promote_op(f::F, ::Type{A}) where {F,A} = _promote_op_fallback(f, A)
+    _promote_op(f::F, ::Type{A}, ::Type{B}) where {F,A,B} = _promote_op_fallback(f, A, B)
+end
+
 # `+` and `-` as for Julia arrays: equal shapes (Julia's promote_shape, which
 # also accepts trailing singleton dimensions, then broadcasting).
 for (f, op) in ((:+, :_ADD_T), (:-, :_SUB_T))
     @eval function Base.$f(a::Tensor{A,N}, b::Tensor{B,N}) where {A,B,N}
         size(a) == size(b) || _shape_error(a, b)
-        S = Base.promote_op($f, A, B)
+        S = _promote_op($f, A, B)
         return _t($op, _with_eltype(a, S), _with_eltype(b, S))
     end
     @eval function Base.$f(a::Tensor, b::Tensor)
@@ -270,14 +282,14 @@ for (f, op) in ((:+, :_ADD_T), (:-, :_SUB_T))
         return broadcast($f, a, b)
     end
 end
-Base.:-(a::Tensor{T}) where {T} = _t(_NEG, _with_eltype(a, Base.promote_op(-, T)))
+Base.:-(a::Tensor{T}) where {T} = _t(_NEG, _with_eltype(a, _promote_op(-, T)))
 Base.:+(a::Tensor) = a
 
 # Scaling by a number (as `Array * Number`), with Julia's element type.
 for (f, op) in ((:*, :_MUL_S), (:/, :_DIV_S))
-    @eval Base.$f(a::Tensor{T}, b::Real) where {T} = _t($op, _with_eltype(a, Base.promote_op($f, T, typeof(b))), b)
+    @eval Base.$f(a::Tensor{T}, b::Real) where {T} = _t($op, _with_eltype(a, _promote_op($f, T, typeof(b))), b)
 end
-Base.:*(a::Real, b::Tensor{T}) where {T} = _t(_MUL_S, _with_eltype(b, Base.promote_op(*, typeof(a), T)), a)
+Base.:*(a::Real, b::Tensor{T}) where {T} = _t(_MUL_S, _with_eltype(b, _promote_op(*, typeof(a), T)), a)
 Base.:\(a::Real, b::Tensor) = b / a
 
 # The matrix product, as for Julia's matrices and vectors (`Array(a) * Array(b)`).

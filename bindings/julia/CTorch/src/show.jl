@@ -2,6 +2,18 @@
 # and the elements in the binding's index order with the middle elided.
 # torch's own text (every element) is `torch_string(t)`.
 
+# Base.dims2string and Base.print_array are not public API: used where the
+# running Julia has them, with the same text made by hand otherwise.
+_dims_string(d::Dims, base::Bool = isdefined(Base, :dims2string)) = base ? Base.dims2string(d) :
+    isempty(d) ? "0-dimensional" : length(d) == 1 ? "$(d[1])-element" : join(map(string, d), "×")
+function _print_elements(io::IO, A::AbstractArray, base::Bool = isdefined(Base, :print_array))
+    base && return Base.print_array(io, A)
+    text = sprint((o, x) -> show(o, MIME"text/plain"(), x), A; context = io)
+    i = findfirst(isequal('\n'), text)           # the summary line is printed already
+    i === nothing || print(io, SubString(text, nextind(text, i)))
+    return nothing
+end
+
 _device_string(d::Device) = string(device_type_symbol(d), d.index >= 0 ? ":$(d.index)" : "")
 
 function Base.summary(io::IO, t::Tensor{T,N}) where {T,N}
@@ -9,7 +21,7 @@ function Base.summary(io::IO, t::Tensor{T,N}) where {T,N}
         print(io, "CTorch.Tensor(<freed>)")
         return
     end
-    print(io, Base.dims2string(size(t)), " Tensor{", T, ",", N, "} on ", _device_string(device(t)))
+    print(io, _dims_string(size(t)), " Tensor{", T, ",", N, "} on ", _device_string(device(t)))
     requires_grad(t) && print(io, ", requires_grad")
 end
 
@@ -22,7 +34,7 @@ function Base.show(io::IO, ::MIME"text/plain", t::Tensor{T}) where {T}
     print(io, ":\n")
     ctx = IOContext(io, :limit => true, :typeinfo => T,
                     :compact => get(io, :compact, ndims(t) > 1))
-    GC.@preserve t Base.print_array(ctx, _printable(t))
+    GC.@preserve t _print_elements(ctx, _printable(t))
 end
 
 function Base.show(io::IO, t::Tensor{T}) where {T}

@@ -1105,6 +1105,7 @@ ONECYCLE_TORCH_MOMENTA = [0.95, 0.8505584586887436, 0.8688255099070633, 0.903736
 end
 
 
+include("tasks.jl")       # scopes per task, kernels on several threads
 include("operators.jl")
 include("oplibrary.jl")
 include("package.jl")
