@@ -44,6 +44,7 @@ include("show.jl")
 include("values.jl")
 include("ops.jl")
 include("broadcast.jl")
+include("wrappers.jl")       # reshape(t, :), view, PermutedDimsArray, ... of a Tensor are Tensors
 include("module.jl")
 include("autograd.jl")
 include("oplibrary.jl")

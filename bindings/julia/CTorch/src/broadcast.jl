@@ -125,7 +125,8 @@ function _bc_pad(t::Tensor{T,M}, N::Int) where {T,M}
 end
 
 _bc_eval(t::Tensor, N, dev) = _bc_pad(t, N)
-_bc_eval(A::AbstractArray, N, dev) = _bc_pad(dev === nothing ? tensor(A) : tensor(A; device = dev), N)
+_bc_eval(A::AbstractArray, N, dev) =
+    (_check_wrapper_grad(A); _bc_pad(dev === nothing ? tensor(A) : tensor(A; device = dev), N))
 _bc_eval(x::Real, N, dev) = x
 _bc_eval(x::AbstractIrrational, N, dev) = Float64(x)
 _bc_eval(r::Base.RefValue, N, dev) = _bc_eval(r[], N, dev)

@@ -1106,6 +1106,7 @@ end
 
 
 include("tasks.jl")       # scopes per task, kernels on several threads
+include("wrappers.jl")    # reshape(t, :), view, PermutedDimsArray, ... keep autograd
 include("operators.jl")
 include("oplibrary.jl")
 include("package.jl")
