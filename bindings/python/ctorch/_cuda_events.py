@@ -49,11 +49,7 @@ class Event:
         check(G.cuda_event_elapsed_ms(byref(ms), self._ptr(), end._ptr()))
         return float(ms.value)
 
-    def __del__(self) -> None:
-        try:
-            _release.free_on_del(self, "_p", G.cuda_event_free)
-        except Exception:  # interpreter shutdown
-            pass
+    __del__ = _release.finalizer("_p", G.cuda_event_free)
 
     def __reduce__(self) -> Any:
         raise TypeError("cannot pickle a ctorch.cuda.Event (a CUDA event lives in one process)")
@@ -105,11 +101,7 @@ class CUDAGraph:
     def reset(self) -> None:
         check(G.cuda_graph_reset(self._ptr()))
 
-    def __del__(self) -> None:
-        try:
-            _release.free_on_del(self, "_p", G.cuda_graph_free)
-        except Exception:  # interpreter shutdown
-            pass
+    __del__ = _release.finalizer("_p", G.cuda_graph_free)
 
     def __reduce__(self) -> Any:
         raise TypeError("cannot pickle a ctorch.cuda.CUDAGraph")

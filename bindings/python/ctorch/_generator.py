@@ -44,11 +44,7 @@ class Generator:
             raise ValueError("use of a freed generator")
         return self._p
 
-    def __del__(self) -> None:
-        try:
-            _release.free_on_del(self, "_p", G.generator_free)
-        except Exception:  # interpreter shutdown
-            pass
+    __del__ = _release.finalizer("_p", G.generator_free)
 
     def manual_seed(self, seed: int) -> "Generator":
         """Seeds it (negative seeds wrap to uint64, as in torch); returns self."""

@@ -68,8 +68,7 @@ class Module:
         code, see Tensor.free)."""
         _release.free_handle(self, "_m", G.module_free)
 
-    def __del__(self) -> None:
-        _release.free_on_del(self, "_m", G.module_free)
+    __del__ = _release.finalizer("_m", G.module_free)
 
     # ---- copying and pickling ---------------------------------------------------
     def __copy__(self) -> "Module":
@@ -502,8 +501,7 @@ class Script:
         code, see Tensor.free)."""
         _release.free_handle(self, "_s", G.script_free)
 
-    def __del__(self) -> None:
-        _release.free_on_del(self, "_s", G.script_free)
+    __del__ = _release.finalizer("_s", G.script_free)
 
 
 def compile_script(source: str) -> Script:

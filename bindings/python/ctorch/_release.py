@@ -10,12 +10,18 @@ thread's below the free() call: checked with sys._current_frames under the
 GIL); otherwise the handle is parked and freed when its object dies (every
 call borrowing a handle holds the object) or at a later release() that finds
 ctorch idle. Standard library only.
+
+Finalizers (``__del__``, ``finalizer``) also run at interpreter exit, after
+shutdown may have set the package's module globals to None: everything they
+call is bound when their class is defined (closure cells, default arguments),
+so they still free the C handle then (C deleters that call back into Python
+are written the same way: _interop, autograd, library).
 """
 
 import os
 import sys
 import threading
-from typing import Any, Dict, Tuple
+from typing import Any, Callable, Dict, Tuple
 
 _PKG_PREFIX = os.path.dirname(__file__) + os.sep
 _current_frames = getattr(sys, "_current_frames", None)
@@ -78,7 +84,7 @@ def release(owner: Any, free: Any, h: int) -> None:
         fn(p)
 
 
-def release_deferred(owner: Any) -> None:
+def release_deferred(owner: Any, _deferred: Dict[int, Tuple[Any, int]] = _deferred) -> None:
     """Frees the handle whose free() `owner` deferred (from its __del__)."""
     e = _deferred.pop(id(owner), None)
     if e is not None:
@@ -94,12 +100,24 @@ def free_handle(owner: Any, attr: str, free: Any) -> None:
         release(owner, free, h)
 
 
-def free_on_del(owner: Any, attr: str, free: Any) -> None:
+def free_on_del(owner: Any, attr: str, free: Any, _getattr: Any = getattr,
+                _setattr: Any = object.__setattr__,
+                _deferred: Dict[int, Tuple[Any, int]] = _deferred,
+                _release_deferred: Any = release_deferred) -> None:
     """A handle class's __del__: frees owner.<attr>'s handle at once, or the
-    one an earlier free() deferred."""
-    h = getattr(owner, attr, None)
+    one an earlier free() deferred. Uses no module global (see above), nor
+    the class's own __setattr__ (Module's reads its module's globals)."""
+    h = _getattr(owner, attr, None)
     if h:
-        setattr(owner, attr, None)
+        _setattr(owner, attr, None)
         free(h)
     elif _deferred:
-        release_deferred(owner)
+        _release_deferred(owner)
+
+
+def finalizer(attr: str, free: Any) -> Callable[[Any], None]:
+    """The __del__ of a handle class keeping its handle in <attr>, freed with
+    the C function `free`: both bound now, so it works at interpreter exit."""
+    def __del__(self: Any, _free_on_del: Any = free_on_del) -> None:
+        _free_on_del(self, attr, free)
+    return __del__

@@ -333,8 +333,7 @@ class Value:
         code, see Tensor.free)."""
         _release.free_handle(self, "_p", _value_free)
 
-    def __del__(self) -> None:
-        _release.free_on_del(self, "_p", _value_free)
+    __del__ = _release.finalizer("_p", _value_free)
 
     # ---- copying and pickling -------------------------------------------------------
     def __copy__(self) -> "Value":

@@ -88,11 +88,7 @@ class GradScaler:
             raise ValueError("use of a freed GradScaler")
         return self._p
 
-    def __del__(self) -> None:
-        try:
-            _release.free_on_del(self, "_p", G.grad_scaler_free)
-        except Exception:  # interpreter shutdown
-            pass
+    __del__ = _release.finalizer("_p", G.grad_scaler_free)
 
     def scale(self, outputs: Any) -> Any:
         """outputs times the scale: a tensor, or lists/tuples of tensors."""

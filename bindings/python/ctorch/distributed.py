@@ -71,11 +71,8 @@ class _Handle:
         """Frees the C handle now (also done when the object is collected)."""
         _release.free_handle(self, "_p", type(self)._free)
 
-    def __del__(self) -> None:
-        try:
-            _release.free_on_del(self, "_p", type(self)._free)
-        except Exception:  # interpreter shutdown
-            pass
+    def __del__(self, _free_on_del: Any = _release.free_on_del) -> None:
+        _free_on_del(self, "_p", type(self)._free)  # no module global: see _release
 
     def __reduce__(self) -> Any:
         raise TypeError("a %s is a live connection and cannot be pickled" % type(self).__name__)
@@ -92,8 +89,8 @@ class Store(_Handle):
     __slots__ = ()
 
     @staticmethod
-    def _free(p: int) -> None:
-        G.store_free(p)
+    def _free(p: int, _store_free: Any = G.store_free) -> None:
+        _store_free(p)
 
     def set(self, key: str, value: Union[str, bytes]) -> None:
         data = value.encode() if isinstance(value, str) else bytes(value)
@@ -160,11 +157,11 @@ class ProcessGroup(_Handle):
     _ranks: Optional[List[int]]  # None: the default group (group ranks are global ones)
 
     @staticmethod
-    def _free(p: int) -> None:
+    def _free(p: int, _group_free: Any = C.process_group_free) -> None:
         # Without the GIL: freeing the last reference joins Gloo's worker
         # threads, and a worker may be dropping the last reference to a tensor
         # whose deleter takes the GIL (a numpy array's): a deadlock with it held.
-        C.process_group_free(p)
+        _group_free(p)
 
     def rank(self) -> int:
         return int(G.process_group_rank(self._ptr()))
@@ -214,8 +211,8 @@ class Work(_Handle):
     _keep: List[Any]  # the tensors the operation uses, alive until it ends
 
     @staticmethod
-    def _free(p: int) -> None:
-        C.work_free(p)  # without the GIL: it may hold the group's last reference
+    def _free(p: int, _work_free: Any = C.work_free) -> None:
+        _work_free(p)  # without the GIL: it may hold the group's last reference
 
     def wait(self, timeout: Optional[Timeout] = None) -> bool:
         """Waits (default: the group's timeout); raises the operation's error."""
@@ -445,11 +442,7 @@ class DistributedDataParallel:
     def free(self) -> None:
         _release.free_handle(self, "_p", C.ddp_free)  # C: see ProcessGroup._free
 
-    def __del__(self) -> None:
-        try:
-            _release.free_on_del(self, "_p", C.ddp_free)
-        except Exception:  # interpreter shutdown
-            pass
+    __del__ = _release.finalizer("_p", C.ddp_free)
 
     def __reduce__(self) -> Any:
         raise TypeError("DistributedDataParallel holds a live process group and cannot be "

@@ -280,11 +280,15 @@ class Library:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except BaseException:
-            pass
+    def __del__(self, _free: Any = C.library_free, _reset: Any = ops._reset_index) -> None:
+        # close() with its functions bound here: at exit module globals may be None
+        h, self._handle = self._handle, None
+        if h:
+            _free(h)
+            try:
+                _reset()  # the ops index: moot while the package is torn down
+            except Exception:
+                pass
 
     def __reduce__(self) -> Any:
         raise TypeError("a ctorch.library.Library is a registration in this process; it "

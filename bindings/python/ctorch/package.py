@@ -138,11 +138,7 @@ class Package:
         code, see Tensor.free)."""
         _release.free_handle(self, "_p", C.package_free)
 
-    def __del__(self) -> None:
-        try:
-            _release.free_on_del(self, "_p", C.package_free)
-        except Exception:  # interpreter shutdown
-            pass
+    __del__ = _release.finalizer("_p", C.package_free)
 
     # A loaded package is compiled code LibTorch unpacked and dlopened; the C
     # API can neither duplicate nor serialize it, and sharing the handle

@@ -101,10 +101,12 @@ class Tensor(_TensorOps):
         if h:
             _release_h(self, _tensor_free, h)
 
-    def __del__(self) -> None:
+    def __del__(self, _free: Any = _tensor_free, _deferred: Any = _deferred,
+                _release_deferred: Any = _release_deferred) -> None:
+        # no module global (bound here): at interpreter exit they may be None
         h = self._h
         if h:
-            _tensor_free(h)
+            _free(h)
         elif _deferred:
             _release_deferred(self)
 

@@ -120,11 +120,7 @@ class Optimizer:
             raise ValueError("use of a freed optimizer")
         return self._p
 
-    def __del__(self) -> None:
-        try:
-            _release.free_on_del(self, "_p", G.optimizer_free)
-        except Exception:  # interpreter shutdown
-            pass
+    __del__ = _release.finalizer("_p", G.optimizer_free)
 
     def add_param_group(self, param_group: Dict[str, Any]) -> None:
         """Adds a group: {"params": tensors, option: value, ...}; options it
