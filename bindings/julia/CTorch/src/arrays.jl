@@ -95,14 +95,50 @@ Tensor(P::PermutedDimsArray{T,N,perm,iperm,Array{T,N}}; requires_grad::Bool = fa
     _wrap_julia_memory(parent(P), P, size(P), strides(P), requires_grad)
 Tensor(t::Tensor) = t
 
-function _wrap_julia_memory(A::Array{T}, X, dims, st, requires_grad::Bool) where {T}
+"""
+    Tensor(A::AbstractArray; requires_grad=false)
+
+Any other Julia array: **without copying** when `A` is a strided view of an
+`Array` with non-negative strides (`view(A, 1:2, :)`, `@view A[:, 3]`,
+`reshape(view(...))`, `A'` and `transpose(A)` of a real `Array`): the
+tensor shares `A`'s memory and keeps its parent rooted, as `Tensor(::Array)`;
+otherwise (`1:5`, a `BitArray`, a reversed range view, lazy arrays) a copy
+into a new `Array` that the tensor wraps.
+"""
+function Tensor(A::AbstractArray{T,N}; requires_grad::Bool = false) where {T,N}
+    root = _array_root(A)
+    if root !== nothing && eltype(root) === T && isbitstype(T) && length(A) > 0
+        st = _strides_of(A)
+        st !== nothing && all(>=(0), st) &&
+            return _wrap_julia_memory(root, A, size(A), st, requires_grad, _pointer_of(A, root, st))
+    end
+    return Tensor(collect(T, A); requires_grad = requires_grad)     # a copy, wrapped
+end
+
+# The Array under a chain of wrappers (parent), or nothing.
+_array_root(A::Array) = A
+_array_root(A::AbstractArray) = (p = parent(A); p === A ? nothing : _array_root(p))
+# Adjoint and Transpose (LinearAlgebra, not a dependency) of a real vector or matrix.
+_is_lazy_transpose(A) = nameof(typeof(A)) in (:Adjoint, :Transpose) &&
+    nameof(parentmodule(typeof(A))) === :LinearAlgebra && eltype(A) <: Real && parent(A) isa Array
+function _strides_of(A::AbstractArray)
+    if _is_lazy_transpose(A)
+        P = parent(A)
+        return ndims(P) == 1 ? (stride(P, 1), stride(P, 1)) : (stride(P, 2), stride(P, 1))
+    end
+    A isa StridedArray || return nothing
+    return strides(A)
+end
+_pointer_of(A, root, st) = _is_lazy_transpose(A) ? pointer(root) : pointer(A)
+
+function _wrap_julia_memory(A::Array{T}, X, dims, st, requires_grad::Bool, ptr::Ptr = pointer(A)) where {T}
     code = dtype_code(T)
     _poll_release_queue()
     sizes = Int64[d for d in dims]
     strides = Int64[s for s in st]
     id = _root!(A)
     out = Ref{Ptr{Cvoid}}(C_NULL)
-    status = GC.@preserve A ct_tensor_from_blob_queued(out, pointer(A), sizes, length(sizes), strides, code,
+    status = GC.@preserve A ct_tensor_from_blob_queued(out, ptr, sizes, length(sizes), strides, code,
                                                        CT_DEVICE_CPU, Int32(-1), Ptr{Cvoid}(id))
     if status != CT_OK
         _unroot!(id)          # on failure nothing is queued: we still own A

@@ -91,3 +91,29 @@
         @test_throws BoundsError view(m, 3, :)
     end
 end
+
+@testset "Tensor of Julia array wrappers" begin
+    A = [1.0 2 3; 4 5 6]
+    for (name, X) in ("view(A, 1:2, :)" => view(A, 1:2, :), "@view A[:, 2]" => @view(A[:, 2]),
+                      "view(A, 2, 1:2:3)" => view(A, 2, 1:2:3), "A'" => A', "transpose(A)" => transpose(A),
+                      "reshape(view)" => reshape(view(A, :, 1:2), 4))
+        @testset "$name (zero-copy)" begin
+            t = Tensor(X)
+            @test size(t) == size(X) && Array(t) == collect(X)
+            p = X isa SubArray || X isa Base.ReshapedArray ? pointer(X) : pointer(A)
+            @test C.data_ptr(t) == p                           # the same memory
+            t .= t .* 0 .+ 7                                   # a write is seen by the Julia side
+            @test all(==(7.0), collect(X))
+            A .= [1.0 2 3; 4 5 6]
+        end
+    end
+    for (name, X) in ("1:5" => 1:5, "BitArray" => BitArray([true false; false true]),
+                      "reversed view" => view(collect(1.0:4.0), 4:-1:1), "Float32 range" => 0.5f0:1:2.5f0)
+        @testset "$name (a copy)" begin
+            t = Tensor(X)
+            @test t isa Tensor && eltype(t) == eltype(X) && size(t) == size(X) && Array(t) == collect(X)
+        end
+    end
+    t = Tensor(view(A, :, 1); requires_grad = true)
+    @test C.requires_grad(t)
+end
