@@ -28,8 +28,19 @@ end
 # The elements to print: the zero-copy view on the CPU, a copy otherwise.
 _printable(t::Tensor) = iscpu(device(t)) ? torch_view(t) : Array(t)
 
+# A meta tensor has no elements to print: its shape, device and dtype as torch
+# prints them, `tensor(..., device='meta', size=(2, 3))`.
+_is_meta(t::Tensor) = !isfreed(t) && device_type_symbol(device(t)) === :meta
+function _show_meta(io::IO, t::Tensor{T}) where {T}
+    sz = size(t)
+    print(io, "tensor(..., device='meta', size=(", join(sz, ", "), length(sz) == 1 ? ",)" : ")")
+    T === Float32 || print(io, ", dtype=torch.", unsafe_string(ct_dtype_name(dtype_code(T))))
+    print(io, ")")
+end
+
 function Base.show(io::IO, ::MIME"text/plain", t::Tensor{T}) where {T}
     summary(io, t)
+    _is_meta(t) && return (print(io, ":\n"); _show_meta(io, t))
     (isfreed(t) || T <: OpaqueElement || isempty(t)) && return
     print(io, ":\n")
     ctx = IOContext(io, :limit => true, :typeinfo => T,
@@ -42,6 +53,7 @@ function Base.show(io::IO, t::Tensor{T}) where {T}
         summary(io, t)
         return
     end
+    _is_meta(t) && return _show_meta(io, t)
     print(io, "Tensor(")
     GC.@preserve t show(IOContext(io, :limit => true), _printable(t))
     iscpu(device(t)) || print(io, "; device = \"", _device_string(device(t)), "\"")

@@ -141,3 +141,13 @@ end
         @test C._promote_op_fallback(f, Ts...) == Base.promote_op(f, Ts...)
     end
 end
+
+@testset "printing a meta tensor" begin
+    t = C.empty(Float32, (2, 3); device = :meta)
+    @test sprint(show, t) == "tensor(..., device='meta', size=(2, 3))"       # as torch's repr
+    @test sprint(show, C.empty(Int64, (4,); device = :meta)) ==
+          "tensor(..., device='meta', size=(4,), dtype=torch.int64)"
+    @test sprint(show, MIME"text/plain"(), t) ==
+          "2×3 Tensor{Float32,2} on meta:\ntensor(..., device='meta', size=(2, 3))"
+    @test occursin("device='meta'", repr([t]))                             # inside containers too
+end
