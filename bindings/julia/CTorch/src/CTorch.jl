@@ -53,6 +53,7 @@ include("runtime.jl")
 include("optim.jl")
 include("nn.jl")            # CTorch.nn: torch.nn's layers and init; params, load_state_dict!, ...
 include("distributed.jl")   # CTorch.Distributed: stores, process groups, collectives, DDP
+include("docstrings.jl")    # docstrings of one-liners and aliases
 
 const _LOADED = Ref(false)
 

@@ -1107,6 +1107,7 @@ end
 
 include("tasks.jl")       # scopes per task, kernels on several threads
 include("wrappers.jl")    # reshape(t, :), view, PermutedDimsArray, ... keep autograd
+include("docs.jl")        # every exported name has a docstring
 include("operators.jl")
 include("oplibrary.jl")
 include("package.jl")
