@@ -51,6 +51,7 @@ include("oplibrary.jl")
 include("package.jl")
 include("runtime.jl")
 include("optim.jl")
+include("schedstate.jl")     # schedulers' state_dict / load_state_dict!
 include("nn.jl")            # CTorch.nn: torch.nn's layers and init; params, load_state_dict!, ...
 include("distributed.jl")   # CTorch.Distributed: stores, process groups, collectives, DDP
 include("docstrings.jl")    # docstrings of one-liners and aliases

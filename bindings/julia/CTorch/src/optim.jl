@@ -140,7 +140,7 @@ end
 last_lr(sched::LRScheduler) = _lrs(sched.s)
 _start(sched::LRScheduler) = step!(sched)
 
-struct StepLR <: LRScheduler
+mutable struct StepLR <: LRScheduler
     s::_SchedState
     step_size::Int
     gamma::Float64
@@ -148,7 +148,7 @@ end
 StepLR(opt::Optimizer; step_size::Integer, gamma::Real = 0.1) = _start(StepLR(_sched_init(opt), step_size, gamma))
 _get_lr(x::StepLR) = (e = x.s.last_epoch; e == 0 || e % x.step_size != 0 ? _lrs(x.s) : _lrs(x.s) .* x.gamma)
 
-struct CosineAnnealingLR <: LRScheduler
+mutable struct CosineAnnealingLR <: LRScheduler
     s::_SchedState
     T_max::Int
     eta_min::Float64
@@ -166,7 +166,7 @@ function _get_lr(x::CosineAnnealingLR)
     return [(1 + cos(pi * e / T)) / (1 + cos(pi * (e - 1) / T)) * (lr - m) + m for lr in _lrs(s)]
 end
 
-struct LinearLR <: LRScheduler
+mutable struct LinearLR <: LRScheduler
     s::_SchedState
     start_factor::Float64
     end_factor::Float64
@@ -185,14 +185,14 @@ function _get_lr(x::LinearLR)
     return [lr * (1.0 + d / (x.total_iters * x.start_factor + (e - 1) * d)) for lr in _lrs(s)]
 end
 
-struct LambdaLR{F} <: LRScheduler
+mutable struct LambdaLR{F} <: LRScheduler
     s::_SchedState
     f::F
 end
 LambdaLR(opt::Optimizer, f) = _start(LambdaLR(_sched_init(opt), f))
 _get_lr(x::LambdaLR) = [b * x.f(x.s.last_epoch) for b in x.s.base_lrs]
 
-struct ExponentialLR <: LRScheduler
+mutable struct ExponentialLR <: LRScheduler
     s::_SchedState
     gamma::Float64
 end
@@ -206,7 +206,7 @@ _get_lr(x::ExponentialLR) = x.s.initial ? _lrs(x.s) : _lrs(x.s) .* x.gamma
 
 torch's 1cycle policy; the momentum (Adam's beta1) cycles the other way.
 """
-struct OneCycleLR <: LRScheduler
+mutable struct OneCycleLR <: LRScheduler
     s::_SchedState
     total_steps::Int
     phases::Vector{Tuple{Float64,Symbol,Symbol,Symbol,Symbol}}
@@ -341,21 +341,4 @@ function load_state_dict!(s::GradScaler, sd)
         check(ct_grad_scaler_load_state_dict(s, vp[1]))
     end
     return s
-end
-
-"""
-    state_dict(sched::LRScheduler) -> Dict{String,Any}
-
-The schedule's state under torch's attribute names (`last_epoch`, `base_lrs`,
-`_step_count`, `T_max`, ...): what torch's scheduler `load_state_dict` takes.
-"""
-function state_dict(x::LRScheduler)
-    s = x.s
-    d = Dict{String,Any}("base_lrs" => s.base_lrs, "last_epoch" => s.last_epoch,
-                         "_step_count" => s.step_count, "_is_initial" => s.initial,
-                         "_last_lr" => last_lr(x))
-    for f in fieldnames(typeof(x))
-        f in (:s, :f) || (d[String(f)] = getfield(x, f))
-    end
-    return d
 end

@@ -1108,6 +1108,7 @@ end
 include("tasks.jl")       # scopes per task, kernels on several threads
 include("wrappers.jl")    # reshape(t, :), view, PermutedDimsArray, ... keep autograd
 include("docs.jl")        # every exported name has a docstring
+include("schedulers.jl")  # schedulers' state_dict / load_state_dict!
 include("operators.jl")
 include("oplibrary.jl")
 include("package.jl")
