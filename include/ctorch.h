@@ -368,6 +368,16 @@ CT_API ct_status ct_tensor_empty_like(ct_tensor **out, const ct_tensor *t, int32
 CT_API ct_status ct_tensor_full(ct_tensor **out, const int64_t *sizes, size_t ndim, double value,
                                 int32_t dtype, int32_t device_type, int32_t device_index,
                                 int32_t requires_grad);
+/* A 0-dim CPU tensor standing for a host-language number where an operator
+ * takes a Tensor, marked as torch marks a Python scalar ("wrapped number"):
+ * type promotion counts it as a number (x + n keeps x's dtype within its
+ * category), and torch's dispatch modes and tracers (FakeTensorMode,
+ * torch.compile) see the number itself, not a tensor. Made without
+ * dispatching (no mode sees its creation). dtype: CT_BOOL, CT_INT64 or
+ * CT_FLOAT64 (value converted to it). *out: free with ct_tensor_free.
+ * Errors: CT_ERR_INVALID_ARGUMENT (NULL out; for CT_INT64 a value that is not
+ * an integer with |value| <= 2^53), CT_ERR_TYPE (another dtype). Any thread. */
+CT_API ct_status ct_tensor_wrapped_number(ct_tensor **out, double value, int32_t dtype);
 /* Uniform [0,1) and standard normal; floating dtypes only (CT_ERR_TYPE). */
 CT_API ct_status ct_tensor_rand(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
                                 int32_t device_type, int32_t device_index, int32_t requires_grad);

@@ -12,6 +12,7 @@
 // docs/conventions.md ("Guards in front of LibTorch") lists them.
 #include "checks.h"
 #include "internal.h"
+#include "torch_version.h"
 
 #include <torch/csrc/jit/runtime/custom_operator.h>
 #include <torch/csrc/jit/runtime/operator.h>
@@ -83,8 +84,23 @@ bool gcd_of_one(const char *, const Args &a) {
 }
 
 // ---- Tensors and shapes --------------------------------------------------------
+// Whether t is a tensor on memory whose sizes and storage size are numbers.
+// The guards leave the others to LibTorch: meta tensors and those of torch's
+// Python tracers (FakeTensor, FunctionalTensor: the Python dispatch key), whose
+// sizes or storage may be symbolic (reading them as numbers throws), read no
+// memory. torch.compile and torch.library.opcheck run their as_strided
+// through this table when ctorch was loaded before torch.
+bool plain_tensor(const at::Tensor &t) {
+  if (!t.defined() || t.is_meta() || t.key_set().has(c10::DispatchKey::Python)) return false;
+#if CT_TORCH_AT_LEAST(2, 0)
+  if (t.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) return false;
+  if (t.has_storage() && t.storage().sym_nbytes().is_heap_allocated()) return false;
+#endif
+  return true;
+}
+
 bool check_nonempty(const char *op, const Args &a) {
-  if (a[0].isTensor() && a[0].toTensor().defined() && a[0].toTensor().numel() == 0)
+  if (a[0].isTensor() && plain_tensor(a[0].toTensor()) && a[0].toTensor().numel() == 0)
     refuse(op, "a tensor with no elements has no value");
   return false;
 }
@@ -95,7 +111,7 @@ bool check_nonempty(const char *op, const Args &a) {
 bool check_strided_view(const char *op, const Args &a) {
   if (!a[0].isTensor() || !a[1].isIntList() || !a[2].isIntList()) return false;  // symbolic
   const at::Tensor &t = a[0].toTensor();
-  if (!t.defined() || !t.has_storage() || t.is_quantized()) return false;
+  if (!plain_tensor(t) || !t.has_storage() || t.is_quantized()) return false;
   const std::vector<int64_t> size = a[1].toIntVector(), stride = a[2].toIntVector();
   int64_t offset = t.storage_offset();
   if (a.n > 3 && a[3].isInt()) offset = a[3].toInt();

@@ -5,6 +5,9 @@
 #include "internal.h"
 #include "torch_version.h"
 
+#include <ATen/ScalarOps.h>
+
+#include <cmath>
 #include <sstream>
 #include <vector>
 
@@ -110,6 +113,30 @@ ct_status ct_tensor_full(ct_tensor **out, const int64_t *sizes, size_t ndim, dou
   return make_sized(
       __func__, out, sizes, ndim, dtype, device_type, device_index, requires_grad,
       [value](at::IntArrayRef s, const at::TensorOptions &o) { return at::full(s, value, o); });
+}
+
+ct_status ct_tensor_wrapped_number(ct_tensor **out, double value, int32_t dtype) {
+  const char *const ct_fn_ = __func__;
+  return ct::guard(ct_fn_, [&] {
+    CT_CHECK_NOT_NULL(out);
+    *out = nullptr;
+    if (dtype != CT_BOOL && dtype != CT_INT64 && dtype != CT_FLOAT64)
+      return ct::set_error(CT_ERR_TYPE,
+                           "%s: dtype must be CT_BOOL, CT_INT64 or CT_FLOAT64 (a Python bool, "
+                           "int or float), got %d",
+                           ct_fn_, static_cast<int>(dtype));
+    CT_CHECK_ARG(dtype != CT_INT64 || (std::fabs(value) <= 9007199254740992.0 &&
+                                       value == std::trunc(value)),
+                 "%s: %g is not an integer that a double holds exactly (|n| <= 2^53)", ct_fn_,
+                 value);
+    c10::Scalar s = dtype == CT_BOOL    ? c10::Scalar(value != 0.0)
+                    : dtype == CT_INT64 ? c10::Scalar(static_cast<int64_t>(value))
+                                        : c10::Scalar(value);
+    at::Tensor t = c10::scalar_to_tensor(s);  // no dispatch: CPU's static path
+    t.unsafeGetTensorImpl()->set_wrapped_number(true);
+    *out = ct::new_tensor(std::move(t));
+    return CT_OK;
+  });
 }
 
 ct_status ct_tensor_empty_like(ct_tensor **out, const ct_tensor *t, int32_t dtype) {

@@ -1,6 +1,9 @@
 /* ct_tensor_metadata: all metadata in one call, the same as the accessors
- * one by one; borrowed arrays; layouts without strides; errors. */
+ * one by one; borrowed arrays; layouts without strides; errors. Wrapped
+ * numbers (ct_tensor_wrapped_number): torch's promotion of Python scalars. */
 #include "test_util.h"
+
+#include <math.h>
 
 static ct_tensor_info new_info(void) {
   ct_tensor_info info;
@@ -185,12 +188,63 @@ static void test_info_errors_and_size(void **state) {
   ct_tensor_free(x);
 }
 
+/* dtype of a (0-dim, `dtype`) op b through aten::<op>.Tensor. */
+static int32_t result_dtype(const char *op, int32_t dtype, const ct_tensor *b) {
+  ct_tensor *a = NULL, *r = NULL;
+  ct_op *h = NULL;
+  CT_OK_OR_FAIL(ct_tensor_ones(&a, NULL, 0, dtype, CT_DEVICE_CPU, -1, 0));
+  CT_OK_OR_FAIL(ct_op_find(&h, op, "Tensor"));
+  const ct_tensor *ins[2] = {a, b};
+  CT_OK_OR_FAIL(ct_op_call_tensors(&r, 1, h, ins, 2));
+  int32_t d = ct_tensor_dtype(r);
+  ct_tensor_free(r);
+  ct_tensor_free(a);
+  ct_op_free(h);
+  return d;
+}
+
+static void test_wrapped_number(void **state) {
+  (void)state;
+  ct_tensor *n = NULL, *plain = NULL, *f = NULL, *b = NULL;
+  CT_OK_OR_FAIL(ct_tensor_wrapped_number(&n, 3, CT_INT64));
+  assert_int_equal(ct_tensor_ndim(n), 0);
+  assert_int_equal(ct_tensor_dtype(n), CT_INT64);
+  assert_int_equal(*(const int64_t *)ct_tensor_data_ptr(n), 3);
+  CT_OK_OR_FAIL(ct_tensor_full(&plain, NULL, 0, 3, CT_INT64, CT_DEVICE_CPU, -1, 0));
+  /* A 0-dim int32 tensor and a number stay int32 (torch: tensor(1, int32) + 3);
+   * with a plain 0-dim int64 tensor the result is int64. */
+  assert_int_equal(result_dtype("aten::add", CT_INT32, n), CT_INT32);
+  assert_int_equal(result_dtype("aten::add", CT_INT32, plain), CT_INT64);
+  CT_OK_OR_FAIL(ct_tensor_wrapped_number(&f, 2.5, CT_FLOAT64));
+  assert_int_equal(result_dtype("aten::mul", CT_FLOAT16, f), CT_FLOAT16);
+  assert_int_equal(result_dtype("aten::mul", CT_INT32, f), CT_FLOAT32);  /* the default dtype */
+  CT_OK_OR_FAIL(ct_tensor_wrapped_number(&b, 7, CT_BOOL));
+  assert_int_equal(*(const uint8_t *)ct_tensor_data_ptr(b), 1);
+  ct_tensor *t = NULL;
+  CT_EXPECT_ERROR(ct_tensor_wrapped_number(NULL, 1, CT_INT64), CT_ERR_INVALID_ARGUMENT,
+                  "'out' is NULL");
+  CT_EXPECT_ERROR(ct_tensor_wrapped_number(&t, 1, CT_FLOAT32), CT_ERR_TYPE,
+                  "dtype must be CT_BOOL, CT_INT64 or CT_FLOAT64");
+  CT_EXPECT_ERROR(ct_tensor_wrapped_number(&t, 1.5, CT_INT64), CT_ERR_INVALID_ARGUMENT,
+                  "is not an integer that a double holds exactly");
+  CT_EXPECT_ERROR(ct_tensor_wrapped_number(&t, 1e300, CT_INT64), CT_ERR_INVALID_ARGUMENT,
+                  "is not an integer");
+  CT_EXPECT_ERROR(ct_tensor_wrapped_number(&t, NAN, CT_INT64), CT_ERR_INVALID_ARGUMENT,
+                  "is not an integer");
+  assert_null(t);
+  ct_tensor_free(n);
+  ct_tensor_free(plain);
+  ct_tensor_free(f);
+  ct_tensor_free(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_info_matches_accessors),
       cmocka_unit_test(test_info_after_inplace),
       cmocka_unit_test(test_info_sparse),
       cmocka_unit_test(test_info_errors_and_size),
+      cmocka_unit_test(test_wrapped_number),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ctorch.h"
 
@@ -132,4 +133,98 @@ KERNEL_API ct_status ctk_register_softsign(ct_library *lib, const char *schema) 
   if (st == CT_OK)
     st = ct_library_impl_autograd(lib, "softsign", ctk_softsign_backward, NULL, ctk_destroy, 0);
   return st;
+}
+
+/* ---- softsign with a traceable backward (torch.compile, opcheck) ----------
+ * The backward above reads data, so torch.compile cannot trace it. Here the
+ * backward is an operator of its own, <ns>::softsign_grad(Tensor g, Tensor x)
+ * with CPU and Meta kernels, which the autograd callback calls through
+ * ct_op_call_tensors: under torch's tracers that call is what they record. */
+
+/* softsign_grad: g / (1 + |x|)^2 (CPU). */
+static ct_status softsign_grad_cpu(void *ctx, const ct_value *const *args, size_t n,
+                                   ct_value **out) {
+  (void)ctx;
+  if (n != 2) return ct_set_error(CT_ERR_CALLBACK, "softsign_grad: two arguments expected");
+  ct_tensor *g = NULL, *x = NULL, *r = NULL;
+  ct_status st = tensor_arg(&g, args, 1);
+  if (st == CT_OK) st = tensor_arg(&x, args + 1, 1);
+  if (st == CT_OK && (ct_tensor_dtype(g) != ct_tensor_dtype(x) ||
+                      ct_tensor_numel(g) != ct_tensor_numel(x)))
+    st = ct_set_error(CT_ERR_CALLBACK, "softsign_grad: g and x differ in dtype or size");
+  if (st == CT_OK && ct_tensor_dtype(x) != CT_FLOAT32 && ct_tensor_dtype(x) != CT_FLOAT64)
+    st = ct_set_error(CT_ERR_CALLBACK, "softsign_grad: float32 or float64 expected");
+  if (st == CT_OK) st = new_like(&r, x);
+  if (st == CT_OK) {
+    int64_t m = ct_tensor_numel(x);
+    if (ct_tensor_dtype(x) == CT_FLOAT32) {
+      const float *a = (const float *)ct_tensor_data_ptr(x), *d = ct_tensor_data_ptr(g);
+      float *o = (float *)ct_tensor_data_ptr(r);
+      for (int64_t i = 0; i < m; ++i) o[i] = d[i] / ((1.0f + fabsf(a[i])) * (1.0f + fabsf(a[i])));
+    } else {
+      const double *a = (const double *)ct_tensor_data_ptr(x), *d = ct_tensor_data_ptr(g);
+      double *o = (double *)ct_tensor_data_ptr(r);
+      for (int64_t i = 0; i < m; ++i) o[i] = d[i] / ((1.0 + fabs(a[i])) * (1.0 + fabs(a[i])));
+    }
+  }
+  ct_tensor_free(g);
+  ct_tensor_free(x);
+  if (st != CT_OK) {
+    ct_tensor_free(r);
+    return st;
+  }
+  return return_tensor(out, r);
+}
+
+/* softsign_grad's Meta kernel: x's shape and dtype. */
+static ct_status softsign_grad_meta(void *ctx, const ct_value *const *args, size_t n,
+                                    ct_value **out) {
+  (void)ctx;
+  if (n != 2) return ct_set_error(CT_ERR_CALLBACK, "softsign_grad: two arguments expected");
+  ct_tensor *x = NULL, *r = NULL;
+  ct_status st = tensor_arg(&x, args + 1, 1);
+  if (st == CT_OK) st = new_like(&r, x);
+  ct_tensor_free(x);
+  return st == CT_OK ? return_tensor(out, r) : st;
+}
+
+/* The autograd callback: grad_x = softsign_grad(g, x), by operator call
+ * (ctx: the ct_op of softsign_grad). */
+static ct_status softsign_backward_by_op(void *ctx, const ct_value *const *args, size_t n_args,
+                                         const ct_value *result,
+                                         const ct_tensor *const *grad_outputs, size_t n_outputs,
+                                         ct_tensor **grad_inputs) {
+  (void)result;
+  if (n_args != 1 || n_outputs != 1 || grad_outputs[0] == NULL)
+    return ct_set_error(CT_ERR_CALLBACK, "softsign backward: one argument, one gradient expected");
+  ct_tensor *x = NULL;
+  ct_status st = ct_value_to_tensor(&x, args[0]);
+  if (st != CT_OK) return st;
+  const ct_tensor *ins[2] = {grad_outputs[0], x};
+  st = ct_op_call_tensors(&grad_inputs[0], 1, (const ct_op *)ctx, ins, 2);
+  ct_tensor_free(x);
+  return st;
+}
+
+static void free_op(void *ctx) { ct_op_free((ct_op *)ctx); }
+
+/* Registers <ns>::softsign (CPU, Meta, autograd by operator) and
+ * <ns>::softsign_grad (CPU, Meta) in `lib`, whose namespace is ns. */
+KERNEL_API ct_status ctk_register_softsign_traceable(ct_library *lib, const char *ns) {
+  char name[128];
+  ct_status st = ct_library_define(lib, "softsign(Tensor x) -> Tensor", NULL, 0);
+  if (st == CT_OK) st = ct_library_define(lib, "softsign_grad(Tensor g, Tensor x) -> Tensor", NULL, 0);
+  if (st == CT_OK) st = ct_library_impl(lib, "softsign", "CPU", ctk_softsign, NULL, NULL, 0);
+  if (st == CT_OK) st = ct_library_impl(lib, "softsign", "Meta", ctk_softsign_meta, NULL, NULL, 0);
+  if (st == CT_OK)
+    st = ct_library_impl(lib, "softsign_grad", "CPU", softsign_grad_cpu, NULL, NULL, 0);
+  if (st == CT_OK)
+    st = ct_library_impl(lib, "softsign_grad", "Meta", softsign_grad_meta, NULL, NULL, 0);
+  if (st != CT_OK) return st;
+  if (snprintf(name, sizeof name, "%s::softsign_grad", ns) >= (int)sizeof name)
+    return ct_set_error(CT_ERR_INVALID_ARGUMENT, "namespace too long");
+  ct_op *grad = NULL;
+  st = ct_op_find(&grad, name, "");
+  if (st != CT_OK) return st;
+  return ct_library_impl_autograd(lib, "softsign", softsign_backward_by_op, grad, free_op, 0);
 }

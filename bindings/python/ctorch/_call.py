@@ -21,7 +21,7 @@ from ctypes import byref, c_char_p, c_int32, c_size_t, c_void_p
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import _lib
-from ._lib import C, G, FAST_SLOTS, SIZES, check, error_from_status, tls
+from ._lib import C, G, FAST_SLOTS, SIZES, check, error_from_status, raise_python_error, tls
 from . import _handle, _values
 from ._handle import new_tensor
 from ._values import free_values, from_value, to_value, values_array
@@ -150,7 +150,10 @@ def call_op(op: Any, args: Sequence[Any], kwargs: Optional[Dict[str, Any]],
             arr, n = values_array(args, owned)
         names, vals, nk = kwargs_values(kwargs, owned)
         out = c_void_p()
-        st = _op_call(byref(out), op, arr, n, names, vals, nk)
+        try:
+            st = _op_call(byref(out), op, arr, n, names, vals, nk)
+        except SystemError as e:
+            raise_python_error(e)
         if mutates or (kwargs and "out" in kwargs):
             generation[0] += 1
         if st:
@@ -188,7 +191,11 @@ def call_tensors(op: Any, tensors: Sequence[Any], n_out: int) -> Any:
         arr[i] = a._h or a._ptr()
         i += 1
     outs = t.outputs
-    if _op_call_tensors(outs, SIZES[n_out], op, arr, SIZES[i]):
+    try:
+        failed = _op_call_tensors(outs, SIZES[n_out], op, arr, SIZES[i])
+    except SystemError as e:
+        raise_python_error(e)
+    if failed:
         raise error_from_status(_last_error_code())
     if n_out == 1:
         return new_tensor(outs[0])
@@ -229,9 +236,13 @@ def call_tensors_values(op: Any, args: Sequence[Any], mutates: bool) -> Any:
         if owned:
             free_values(owned)
         raise
-    st = _op_call_tv(a_outs, _ONE, op, a_ins, SIZES[nt], a_vals, SIZES[nv])
-    if owned:
-        free_values(owned)
+    try:
+        st = _op_call_tv(a_outs, _ONE, op, a_ins, SIZES[nt], a_vals, SIZES[nv])
+    except SystemError as e:
+        raise_python_error(e)
+    finally:
+        if owned:
+            free_values(owned)
     if mutates:
         generation[0] += 1
     if st:
@@ -305,7 +316,11 @@ class OpCaller:
                     for a in args:
                         ins[i] = a._h or a._ptr()
                         i += 1
-                    if _op_call_tensors(a_outs, _ONE, hc, a_ins, SIZES[i]):
+                    try:
+                        failed = _op_call_tensors(a_outs, _ONE, hc, a_ins, SIZES[i])
+                    except SystemError as e:
+                        raise_python_error(e)
+                    if failed:
                         raise error_from_status(_last_error_code())
                     return new_tensor(outs[0])
         if self.bmap:
@@ -387,11 +402,14 @@ def forward_tensors(m: int, method: bytes, args: Sequence[Any], count: int) -> A
     for a in args:
         ins[i] = a._h or a._ptr()
         i += 1
-    if count <= MAX_OUTPUTS:
-        st = C.module_forward_tensors(a_outs, _MAX_OUT, n_ref, m, method, a_ins, SIZES[i])
-    else:  # more results than the thread's array holds
-        outs = (c_void_p * count)()
-        st = C.module_forward_tensors(outs, count, n_ref, m, method, a_ins, SIZES[i])
+    try:
+        if count <= MAX_OUTPUTS:
+            st = C.module_forward_tensors(a_outs, _MAX_OUT, n_ref, m, method, a_ins, SIZES[i])
+        else:  # more results than the thread's array holds
+            outs = (c_void_p * count)()
+            st = C.module_forward_tensors(outs, count, n_ref, m, method, a_ins, SIZES[i])
+    except SystemError as e:
+        raise_python_error(e)
     generation[0] += 1
     if st:
         raise error_from_status(st)

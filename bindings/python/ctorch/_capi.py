@@ -47,6 +47,7 @@ SIGNATURES: Dict[str, Tuple[str, List[str]]] = {
     "ct_tensor_ones": ("S", ["PP", "PI64", "SZ", "I32", "I32", "I32", "I32"]),
     "ct_tensor_empty_like": ("S", ["PP", "P", "I32"]),
     "ct_tensor_full": ("S", ["PP", "PI64", "SZ", "D", "I32", "I32", "I32", "I32"]),
+    "ct_tensor_wrapped_number": ("S", ["PP", "D", "I32"]),
     "ct_tensor_rand": ("S", ["PP", "PI64", "SZ", "I32", "I32", "I32", "I32"]),
     "ct_tensor_randn": ("S", ["PP", "PI64", "SZ", "I32", "I32", "I32", "I32"]),
     "ct_tensor_arange": ("S", ["PP", "D", "D", "D", "I32", "I32", "I32", "I32"]),

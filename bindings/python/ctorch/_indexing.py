@@ -30,7 +30,10 @@ def select(t: Any, dim: int, i: int) -> Any:
     ins[0] = t._h or t._ptr()
     vals[0] = vd
     vals[1] = vi
-    st = _tv(a_outs, _ONE, _select_h[0], a_ins, _ONE, a_vals, _TWO)
+    try:
+        st = _tv(a_outs, _ONE, _select_h[0], a_ins, _ONE, a_vals, _TWO)
+    except SystemError as e:
+        _lib.raise_python_error(e)
     if st:
         raise _lib.error_from_status(st)
     return new_tensor(outs[0])

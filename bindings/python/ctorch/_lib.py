@@ -16,7 +16,7 @@ import re
 import threading
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_int32, c_int64,
                     c_size_t, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p)
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, NoReturn, Optional, Tuple
 
 
 # ---- named constants of include/ctorch.h (generated: _capi.py) ---------------------
@@ -354,10 +354,55 @@ class _Funcs:
         raise AttributeError(name)
 
 
-#: Functions that release the GIL while they run (CDLL).
+#: Functions that release the GIL while they run (CDLL); a Python exception
+#: that Python code run by LibTorch inside them left set (a torch dispatch
+#: mode's: FakeTensorMode, torch.compile's tracers) comes out as itself
+#: (passing_python_errors), except from the hot functions of RAISE_OWN, whose
+#: callers do that (python_error).
 C = _Funcs()
-#: The same functions called with the GIL held (PyDLL).
+#: The same functions called with the GIL held (PyDLL: ctypes raises such an
+#: exception itself).
 G = _Funcs()
+#: C functions bound bare (op calls, forward): their call sites catch SystemError.
+RAISE_OWN = frozenset({"op_call", "op_call_tensors", "op_call_tensors_values",
+                       "module_forward_tensors"})
+
+
+def python_error(e: SystemError) -> BaseException:
+    """The exception a GIL-releasing ctypes call really raised: when Python
+    code run inside it (a torch dispatch mode LibTorch called) failed, the
+    call returns with that exception set, which ctypes reports as
+    SystemError("... returned a result with an exception set") caused by
+    it. Returns that cause, else e."""
+    cause = e.__cause__
+    if cause is not None and "returned a result with an exception set" in str(e):
+        return cause
+    return e
+
+
+def raise_python_error(e: SystemError) -> NoReturn:
+    """Raises python_error(e) from an ``except SystemError as e`` handler,
+    keeping the exception's own context (not the SystemError)."""
+    err = python_error(e)
+    if err is e:
+        raise e
+    context = err.__context__
+    try:
+        raise err
+    finally:
+        err.__context__ = context
+
+
+def passing_python_errors(f: Any) -> Any:
+    """f (a CDLL function), raising python_error's exception instead of the
+    SystemError that ctypes makes of it."""
+    def call(*args: Any) -> Any:
+        try:
+            return f(*args)
+        except SystemError as e:
+            raise_python_error(e)
+    call.__name__ = call.__qualname__ = getattr(f, "__name__", "ct_function")
+    return call
 
 def _bind() -> None:
     """Sets argument and result types of every function in SIGNATURES. A
@@ -374,6 +419,8 @@ def _bind() -> None:
             f = getattr(dll, name)
             f.restype = res
             f.argtypes = args
+            if ns is C and name[3:] not in RAISE_OWN:
+                f = passing_python_errors(f)
             setattr(ns, name[3:], f)
 
 

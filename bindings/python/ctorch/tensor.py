@@ -631,28 +631,27 @@ def _as_tensor(x: Any) -> Tensor:
 # ---- operators: one factory --------------------------------------------------------------
 
 _SCALARS: Dict[Tuple[type, Any], Tensor] = {}
-_SCALAR_DTYPES = {bool: _lib.CT_BOOL, int: _lib.CT_INT64, float: _lib.CT_FLOAT32}
+_SCALAR_DTYPES = {bool: _lib.CT_BOOL, int: _lib.CT_INT64, float: _lib.CT_FLOAT64}
 
 
 def _scalar(x: Any) -> Optional[Tensor]:
-    """A cached 0-dim CPU tensor for a Python bool/int/float. Paired with a
-    tensor of at least one dimension, it gives the dtype torch gives a Python
-    scalar (a 0-dim tensor never wins over a dimensioned one in its category;
-    in a higher category its dtype is the default one). None when it cannot
-    stand for x (ints beyond int64, -0.0, nan)."""
+    """A cached tensor standing for a Python bool/int/float as torch passes a
+    Python scalar to a Tensor argument (a "wrapped number":
+    ct_tensor_wrapped_number): it promotes as a number, and torch's dispatch
+    modes (FakeTensorMode, torch.compile's tracers) see the number itself, so
+    the cache holds no tensor of one mode that another could trip on. None
+    when it cannot stand for x (ints beyond 2**53, -0.0 and nan, which the
+    cache cannot key)."""
     key = (type(x), x)
     t = _SCALARS.get(key)
     if t is None:
-        if type(x) is int and not -(1 << 63) <= x < (1 << 63):
+        if type(x) is int and not -(1 << 53) <= x <= (1 << 53):
             return None
         if type(x) is float and (x != x or (x == 0.0 and str(x)[0] == "-")):
             return None
         out = c_void_p()
-        check(G.tensor_full(byref(out), None, 0, float(x), _SCALAR_DTYPES[type(x)], CT_DEVICE_CPU,
-                            NO_INDEX, 0))
+        check(G.tensor_wrapped_number(byref(out), float(x), _SCALAR_DTYPES[type(x)]))
         t = new_tensor(out.value or 0)
-        if type(x) is int and abs(x) > (1 << 53) and t.item() != x:
-            return None  # ct_tensor_full takes a double: exact only up to 2**53
         if len(_SCALARS) < 1024:
             _SCALARS[key] = t
     return t
@@ -674,9 +673,9 @@ def _operator(name: str, scalar_overload: Optional[str] = "Scalar",
               reflected: bool = False, inplace: bool = False,
               tensor_overload: str = "Tensor") -> Callable[[Tensor, Any], Any]:
     """The method for one operator (x + y, 2 - x, x += y ...): tensors go
-    through ct_op_call_tensors; a Python scalar goes as a cached 0-dim tensor
-    when that gives torch's dtype (the tensor has dimensions), else through
-    the op's Scalar overload."""
+    through ct_op_call_tensors; a Python scalar goes as a cached
+    wrapped-number tensor (_scalar), as torch passes it, else through the
+    op's Scalar overload."""
     aten = name + "_" if inplace else name
     scalar_op: Optional[Tuple[str, str, bool]] = None
     if reflected:
@@ -697,7 +696,11 @@ def _operator(name: str, scalar_overload: Optional[str] = "Scalar",
                 ins[0], ins[1] = other._h or other._ptr(), self._h or self._ptr()
             else:
                 ins[0], ins[1] = self._h or self._ptr(), other._h or other._ptr()
-            if _call(a_outs, _one, _fast[0], a_ins, _two):
+            try:
+                failed = _call(a_outs, _one, _fast[0], a_ins, _two)
+            except SystemError as e:
+                _lib.raise_python_error(e)
+            if failed:
                 raise _lib.error_from_status(_last_error_code())
             if inplace:
                 _tensor_free(outs[0])
@@ -710,7 +713,7 @@ def _operator(name: str, scalar_overload: Optional[str] = "Scalar",
                 _fast.append(p[0])
         if to is not Tensor:
             if to in _SCALAR_TYPES:
-                s = _scalar(other) if self._meta().shape else None
+                s = _scalar(other)
                 if s is not None:
                     x, y = (s, self) if reflected else (self, s)
                     return _finish(self, _op(aten, tensor_overload)(x, y))
@@ -745,7 +748,11 @@ def _unary(name: str) -> Callable[[Tensor], Tensor]:
         if p and p[1] == 1:
             ins, outs, _v, a_ins, a_outs, _av = tls.fast
             ins[0] = self._h or self._ptr()
-            if _op_call_tensors(a_outs, _ONE, p[0], a_ins, _ONE):
+            try:
+                failed = _op_call_tensors(a_outs, _ONE, p[0], a_ins, _ONE)
+            except SystemError as e:
+                _lib.raise_python_error(e)
+            if failed:
                 raise _lib.error_from_status(_last_error_code())
             return new_tensor(outs[0])
         r: Tensor = c(self)

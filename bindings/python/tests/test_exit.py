@@ -92,6 +92,7 @@ def make():
     if dist.is_available():
         store = o["store"] = dist.TCPStore("127.0.0.1", 0, 1, True, 30)
         o["prefix_store"] = dist.PrefixStore("p", store)
+    if dist.is_gloo_available():  # PyPI's LibTorch has no Gloo headers
         dist.init_process_group("gloo", store=store, rank=0, world_size=1, timeout=30)
         o["group"] = dist.new_group([0])
         t = o["reduced"] = ctorch.ones(2)
@@ -168,4 +169,6 @@ def test_exit_with_live_handles(torch_at, where):
     # (its deleter released the array)
     lines = r.stdout.splitlines()
     assert lines[0] in ("ok 0", "ok 1"), r.stdout
+    if where == "sys" and len(lines) == 1:
+        return  # Python need not collect what sys and builtins hold (torch 2.15 imported last)
     assert sorted(lines[1:]) == ["freed"] * int(lines[0][-1]) + ["library freed"], r.stdout

@@ -43,6 +43,7 @@
 @cfunc ct_tensor_ones Int32 (Ptr{P}, Ptr{Int64}, Csize_t, Int32, Int32, Int32, Int32)
 @cfunc ct_tensor_empty_like Int32 (Ptr{P}, P, Int32)
 @cfunc ct_tensor_full Int32 (Ptr{P}, Ptr{Int64}, Csize_t, Cdouble, Int32, Int32, Int32, Int32)
+@cfunc ct_tensor_wrapped_number Int32 (Ptr{P}, Cdouble, Int32)
 @cfunc ct_tensor_rand Int32 (Ptr{P}, Ptr{Int64}, Csize_t, Int32, Int32, Int32, Int32)
 @cfunc ct_tensor_randn Int32 (Ptr{P}, Ptr{Int64}, Csize_t, Int32, Int32, Int32, Int32)
 @cfunc ct_tensor_arange Int32 (Ptr{P}, Cdouble, Cdouble, Cdouble, Int32, Int32, Int32, Int32)
