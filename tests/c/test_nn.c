@@ -290,6 +290,8 @@ static void test_init(void **state) {
                   CT_ERR_INVALID_ARGUMENT, "fewer than 2 dimensions");
   ct_value *list = NULL;
   CT_OK_OR_FAIL(ct_tensor_nn_init_methods(&list));
+  CT_EXPECT_ERROR(ct_tensor_nn_init_methods(NULL), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_module_nn_layers(NULL), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
   ct_value *sig = NULL;
   CT_OK_OR_FAIL(ct_value_dict_get_str(&sig, list, "orthogonal_"));
   ct_value_free(sig);
