@@ -11,6 +11,8 @@ only.
     h.functions[0]  ->  Function(ret='const char *', name='ct_version', params=[])
     h.constants     ->  [('CT_OK', 0), ...]
     h.handles       ->  ['ct_tensor', 'ct_value', ...]
+    h.callbacks     ->  [Function(ret='void', name='ct_deleter', params=[...]), ...]
+    h.structs       ->  [Struct(name='ct_tensor_info', fields=[Param('size_t', 'size'), ...])]
 """
 import re
 import sys
@@ -28,10 +30,20 @@ class Function(NamedTuple):
     params: List[Param]
 
 
+class Struct(NamedTuple):
+    name: str
+    # Fields in order; a function-pointer field has type "fn RET (PARAMS)" with the
+    # parameter types normalized and comma-separated.
+    fields: List[Param]
+
+
 class Header(NamedTuple):
     functions: List[Function]
     constants: List[Tuple[str, int]]
     handles: List[str]  # the opaque handle types ("ct_tensor", ...): `typedef struct X X;`
+    callbacks: List[Function]  # `typedef RET (*NAME)(PARAMS);`
+    structs: List[Struct]  # `typedef struct [tag] { FIELDS } NAME;`, in header order
+    enums: List[str]  # the names of `typedef enum { ... } NAME;` (int-sized types)
 
 
 def normalize(ty: str) -> str:
@@ -52,6 +64,32 @@ def _int(expr: str):
     return None
 
 
+def _params(plist: str) -> List[Param]:
+    plist = " ".join(plist.split())
+    params = []
+    if plist and plist != "void":
+        for p in plist.split(","):
+            pm = re.match(r"^(.*?)(\w+)$", p.strip())
+            params.append(Param(normalize(pm.group(1)), pm.group(2)))
+    return params
+
+
+def _fields(body: str) -> List[Param]:
+    fields = []
+    for decl in body.split(";"):
+        decl = " ".join(decl.split())
+        if not decl:
+            continue
+        fn = re.match(r"^(.*?)\(\s*\*\s*(\w+)\s*\)\s*\((.*)\)$", decl)
+        if fn:
+            ps = ", ".join(normalize(p.type) for p in _params(fn.group(3)))
+            fields.append(Param("fn %s (%s)" % (normalize(fn.group(1)), ps), fn.group(2)))
+        else:
+            m = re.match(r"^(.*?)(\w+)$", decl)
+            fields.append(Param(normalize(m.group(1)), m.group(2)))
+    return fields
+
+
 def parse(path: str) -> Header:
     return parse_text(open(path).read())
 
@@ -62,13 +100,14 @@ def parse_text(raw: str) -> Header:
     functions = []
     code = re.sub(r"^\s*#.*$", " ", text, flags=re.M)  # no preprocessor lines
     for m in re.finditer(r"CT_API\s+([^;{]*?)\b(ct_\w+)\s*\(([^)]*)\)\s*;", code):
-        params = []
-        plist = " ".join(m.group(3).split())
-        if plist and plist != "void":
-            for p in plist.split(","):
-                pm = re.match(r"^(.*?)(\w+)$", p.strip())
-                params.append(Param(normalize(pm.group(1)), pm.group(2)))
-        functions.append(Function(normalize(m.group(1)), m.group(2), params))
+        functions.append(Function(normalize(m.group(1)), m.group(2), _params(m.group(3))))
+    callbacks = [Function(normalize(m.group(1)), m.group(2), _params(m.group(3)))
+                 for m in re.finditer(r"\btypedef\s+([\w\s*]+?)\(\s*\*\s*(\w+)\s*\)\s*"
+                                      r"\(([^)]*)\)\s*;", code)]
+    structs = [Struct(m.group(2), _fields(m.group(1)))
+               for m in re.finditer(r"\btypedef\s+struct\s*\w*\s*\{(.*?)\}\s*(\w+)\s*;", code,
+                                    flags=re.S)]
+    enums = re.findall(r"\btypedef\s+enum\s*\w*\s*\{[^}]*\}\s*(\w+)\s*;", code)
     constants = []
     for m in re.finditer(r"^\s*#define\s+((?:CT|CTORCH)_\w+)\s+([^\n]+)$", text, flags=re.M):
         v = _int(m.group(2))
@@ -87,7 +126,7 @@ def parse_text(raw: str) -> Header:
             constants.append((name.strip(), v))
             nxt = v + 1
     handles = re.findall(r"\btypedef\s+struct\s+(ct_\w+)\s+\1\s*;", text)
-    return Header(functions, constants, handles)
+    return Header(functions, constants, handles, callbacks, structs, enums)
 
 
 def main(argv: List[str]) -> int:

@@ -2,6 +2,8 @@
 scripts/gen_bindings.py from the header: do not edit (ctest bindings.generated
 fails when this file is stale). _lib.py gives the type names their ctypes types.
 """
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_double, c_int32, c_int64,
+                    c_size_t, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p)
 from typing import Dict, List, Tuple
 
 #: name -> (result type, [argument types]), by the type names of _lib.py
@@ -343,6 +345,111 @@ SIGNATURES: Dict[str, Tuple[str, List[str]]] = {
     "ct_ddp_prepare_backward": ("S", ["P", "PA", "SZ"]),
     "ct_ddp_free": ("None", ["P"]),
 }
+
+# ---- status names, structs and callback types ----
+
+#: status code -> its name (CT_OK, CT_ERR_*)
+STATUS_NAMES: Dict[int, str] = {
+    0: "CT_OK",
+    1: "CT_ERR_INVALID_ARGUMENT",
+    2: "CT_ERR_TYPE",
+    3: "CT_ERR_INDEX",
+    4: "CT_ERR_NOT_FOUND",
+    5: "CT_ERR_IO",
+    6: "CT_ERR_OUT_OF_MEMORY",
+    7: "CT_ERR_NOT_SUPPORTED",
+    8: "CT_ERR_TORCH",
+    9: "CT_ERR_CALLBACK",
+    10: "CT_ERR_INTERNAL",
+    11: "CT_ERR_TIMEOUT",
+}
+
+
+class TensorInfo(Structure):
+    """ct_tensor_info (include/ctorch.h)"""
+
+
+class DLPackVersion(Structure):
+    """DLPackVersion (include/ctorch.h)"""
+
+
+class DLDevice(Structure):
+    """DLDevice (include/ctorch.h)"""
+
+
+class DLDataType(Structure):
+    """DLDataType (include/ctorch.h)"""
+
+
+class DLTensor(Structure):
+    """DLTensor (include/ctorch.h)"""
+
+
+class DLManagedTensor(Structure):
+    """DLManagedTensor (include/ctorch.h)"""
+
+
+class DLManagedTensorVersioned(Structure):
+    """DLManagedTensorVersioned (include/ctorch.h)"""
+
+
+TensorInfo._fields_ = [
+    ("size", c_size_t),
+    ("dtype", c_int32),
+    ("device_type", c_int32),
+    ("device_index", c_int32),
+    ("ndim", c_int32),
+    ("requires_grad", c_int32),
+    ("is_contiguous", c_int32),
+    ("numel", c_int64),
+    ("storage_offset", c_int64),
+    ("data", c_void_p),
+    ("sizes", POINTER(c_int64)),
+    ("strides", POINTER(c_int64)),
+]
+DLPackVersion._fields_ = [
+    ("major", c_uint32),
+    ("minor", c_uint32),
+]
+DLDevice._fields_ = [
+    ("device_type", c_int32),
+    ("device_id", c_int32),
+]
+DLDataType._fields_ = [
+    ("code", c_uint8),
+    ("bits", c_uint8),
+    ("lanes", c_uint16),
+]
+DLTensor._fields_ = [
+    ("data", c_void_p),
+    ("device", DLDevice),
+    ("ndim", c_int32),
+    ("dtype", DLDataType),
+    ("shape", POINTER(c_int64)),
+    ("strides", POINTER(c_int64)),
+    ("byte_offset", c_uint64),
+]
+DLManagedTensor._fields_ = [
+    ("dl_tensor", DLTensor),
+    ("manager_ctx", c_void_p),
+    ("deleter", CFUNCTYPE(None, POINTER(DLManagedTensor))),
+]
+DLManagedTensorVersioned._fields_ = [
+    ("version", DLPackVersion),
+    ("manager_ctx", c_void_p),
+    ("deleter", CFUNCTYPE(None, POINTER(DLManagedTensorVersioned))),
+    ("flags", c_uint64),
+    ("dl_tensor", DLTensor),
+]
+
+#: the callback types, named as the bindings use them (the C typedef in the comment)
+DELETER = CFUNCTYPE(None, c_void_p, c_void_p)  # ct_deleter
+AG_FORWARD = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c_void_p), c_size_t)  # ct_autograd_forward_fn
+AG_BACKWARD = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c_void_p), c_size_t)  # ct_autograd_backward_fn
+CTX_DESTROY = CFUNCTYPE(None, c_void_p)  # ct_ctx_destroy_fn
+OP_FN = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c_void_p))  # ct_op_fn
+TENSOR_KERNEL = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c_void_p), c_size_t)  # ct_tensor_kernel_fn
+OP_BACKWARD = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c_void_p))  # ct_op_backward_fn
 
 # ---- constants (#define CT_* and enum members) ----
 

@@ -11,9 +11,9 @@ from typing import Any, Dict, Optional, Set
 
 from . import _lib, _handle
 from ._handle import new_tensor
+from ._capi import DELETER, DLManagedTensor, DLManagedTensorVersioned
 from ._lib import (C, G, CT_DEVICE_CPU, CT_DEVICE_CUDA, DL_CPU, DL_CUDA,
-                   DL_ROCM, DL_STREAM_LEGACY, NO_INDEX, DLManagedTensor,
-                   DLManagedTensorVersioned, check, error_from_status, tls)
+                   DL_ROCM, DL_STREAM_LEGACY, NO_INDEX, check, error_from_status, tls)
 from ._types import BY_TYPESTR, CPU, device, get_device
 
 _byref = byref
@@ -52,7 +52,7 @@ def _blob_deleter(data: Any, ctx: Any, _refs: Dict[int, Any] = _blob_refs,
         pass
 
 
-_BLOB_DELETER = leak(_lib.DELETER(_blob_deleter))
+_BLOB_DELETER = leak(DELETER(_blob_deleter))
 _from_blob = G.tensor_from_blob  # cheap: the GIL stays held
 
 

@@ -1,5 +1,6 @@
-"""libctorch, opened once: named constants, the one signature table, errors
-(and the exceptions of Python callbacks waiting to be re-raised).
+"""libctorch, opened once: named constants, the one signature table (both
+generated from the header: _capi.py), statuses turned into the errors of
+_errors.py (and the exceptions of Python callbacks waiting to be re-raised).
 
 Everything here uses only the standard library (ctypes). Every other module of
 the package calls C through the two namespaces defined here: ``C`` releases
@@ -9,13 +10,11 @@ the GIL during the call (anything that may run long or call back into Python),
 
 import ctypes
 import ctypes.util
-import errno
 import operator
 import os
-import re
 import threading
-from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_int32, c_int64,
-                    c_size_t, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p)
+from ctypes import (POINTER, c_char_p, c_double, c_int32, c_int64, c_size_t, c_uint64,
+                    c_void_p)
 from typing import Any, Dict, Iterator, List, NoReturn, Optional, Tuple
 
 
@@ -33,13 +32,7 @@ from . import _capi  # noqa: E402
 #: The ABI version of include/ctorch.h this binding was generated from.
 ABI_VERSION = _capi.CTORCH_ABI_VERSION
 
-STATUS_NAMES = {CT_OK: "CT_OK", CT_ERR_INVALID_ARGUMENT: "CT_ERR_INVALID_ARGUMENT",
-                CT_ERR_TYPE: "CT_ERR_TYPE", CT_ERR_INDEX: "CT_ERR_INDEX",
-                CT_ERR_NOT_FOUND: "CT_ERR_NOT_FOUND", CT_ERR_IO: "CT_ERR_IO",
-                CT_ERR_OUT_OF_MEMORY: "CT_ERR_OUT_OF_MEMORY",
-                CT_ERR_NOT_SUPPORTED: "CT_ERR_NOT_SUPPORTED", CT_ERR_TORCH: "CT_ERR_TORCH",
-                CT_ERR_CALLBACK: "CT_ERR_CALLBACK", CT_ERR_INTERNAL: "CT_ERR_INTERNAL",
-                CT_ERR_TIMEOUT: "CT_ERR_TIMEOUT"}
+from ._capi import STATUS_NAMES  # noqa: E402,F401
 
 #: the device index meaning "none / current"
 NO_INDEX = -1
@@ -49,126 +42,21 @@ LAYOUT_NAMES = {CT_LAYOUT_STRIDED: "strided", CT_LAYOUT_SPARSE_COO: "sparse_coo"
                 CT_LAYOUT_SPARSE_BSR: "sparse_bsr", CT_LAYOUT_SPARSE_BSC: "sparse_bsc",
                 CT_LAYOUT_MKLDNN: "_mkldnn"}
 
-# DLPack device types (dlpack.h) used by the binding
-DL_CPU = 1
-DL_CUDA = 2
-DL_ROCM = 10
+# DLPack device types (dlpack.h, in the header) used by the binding
+DL_CPU = _capi.kDLCPU
+DL_CUDA = _capi.kDLCUDA
+DL_ROCM = _capi.kDLROCM
 # DLPack stream values (array API): the legacy default CUDA stream
 DL_STREAM_LEGACY = 1
 DLPACK_FLAG_BITMASK_READ_ONLY = 1
 DLPACK_FLAG_BITMASK_IS_COPIED = 2
 
 
-# ---- errors -----------------------------------------------------------------
+# ---- errors (classes: _errors.py) ------------------------------------------------
 
-_C_FUNCTION = re.compile(r"(ct_[a-z0-9_]+): ")
-
-
-class Error(Exception):
-    """Base class of every error raised by ctorch.
-
-    ``code`` is the C status (``CT_ERR_*``), ``message`` the text of
-    ``ct_last_error()`` (first line short; C++ detail such as a TorchScript
-    traceback may follow) without its leading C function name, which is
-    ``function`` (``"ct_module_load"``; None for errors raised in Python)."""
-
-    code: Optional[int] = None
-    function: Optional[str] = None
-
-    def __init__(self, message: str, code: Optional[int] = None) -> None:
-        m = _C_FUNCTION.match(message)
-        if m:
-            self.function = m.group(1)
-            message = message[m.end():]
-        super().__init__(message)
-        self.message = message
-        if code is not None:
-            self.code = code
-
-
-class InvalidArgumentError(Error, ValueError):
-    code = CT_ERR_INVALID_ARGUMENT
-
-
-class IntRangeError(InvalidArgumentError, OverflowError):
-    """A Python int that does not fit the C integer type it is passed as,
-    caught before ctypes would truncate it (see int_arg). Also an
-    OverflowError, as Python's own int conversions raise."""
-
-
-class CTorchTypeError(Error, TypeError):
-    code = CT_ERR_TYPE
-
-
-class CTorchIndexError(Error, IndexError):
-    code = CT_ERR_INDEX
-
-
-class NotFoundError(Error, LookupError):
-    code = CT_ERR_NOT_FOUND
-
-
-class CTorchFileNotFoundError(NotFoundError, FileNotFoundError):
-    """A file that does not exist (CT_ERR_NOT_FOUND from a loader): also the
-    built-in FileNotFoundError (an OSError, errno ENOENT), as torch.load raises."""
-
-    def __init__(self, message: str, code: Optional[int] = None) -> None:
-        Error.__init__(self, message, code)
-        self.errno = errno.ENOENT
-        self.strerror = os.strerror(errno.ENOENT)
-        m = re.search(r"'([^']*)'", self.message)
-        self.filename = m.group(1) if m else None
-
-
-class CTorchIOError(Error, OSError):
-    code = CT_ERR_IO
-
-    def __init__(self, message: str, code: Optional[int] = None) -> None:
-        Error.__init__(self, message, code)
-
-
-class CTorchMemoryError(Error, MemoryError):
-    code = CT_ERR_OUT_OF_MEMORY
-
-
-class NotSupportedError(Error, NotImplementedError):
-    code = CT_ERR_NOT_SUPPORTED
-
-
-class TorchError(Error, RuntimeError):
-    code = CT_ERR_TORCH
-
-
-class ItemError(TorchError, ValueError):
-    """Tensor.item() of a tensor that has not exactly one element: a
-    RuntimeError (torch 2.x raises one) and a ValueError (torch 1.x)."""
-
-
-class CallbackError(Error, RuntimeError):
-    code = CT_ERR_CALLBACK
-
-
-class InternalError(Error, RuntimeError):
-    code = CT_ERR_INTERNAL
-
-
-class CTorchTimeoutError(Error, TimeoutError):
-    """A wait that ran past its timeout (distributed): also the built-in
-    TimeoutError."""
-    code = CT_ERR_TIMEOUT
-
-    def __init__(self, message: str, code: Optional[int] = None) -> None:
-        Error.__init__(self, message, code)
-
-
-class LibraryNotFoundError(Error, ImportError):
-    """libctorch.so could not be found or loaded, or has the wrong ABI."""
-
-
-_ERRORS = {c.code: c for c in (InvalidArgumentError, CTorchTypeError, CTorchIndexError,
-                               NotFoundError, CTorchIOError, CTorchMemoryError,
-                               NotSupportedError, TorchError, CallbackError, InternalError,
-                               CTorchTimeoutError)}
+from ._errors import *  # noqa: E402,F401,F403  (Error, InvalidArgumentError, ...)
+from ._errors import (ERRORS as _ERRORS, CTorchFileNotFoundError, Error,  # noqa: E402
+                      LibraryNotFoundError)
 
 
 # ---- finding and opening the library ------------------------------------------
@@ -253,68 +141,11 @@ lib, LIBRARY_PATH = _open()
 plib = ctypes.PyDLL(LIBRARY_PATH, handle=lib._handle)
 
 
-# ---- structures ------------------------------------------------------------------
+# ---- structures and callback types: generated from the header in _capi.py --------
 
-class DLPackVersion(Structure):
-    _fields_ = [("major", c_uint32), ("minor", c_uint32)]
-
-
-class DLDevice(Structure):
-    _fields_ = [("device_type", c_int32), ("device_id", c_int32)]
-
-
-class DLDataType(Structure):
-    _fields_ = [("code", c_uint8), ("bits", c_uint8), ("lanes", c_uint16)]
-
-
-class DLTensor(Structure):
-    _fields_ = [("data", c_void_p), ("device", DLDevice), ("ndim", c_int32),
-                ("dtype", DLDataType), ("shape", POINTER(c_int64)),
-                ("strides", POINTER(c_int64)), ("byte_offset", c_uint64)]
-
-
-class DLManagedTensor(Structure):
-    pass
-
-
-DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", c_void_p),
-                            ("deleter", CFUNCTYPE(None, POINTER(DLManagedTensor)))]
-
-
-class DLManagedTensorVersioned(Structure):
-    pass
-
-
-DLManagedTensorVersioned._fields_ = [
-    ("version", DLPackVersion), ("manager_ctx", c_void_p),
-    ("deleter", CFUNCTYPE(None, POINTER(DLManagedTensorVersioned))),
-    ("flags", c_uint64), ("dl_tensor", DLTensor)]
-
-
-class TensorInfo(Structure):
-    """ct_tensor_info: a tensor's metadata in one call (ct_tensor_metadata)."""
-    _fields_ = [("size", c_size_t), ("dtype", c_int32), ("device_type", c_int32),
-                ("device_index", c_int32), ("ndim", c_int32), ("requires_grad", c_int32),
-                ("is_contiguous", c_int32), ("numel", c_int64), ("storage_offset", c_int64),
-                ("data", c_void_p), ("sizes", POINTER(c_int64)),
-                ("strides", POINTER(c_int64))]
-
-
-# ---- callback types ----------------------------------------------------------------
-
-DELETER = CFUNCTYPE(None, c_void_p, c_void_p)
-OP_FN = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c_void_p))
-AG_FORWARD = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c_void_p),
-                       c_size_t)
-AG_BACKWARD = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c_void_p),
-                        c_size_t)
-CTX_DESTROY = CFUNCTYPE(None, c_void_p)
-# ct_tensor_kernel_fn(ctx, inputs, n_inputs, outputs, n_outputs)
-TENSOR_KERNEL = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c_void_p),
-                          c_size_t)
-# ct_op_backward_fn(ctx, args, n_args, result, grad_outputs, n_outputs, grad_inputs)
-OP_BACKWARD = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), c_size_t, c_void_p,
-                        POINTER(c_void_p), c_size_t, POINTER(c_void_p))
+# (SIGNATURES names the callback types; other modules import them from _capi)
+from ._capi import (TensorInfo, DELETER, OP_FN, AG_FORWARD, AG_BACKWARD,  # noqa: E402,F401
+                    CTX_DESTROY, TENSOR_KERNEL, OP_BACKWARD)
 
 
 # ---- the signature table: every function of include/ctorch.h, declared once --------

@@ -5,7 +5,8 @@ from ctypes import byref, sizeof
 from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 from . import _lib
-from ._lib import G, TensorInfo, check, tls
+from ._capi import TensorInfo
+from ._lib import G, check, tls
 from ._types import BY_CODE, device, dtype
 
 _INFO_SIZE = sizeof(TensorInfo)

@@ -33,7 +33,7 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ctypes import byref, c_void_p
 
-from . import _lib, _callbacks, _call
+from . import _capi, _lib, _callbacks, _call
 from ._lib import C, G, check, error_from_status
 from ._interop import leak as _leak
 from .tensor import Tensor
@@ -149,9 +149,9 @@ def _destroy_cb(cctx: int, _states: Dict[int, _State] = _states) -> None:
         pass
 
 
-_FORWARD = _leak(_lib.AG_FORWARD(_forward_cb))
-_BACKWARD = _leak(_lib.AG_BACKWARD(_backward_cb))
-_DESTROY = _leak(_lib.CTX_DESTROY(_destroy_cb))
+_FORWARD = _leak(_capi.AG_FORWARD(_forward_cb))
+_BACKWARD = _leak(_capi.AG_BACKWARD(_backward_cb))
+_DESTROY = _leak(_capi.CTX_DESTROY(_destroy_cb))
 
 
 class Function:

@@ -44,7 +44,7 @@ with the ctorch error as its __cause__. Registrations last for the life of the
 process.
 """
 
-from . import _lib, _callbacks, ops
+from . import _capi, _lib, _callbacks, ops
 from ._lib import C, check
 from ._values import borrowed_to_python, to_owned_value
 from ._interop import leak as _leak
@@ -71,7 +71,7 @@ def _make_callback(fn: Callable[..., Any]) -> Any:
             return 0
         except BaseException as e:
             return _callbacks.report(e)
-    return _leak(_lib.OP_FN(cb))
+    return _leak(_capi.OP_FN(cb))
 
 
 def register(schema: str, fn: Optional[Callable[..., Any]] = None) -> Any:
@@ -142,9 +142,9 @@ def _destroy_cb(key: int, _kernels: Dict[int, Any] = _kernels) -> None:
         pass
 
 
-_KERNEL = _leak(_lib.OP_FN(_kernel_cb))
-_BACKWARD = _leak(_lib.OP_BACKWARD(_backward_cb))
-_DESTROY = _leak(_lib.CTX_DESTROY(_destroy_cb))
+_KERNEL = _leak(_capi.OP_FN(_kernel_cb))
+_BACKWARD = _leak(_capi.OP_BACKWARD(_backward_cb))
+_DESTROY = _leak(_capi.CTX_DESTROY(_destroy_cb))
 
 def _to_array(x: Any) -> Any:
     """A tensor argument as a numpy array on its memory (contiguous tensors: no copy)."""
