@@ -9,7 +9,8 @@ requires_grad!(t::Tensor, on::Bool = true) = (check(ct_tensor_set_requires_grad(
 `t.backward(grad)`. CPU backward runs on the calling thread, including Julia
 custom functions' backward callbacks. An error raised in a Julia callback
 comes back as a `CTorchError` with code `CT_ERR_CALLBACK` whose message
-contains the Julia exception.
+contains the Julia exception (`e.cause`, with its backtrace: `showerror`
+prints the callback's frames).
 """
 function backward(t::Tensor; grad::Union{Nothing,Tensor} = nothing, retain_graph::Bool = false,
                   create_graph::Bool = false)
@@ -94,11 +95,6 @@ mutable struct _FnState
     idbuf::Vector{Int64}    # memory of the marker tensor: holds our id
 end
 
-# The last Julia exception raised in a callback (exception, backtrace), kept
-# in the calling task's storage (callbacks run in the task that called into
-# ctorch) until `backward` turns the status into a CTorchError.
-const _CALLBACK_ERROR_KEY = :CTorch_callback_error
-
 function _state_of(ctx::Ptr{Cvoid})
     p = ct_tensor_data_ptr(ctx)
     id = UInt(unsafe_load(Ptr{Int64}(p)))
@@ -113,17 +109,14 @@ function _callback_failed(e, bt)
     catch
         "Julia exception in custom autograd function (message unavailable)"
     end
-    try
-        task_local_storage(_CALLBACK_ERROR_KEY, (e, bt))
-    catch
-    end
+    msg = replace(msg, '\0' => ' ')
+    _record_callback_error(e, bt, msg)
     return ct_set_error(CT_ERR_CALLBACK, msg)
 end
 
 @noinline function _throw_callback_aware(st::Int32)
     msg = unsafe_string(ct_last_error())
-    delete!(task_local_storage(), _CALLBACK_ERROR_KEY)
-    throw(CTorchError(st, msg))
+    throw(_ctorch_error(st, msg))
 end
 
 _borrowed_tensor(p::Ptr{Cvoid}) =
@@ -216,7 +209,12 @@ zero-copy views, `unsafe_array`/`torch_view`), applied with
   cannot be entered from, so applying to CUDA tensors is refused there.
 - A Julia exception inside a callback never unwinds through C: it becomes
   `ct_set_error(CT_ERR_CALLBACK, message)` and is raised again as a
-  `CTorchError` by the call that ran the callback (apply or backward).
+  `CTorchError` by the call that ran the callback (apply or backward), with
+  the Julia exception as `e.cause` and its backtrace (`showerror` prints the
+  frames of `forward`/`backward`).
+- Under `autocast(:cpu)` an input made by an autocast op (linear, matmul,
+  conv) arrives as `BFloat16`, parameters as they are (`Float32`): cast in
+  `forward` (see the README, "Custom layers in Julia").
 - No closure crosses into C: ctorch gets a small marker tensor as `ctx`, whose
   release (through the release queue) un-roots the Julia state.
 """

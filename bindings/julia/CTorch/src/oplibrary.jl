@@ -244,7 +244,9 @@ a kernel (a cache in a global), pass it to [`keep!`](@ref) or store a
 
 An exception thrown by `f` does not unwind through C: the call of the
 operator throws a `CTorchError` (`CT_ERR_CALLBACK`) whose message contains the
-Julia exception.
+Julia exception; `e.cause` is the exception and `showerror` prints `f`'s
+frames (its backtrace). Under `autocast(:cpu)` `f` gets arguments as the
+caller made them: a `BFloat16` input next to a `Float32` parameter.
 
 Threads: the kernel is registered with `CT_KERNEL_SAME_THREAD`. It runs on the
 thread that registered it, which covers eager calls (`ops.ns.name(...)`),
@@ -329,7 +331,8 @@ The backward runs inside `CTorch.backward` / `CTorch.autograd_grad` on the
 calling thread for CPU tensors; for CUDA tensors torch runs it on its device
 thread, where the call fails with `CT_ERR_NOT_SUPPORTED` (same-thread kernel,
 see [`CTorch.impl`](@ref)). Errors thrown by `backward` come back as a
-`CTorchError` (`CT_ERR_CALLBACK`) from the backward call.
+`CTorchError` (`CT_ERR_CALLBACK`) from the backward call, with the exception
+as `e.cause` and its frames in `showerror`.
 
 With `arrays=true`, `args`, `result` and `grads` hold Julia `Array`s in place
 of tensors (zero-copy views of the tensors' memory, contiguous, dimensions
@@ -616,14 +619,16 @@ end
 _borrowed_values(vals::Ptr{Ptr{Cvoid}}, n::Csize_t) =
     Any[from_value(unsafe_load(vals, i); own = false) for i in 1:Int(n)]
 
-function _kernel_failed(state, e)
+function _kernel_failed(state, e, bt)
     what = state === nothing ? "Julia kernel" : state.name
     msg = try
         "Julia exception in $what: " * sprint(showerror, e)
     catch
         "Julia exception in $what (message unavailable)"
     end
-    return ct_set_error(CT_ERR_CALLBACK, replace(msg, '\0' => ' '))
+    msg = replace(msg, '\0' => ' ')
+    _record_callback_error(e, bt, msg)
+    return ct_set_error(CT_ERR_CALLBACK, msg)
 end
 
 # Each kernel call runs in a scope of its own (see `withscope`): the handles
@@ -651,7 +656,7 @@ function _kernel_call(body, ctx::Ptr{Cvoid})::Int32
         state = _kernel_state(ctx)
         return body(state, made)
     catch e
-        return _kernel_failed(state, e)
+        return _kernel_failed(state, e, catch_backtrace())
     finally
         _close_kernel_scope(made)
     end

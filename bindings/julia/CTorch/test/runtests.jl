@@ -1111,6 +1111,7 @@ include("docs.jl")        # every exported name has a docstring
 include("schedulers.jl")  # schedulers' state_dict / load_state_dict!
 include("operators.jl")
 include("oplibrary.jl")
+include("custom_layers.jl") # a callback's Julia stack in its error; custom layers under autocast
 include("package.jl")
 include("distributed.jl")
 include("nn.jl")
