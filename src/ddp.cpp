@@ -4,6 +4,7 @@
 // order), so gradients are all-reduced in buckets while backward runs.
 #include "distributed.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <type_traits>
@@ -60,6 +61,76 @@ std::shared_ptr<R> new_reducer(std::vector<at::Tensor> params,
   }
 }
 
+// An all-gather of v (the same length on every rank) over g's backend.
+std::vector<std::vector<int64_t>> gather_ints(const ct::dist::Group &g, const std::vector<int64_t> &v,
+                                              const at::Device &device) {
+  at::Tensor in = at::tensor(v, at::kLong).to(device);
+  std::vector<std::vector<at::Tensor>> outs(1);
+  for (int r = 0; r < g.size; r++) outs[0].push_back(at::empty_like(in));
+  std::vector<at::Tensor> ins{in};
+  g.backend_impl()->allgather(outs, ins, c10d::AllgatherOptions())->wait(g.timeout);
+  std::vector<std::vector<int64_t>> all;
+  for (auto &t : outs[0]) {
+    at::Tensor c = t.cpu();
+    all.emplace_back(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+  }
+  return all;
+}
+
+std::string param_text(const int64_t *m) {  // dtype, ndim, sizes, strides
+  std::string s = c10::toString(static_cast<c10::ScalarType>(m[0]));
+  s += "[";
+  for (int64_t d = 0; d < m[1]; d++) s += (d ? ", " : "") + std::to_string(m[2 + d]);
+  s += "] (strides";
+  for (int64_t d = 0; d < m[1]; d++) s += (d ? ", " : " ") + std::to_string(m[2 + m[1] + d]);
+  return s + ")";
+}
+
+// Every rank's parameters compared, so that every rank gets the same answer
+// (c10d's verify_params_across_processes throws only on the ranks that
+// differ from rank 0, and rank 0 then waits in the next broadcast for the
+// whole timeout): first counts (a fixed size), then each parameter's dtype,
+// sizes and strides (a size every rank now shares).
+void check_params_across_ranks(const ct::dist::Group &g, const std::vector<at::Tensor> &params) {
+  int64_t dims = 0;
+  std::vector<int64_t> meta;
+  for (const at::Tensor &p : params) {
+    dims += p.dim();
+    meta.push_back(static_cast<int64_t>(p.scalar_type()));
+    meta.push_back(p.dim());
+    for (int64_t s : p.sizes()) meta.push_back(s);
+    for (int64_t s : p.strides()) meta.push_back(s);
+  }
+  const at::Device dev = params[0].device();
+  auto head = gather_ints(g, {static_cast<int64_t>(params.size()), dims}, dev);
+  for (int r = 1; r < g.size; r++)
+    if (head[r] != head[0])
+      ct::raise(CT_ERR_INVALID_ARGUMENT,
+                "DDP needs the same parameters on every rank: rank 0 has %lld parameters (%lld "
+                "dimensions in all), rank %d has %lld (%lld dimensions)",
+                (long long)head[0][0], (long long)head[0][1], r, (long long)head[r][0],
+                (long long)head[r][1]);
+  auto all = gather_ints(g, meta, dev);
+  size_t at = 0;
+  for (size_t i = 0; i < params.size(); i++) {
+    size_t len = 2 + 2 * static_cast<size_t>(all[0][at + 1]);
+    for (int r = 1; r < g.size; r++) {
+      // Same ndim (else the rest is misaligned: compared as a whole below).
+      if (all[r][at + 1] != all[0][at + 1] ||
+          !std::equal(all[0].begin() + at, all[0].begin() + at + len, all[r].begin() + at))
+        ct::raise(CT_ERR_INVALID_ARGUMENT,
+                  "DDP needs the same parameters on every rank: params[%zu] is %s on rank 0 but "
+                  "%s on rank %d",
+                  i, param_text(all[0].data() + at).c_str(),
+                  all[r][at + 1] == all[0][at + 1]
+                      ? param_text(all[r].data() + at).c_str()
+                      : (std::to_string(all[r][at + 1]) + "-dimensional").c_str(),
+                  r);
+    }
+    at += len;
+  }
+}
+
 std::unique_ptr<ct_ddp> make_ddp(const char *fn, ct_process_group *pg,
                                  std::vector<at::Tensor> params, std::vector<at::Tensor> buffers,
                                  double bucket_mb, int32_t flags) {
@@ -78,7 +149,9 @@ std::unique_ptr<ct_ddp> make_ddp(const char *fn, ct_process_group *pg,
   int64_t cap = bucket_mb > 0 ? static_cast<int64_t>(bucket_mb * 1024 * 1024) : kDefaultBucketBytes;
   d->find_unused = (flags & CT_DDP_FIND_UNUSED) != 0;
   bool as_view = (flags & CT_DDP_GRAD_AS_BUCKET_VIEW) != 0;
+  ct::dist::drain(fn, pg->g);  // the group's collectives first, in order on every rank
   ct::dist::run_guarded(g, fn, "set up data parallel", [&] {
+    if (g.all_ctorch) check_params_across_ranks(g, params);
     c10d::verify_params_across_processes(g.pg, params, c10::nullopt);
     std::vector<at::Tensor> states;
     for (auto &p : params) states.push_back(p.detach());
@@ -164,6 +237,7 @@ ct_status ct_ddp_prepare_backward(ct_ddp *ddp, const ct_tensor *const *outputs, 
     CT_CHECK_NOT_NULL(ddp);
     auto outs = list_of(ct_fn_, "outputs", outputs, n);
     ct::dist::check_process(ct_fn_, *ddp->group);
+    ct::dist::drain(ct_fn_, ddp->group);  // before the Reducer's all-reduces
     ct::dist::run_guarded(*ddp->group, ct_fn_, "prepare backward", [&] {
       // As DDP's forward: with grad on, rebuild the buckets in the order
       // gradients came in the first step, which also checks that the last

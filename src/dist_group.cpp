@@ -2,6 +2,15 @@
 // torch.distributed's init_process_group and new_group for this LibTorch
 // version, so PyTorch's Python ranks can join), checks tensors for a group,
 // turns c10d's exceptions into statuses, and waits for work.
+//
+// At the end: every rank's tensors compared before a Gloo collective. Gloo
+// ends the process (an exception on its transport thread) when a peer's
+// buffer has another size, so each collective of an all-ctorch Gloo group
+// first all-gathers a small descriptor (kind, dtype, elements, op or root)
+// and starts the data collective only when every rank passed the same; else
+// every rank gets CT_ERR_INVALID_ARGUMENT naming who passed what. The data
+// collective starts once the check is in (ct_work_wait, ct_work_is_completed
+// or the group's next collective), in the same order on every rank.
 #include "distributed.h"
 
 #if CT_HAS_C10D
@@ -9,6 +18,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <future>
@@ -331,6 +341,7 @@ std::unique_ptr<ct_process_group> make_default_group(const char *fn, std::shared
 #if !CT_TORCH_AT_LEAST(2, 0)
     g->impl->setSequenceNumberForGroup();
 #endif
+    decide_checks(*g);
   });
   auto out = std::make_unique<ct_process_group>();
   out->g = g;
@@ -359,6 +370,7 @@ std::unique_ptr<ct_process_group> make_subgroup(const char *fn, const Group &par
 #if !CT_TORCH_AT_LEAST(2, 0)
     if (g) g->impl->setSequenceNumberForGroup();
 #endif
+    if (g) decide_checks(*g);
   });
   if (!g) return nullptr;
   auto out = std::make_unique<ct_process_group>();
@@ -436,6 +448,14 @@ void run_store(const char *fn, const char *op, const char *key, const std::funct
 }
 
 ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll) {
+  if (!w->done.load() && !w->w) {  // its check first (dist_group.cpp)
+    auto t0 = std::chrono::steady_clock::now();
+    ct_status st = adopt(fn, *w, timeout, poll);
+    if (st != CT_OK) return st;
+    if (poll)
+      timeout = std::max(ms(1), timeout - std::chrono::duration_cast<ms>(
+                                              std::chrono::steady_clock::now() - t0));
+  }
   if (!w->done.load()) {
     bool completed = false;
     std::string msg;
@@ -491,6 +511,178 @@ ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll) {
     }
   }
   if (w->code != CT_OK) return ct::set_error(w->code, "%s: %s", fn, w->msg.c_str());
+  return CT_OK;
+}
+
+}  // namespace dist
+}  // namespace ct
+
+// ---- the ranks' check before a collective ----------------------------------
+
+namespace ct {
+namespace dist {
+
+namespace {
+
+const char *const kKinds[] = {"?",        "all_reduce",     "broadcast", "all_gather",
+                              "all_to_all", "reduce_scatter", "barrier"};
+const char *const kOps[] = {"sum", "avg", "product", "min", "max", "band", "bor", "bxor"};
+
+std::string describe(const int64_t *d) {
+  int64_t kind = d[0];
+  std::string s = kind > 0 && kind < 7 ? kKinds[kind] : "?";
+  if (kind == 6) return s;
+  s += " of ";
+  s += d[1] >= 0 && d[1] < static_cast<int64_t>(c10::ScalarType::NumOptions)
+           ? c10::toString(static_cast<c10::ScalarType>(d[1]))
+           : "?";
+  s += " with " + std::to_string(d[2]) + (d[2] == 1 ? " element" : " elements");
+  if (kind == 1 || kind == 5)
+    s += std::string(" (") + (d[3] >= 0 && d[3] < 8 ? kOps[d[3]] : "?") + ")";
+  if (kind == 2) s += " from root " + std::to_string(d[3]);
+  return s;
+}
+
+// The message when the ranks' descriptors differ, "" when they agree.
+std::string compare(const Group &g, const Job &j) {
+  std::vector<const int64_t *> d(g.size);
+  for (int r = 0; r < g.size; r++) d[r] = j.all[0][r].data_ptr<int64_t>();
+  std::string text;
+  int listed = 0;
+  for (int r = 1; r < g.size; r++) {
+    if (std::memcmp(d[r], d[0], sizeof(Desc::v)) == 0) continue;
+    if (listed++ == 4) {
+      text += "; ...";
+      break;
+    }
+    text += "; rank " + std::to_string(r) + ": " + describe(d[r]);
+  }
+  if (text.empty()) return "";
+  return "the ranks passed different tensors (every rank must pass the same kind of collective, "
+         "dtype and number of elements): rank 0: " +
+         describe(d[0]) + text;
+}
+
+// Resolves j (g.issue_mu held): waits for its check, compares, starts the
+// data collective. CT_ERR_TIMEOUT (j not resolved) when a poll or a
+// non-blocking look runs out first.
+ct_status resolve(const char *fn, const std::shared_ptr<Group> &g, Job &j, ms timeout, bool poll,
+                  bool wait) {
+  if (j.resolved) return CT_OK;
+  if (!wait && !j.check->isCompleted()) return CT_ERR_TIMEOUT;
+  ct_work tmp;
+  tmp.w = j.check;
+  tmp.group = g;
+  tmp.op = j.op;
+  tmp.seq = j.seq;
+  ct_status st = work_wait(fn, &tmp, timeout, poll);
+  if (st != CT_OK && !tmp.done.load()) {
+    if (poll) return st;  // the check goes on
+    // The group's timeout ran out (Gloo gave the check up).
+    j.code = st;
+    j.msg = ct_last_error();
+    std::string head = std::string(fn) + ": ";
+    if (j.msg.compare(0, head.size(), head) == 0) j.msg.erase(0, head.size());
+  } else if (tmp.code != CT_OK) {
+    j.code = tmp.code;
+    j.msg = tmp.msg;
+  } else {
+    std::string diff = compare(*g, j);
+    if (!diff.empty()) {
+      j.code = CT_ERR_INVALID_ARGUMENT;
+      j.msg = j.op + " on rank " + std::to_string(g->rank) + " of " + std::to_string(g->size) +
+              " (" + g->backend + "): " + diff;
+    } else {
+      try {
+        run_guarded(
+            *g, fn, j.op.c_str(), [&] { j.start(*g, j.started); }, j.seq);
+      } catch (const ct::Error &e) {
+        j.code = e.code;
+        j.msg = e.msg;
+      }
+    }
+  }
+  j.resolved = true;
+  j.start = nullptr;  // its tensors are the work's now
+  j.check.reset();
+  j.all.clear();
+  j.in.clear();
+  return CT_OK;
+}
+
+void drain_locked(const char *fn, const std::shared_ptr<Group> &g) {
+  if (g->pending && !g->pending->resolved) resolve(fn, g, *g->pending, g->timeout, false, true);
+  g->pending.reset();
+}
+
+}  // namespace
+
+void decide_checks(Group &g) {
+  g.check_peers = g.all_ctorch = false;
+  if (g.size < 2 || !g.store) return;
+  std::vector<std::string> cards;
+  for (int r = 0; r < g.size; r++) cards.push_back("ctorch/rank/" + std::to_string(r));
+  // Every rank left its card before the backend's rendezvous, which every
+  // rank has passed here: all ranks see the same keys.
+  g.all_ctorch = g.store->check(cards);
+  const char *off = std::getenv("CTORCH_DIST_CHECK");
+  bool wanted = off == nullptr || std::strcmp(off, "0") != 0;
+  g.check_peers = g.all_ctorch && g.backend == "gloo" && wanted;
+}
+
+void submit(const char *fn, const std::shared_ptr<Group> &g, ct_work &w, const Desc &d,
+            Start start) {
+  std::lock_guard<std::mutex> lk(g->issue_mu);
+  drain_locked(fn, g);
+  if (!g->check_peers) {
+    Started s;
+    run_guarded(
+        *g, fn, w.op.c_str(), [&] { start(*g, s); }, w.seq);
+    w.w = s.w;
+    w.finish = std::move(s.finish);
+    return;
+  }
+  auto j = std::make_shared<Job>();
+  j->op = w.op;
+  j->seq = w.seq;
+  j->mine = d;
+  j->start = std::move(start);
+  auto opts = at::TensorOptions().dtype(at::kLong);
+  j->in.push_back(at::from_blob(j->mine.v, {4}, opts).clone());
+  j->all.emplace_back();
+  for (int r = 0; r < g->size; r++) j->all[0].push_back(at::empty({4}, opts));
+  run_guarded(
+      *g, fn, w.op.c_str(),
+      [&] { j->check = g->backend_impl()->allgather(j->all, j->in, c10d::AllgatherOptions()); },
+      w.seq);
+  g->pending = j;
+  w.job = j;
+}
+
+void drain(const char *fn, const std::shared_ptr<Group> &g) {
+  std::lock_guard<std::mutex> lk(g->issue_mu);
+  drain_locked(fn, g);
+}
+
+ct_status adopt(const char *fn, ct_work &w, ms timeout, bool poll, bool wait) {
+  const std::shared_ptr<Group> &g = w.group;
+  if (!g->check_peers) return CT_OK;
+  std::lock_guard<std::mutex> lk(g->issue_mu);
+  if (!w.job) return CT_OK;
+  Job &j = *w.job;
+  ct_status st = resolve(fn, g, j, timeout, poll, wait);
+  if (st != CT_OK) return st;
+  if (g->pending == w.job) g->pending.reset();
+  if (j.code != CT_OK) {
+    std::lock_guard<std::mutex> wl(w.mu);
+    w.code = j.code;
+    w.msg = j.msg;
+    w.done.store(true);
+  } else {
+    w.w = j.started.w;
+    w.finish = j.started.finish;
+  }
+  w.job.reset();
   return CT_OK;
 }
 

@@ -97,31 +97,53 @@ c10d::ReduceOp c10d_op(const char *fn, int32_t op, const at::Tensor &t, bool bac
 // Starts an all-to-all of `ins` (one tensor per rank) through one staging
 // buffer each way (alltoall_base is what every backend has); returns the
 // buffer whose row r will hold what rank r sent, once w is done.
-at::Tensor start_staged_all_to_all(const Group &g, ct_work &w, const std::vector<at::Tensor> &ins) {
+at::Tensor start_staged_all_to_all(Group &g, ct::dist::Started &w,
+                                   const std::vector<at::Tensor> &ins) {
   at::Tensor send = at::stack(ins), recv = at::empty_like(send);
   std::vector<int64_t> split;  // empty: equal splits
   w.w = g.backend_impl()->alltoall_base(recv, send, split, split, c10d::AllToAllOptions());
   return recv;
 }
 
-// Starts `start` (which returns c10d work) and either waits for it (work
-// NULL) or hands it out.
-template <class Start>
+// What a collective passes, for the ranks' check (dist_group.cpp).
+ct::dist::Desc desc(int64_t kind, const at::Tensor *t, int64_t arg) {
+  ct::dist::Desc d;
+  d.v[0] = kind;
+  if (t != nullptr) {
+    d.v[1] = static_cast<int64_t>(t->scalar_type());
+    d.v[2] = t->numel();
+  }
+  d.v[3] = arg;
+  return d;
+}
+enum Kind : int64_t { kAllReduce = 1, kBroadcast, kAllGather, kAllToAll, kReduceScatter, kBarrier };
+
+// Starts `start` (which starts c10d work; on a checking group once every
+// rank's desc agrees) and either waits for it (work NULL) or hands it out.
 ct_status collective(const char *fn, ct_process_group *pg, ct_work **work, const char *opname,
-                     Start &&start) {
+                     const ct::dist::Desc &d, ct::dist::Start start, bool any_source = false) {
   if (work != nullptr) *work = nullptr;
   auto w = std::make_unique<ct_work>();
   w->group = pg->g;
   w->op = opname;
+  w->any_source = any_source;
+  const bool p2p = std::strcmp(opname, "send") == 0 || std::strcmp(opname, "recv") == 0;
   // Counted when every rank of the group calls it (not send/recv), so that
   // the n-th is the same collective on every rank.
-  if (std::strcmp(opname, "send") != 0 && std::strcmp(opname, "recv") != 0) {
+  if (!p2p) {
     ct::dist::Progress &p = *pg->g->progress;
     w->seq = ++p.calls;
     p.op.store(opname);
   }
-  ct::dist::run_guarded(
-      *pg->g, fn, opname, [&] { start(*w); }, w->seq);
+  if (p2p) {
+    ct::dist::Started s;
+    ct::dist::run_guarded(
+        *pg->g, fn, opname, [&] { start(*pg->g, s); }, w->seq);
+    w->w = s.w;
+    w->finish = std::move(s.finish);
+  } else {
+    ct::dist::submit(fn, pg->g, *w, d, std::move(start));
+  }
   if (work == nullptr) return ct::dist::work_wait(fn, w.get(), pg->g->timeout, false);
   *work = w.release();
   return CT_OK;
@@ -340,6 +362,13 @@ int32_t ct_process_group_size(const ct_process_group *pg) { return pg ? pg->g->s
 
 void ct_process_group_free(ct_process_group *pg) {
   ct::guard_value(0, [&] {
+    // A collective still waiting for its check starts now: the peers run theirs.
+    if (pg != nullptr && !ct::dist::forked_from(pg->g->pid)) {
+      try {
+        ct::dist::drain("ct_process_group_free", pg->g);
+      } catch (...) {  // it failed: nothing to wait for
+      }
+    }
     if (pg != nullptr) ct::dist::free_handle(pg, pg->g->pid);
     return 0;
   });
@@ -354,16 +383,17 @@ ct_status ct_process_group_all_reduce(ct_work **work, ct_process_group *pg, ct_t
     ct::dist::check_tensor(ct_fn_, *pg->g, "tensor", t);
     bool native_avg = pg->g->backend != "gloo";
     c10d::ReduceOp rop = c10d_op(ct_fn_, op, t, native_avg);
-    return collective(ct_fn_, pg, work, "all_reduce", [&](ct_work &w) {
-      std::vector<at::Tensor> ts{t};
-      c10d::AllreduceOptions o;
-      o.reduceOp = rop;
-      w.w = pg->g->backend_impl()->allreduce(ts, o);
-      if (op == CT_REDUCE_AVG && !native_avg) {
-        int n = pg->g->size;
-        w.finish = [t, n]() mutable { t.div_(n); };
-      }
-    });
+    return collective(ct_fn_, pg, work, "all_reduce", desc(kAllReduce, &t, op),
+                      [t, rop, op, native_avg](Group &g, ct::dist::Started &w) {
+                        std::vector<at::Tensor> ts{t};
+                        c10d::AllreduceOptions o;
+                        o.reduceOp = rop;
+                        w.w = g.backend_impl()->allreduce(ts, o);
+                        if (op == CT_REDUCE_AVG && !native_avg) {
+                          int n = g.size;
+                          w.finish = [t, n]() mutable { t.div_(n); };
+                        }
+                      });
   });
 }
 
@@ -375,12 +405,13 @@ ct_status ct_process_group_broadcast(ct_work **work, ct_process_group *pg, ct_te
     at::Tensor t = tensor->t;
     ct::dist::check_tensor(ct_fn_, *pg->g, "tensor", t);
     check_rank(ct_fn_, "root", root, *pg->g, false);
-    return collective(ct_fn_, pg, work, "broadcast", [&](ct_work &w) {
-      std::vector<at::Tensor> ts{t};
-      c10d::BroadcastOptions o;
-      o.rootRank = root;
-      w.w = pg->g->backend_impl()->broadcast(ts, o);
-    });
+    return collective(ct_fn_, pg, work, "broadcast", desc(kBroadcast, &t, root),
+                      [t, root](Group &g, ct::dist::Started &w) {
+                        std::vector<at::Tensor> ts{t};
+                        c10d::BroadcastOptions o;
+                        o.rootRank = root;
+                        w.w = g.backend_impl()->broadcast(ts, o);
+                      });
   });
 }
 
@@ -399,14 +430,15 @@ ct_status ct_process_group_all_gather(ct_work **work, ct_process_group *pg, ct_t
       ct::dist::check_tensor(ct_fn_, *pg->g, "outputs[]", outs[0][i]);
       check_like(ct_fn_, "outputs", i, outs[0][i], in);
     }
-    return collective(ct_fn_, pg, work, "all_gather", [&](ct_work &w) {
-      if (in.numel() == 0) {  // nothing to move; Gloo divides by the size (SIGFPE)
-        w.w = pg->g->backend_impl()->barrier(c10d::BarrierOptions());
-        return;
-      }
-      std::vector<at::Tensor> ins{in};
-      w.w = pg->g->backend_impl()->allgather(outs, ins, c10d::AllgatherOptions());
-    });
+    return collective(ct_fn_, pg, work, "all_gather", desc(kAllGather, &in, 0),
+                      [in, outs](Group &g, ct::dist::Started &w) mutable {
+                        if (in.numel() == 0) {  // nothing to move; Gloo divides by the size (SIGFPE)
+                          w.w = g.backend_impl()->barrier(c10d::BarrierOptions());
+                          return;
+                        }
+                        std::vector<at::Tensor> ins{in};
+                        w.w = g.backend_impl()->allgather(outs, ins, c10d::AllgatherOptions());
+                      });
   });
 }
 
@@ -425,8 +457,9 @@ ct_status ct_process_group_all_to_all(ct_work **work, ct_process_group *pg, ct_t
       check_like(ct_fn_, "inputs", i, ins[i], ins[0]);
       check_like(ct_fn_, "outputs", i, outs[i], ins[0]);
     }
-    return collective(ct_fn_, pg, work, "all_to_all", [&](ct_work &w) {
-      at::Tensor recv = start_staged_all_to_all(*pg->g, w, ins);
+    return collective(ct_fn_, pg, work, "all_to_all", desc(kAllToAll, &ins[0], 0),
+                      [outs, ins](Group &g, ct::dist::Started &w) {
+      at::Tensor recv = start_staged_all_to_all(g, w, ins);
       w.finish = [outs, recv]() mutable {
         for (size_t i = 0; i < outs.size(); i++) outs[i].copy_(recv[i]);
       };
@@ -450,8 +483,9 @@ ct_status ct_process_group_reduce_scatter(ct_work **work, ct_process_group *pg, 
       check_like(ct_fn_, "inputs", i, ins[i], out);
     }
     c10d_op(ct_fn_, op, out, false);  // validates op against the dtype
-    return collective(ct_fn_, pg, work, "reduce_scatter", [&](ct_work &w) {
-      at::Tensor recv = start_staged_all_to_all(*pg->g, w, ins);
+    return collective(ct_fn_, pg, work, "reduce_scatter", desc(kReduceScatter, &out, op),
+                      [out, ins, op, n](Group &g, ct::dist::Started &w) {
+      at::Tensor recv = start_staged_all_to_all(g, w, ins);
       w.finish = [out, recv, op, n]() mutable { reduce_rows(out, recv, op, n); };
     });
   });
@@ -461,9 +495,10 @@ ct_status ct_process_group_barrier(ct_work **work, ct_process_group *pg) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     checked(ct_fn_, pg);
-    return collective(ct_fn_, pg, work, "barrier", [&](ct_work &w) {
-      w.w = pg->g->backend_impl()->barrier(c10d::BarrierOptions());
-    });
+    return collective(ct_fn_, pg, work, "barrier", desc(kBarrier, nullptr, 0),
+                      [](Group &g, ct::dist::Started &w) {
+                        w.w = g.backend_impl()->barrier(c10d::BarrierOptions());
+                      });
   });
 }
 
@@ -476,10 +511,11 @@ ct_status ct_process_group_send(ct_work **work, ct_process_group *pg, const ct_t
     ct::dist::check_tensor(ct_fn_, *pg->g, "tensor", tensor->t);
     check_rank(ct_fn_, "dst", dst, *pg->g, false);
     CT_CHECK_ARG(dst != pg->g->rank, "%s: dst %d is this rank", ct_fn_, dst);
-    return collective(ct_fn_, pg, work, "send", [&](ct_work &w) {
-      std::vector<at::Tensor> ts{tensor->t};
-      w.w = pg->g->backend_impl()->send(ts, dst, tag);
-    });
+    return collective(ct_fn_, pg, work, "send", ct::dist::Desc(),
+                      [&](Group &g, ct::dist::Started &w) {
+                        std::vector<at::Tensor> ts{tensor->t};
+                        w.w = g.backend_impl()->send(ts, dst, tag);
+                      });
   });
 }
 
@@ -492,12 +528,13 @@ ct_status ct_process_group_recv(ct_work **work, ct_process_group *pg, ct_tensor 
     ct::dist::check_tensor(ct_fn_, *pg->g, "tensor", tensor->t);
     check_rank(ct_fn_, "src", src, *pg->g, true);
     CT_CHECK_ARG(src != pg->g->rank, "%s: src %d is this rank", ct_fn_, src);
-    return collective(ct_fn_, pg, work, "recv", [&](ct_work &w) {
-      std::vector<at::Tensor> ts{tensor->t};
-      w.any_source = src < 0;
-      w.w = src < 0 ? pg->g->backend_impl()->recvAnysource(ts, tag)
-                    : pg->g->backend_impl()->recv(ts, src, tag);
-    });
+    return collective(ct_fn_, pg, work, "recv", ct::dist::Desc(),
+                      [&](Group &g, ct::dist::Started &w) {
+                        std::vector<at::Tensor> ts{tensor->t};
+                        w.w = src < 0 ? g.backend_impl()->recvAnysource(ts, tag)
+                                      : g.backend_impl()->recv(ts, src, tag);
+                      },
+                      src < 0);
   });
 }
 
@@ -520,6 +557,14 @@ ct_status ct_work_is_completed(int32_t *out, ct_work *work) {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(work);
     ct::dist::check_process(ct_fn_, *work->group);
+    if (!work->done.load() && !work->w) {  // waiting for its check: start it if the check is in
+      ct_status st = ct::dist::adopt(ct_fn_, *work, work->group->timeout, true, false);
+      if (st != CT_OK && st != CT_ERR_TIMEOUT) return st;
+      if (!work->done.load() && !work->w) {
+        *out = 0;
+        return CT_OK;
+      }
+    }
     *out = (work->done.load() || work->w->isCompleted()) ? 1 : 0;
     return CT_OK;
   });

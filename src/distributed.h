@@ -67,6 +67,35 @@ struct Progress {
   std::atomic<const char *> op{"none"};  // a string literal
 };
 
+// What a collective starts: c10d's work and what runs after it succeeds.
+struct Started {
+  c10::intrusive_ptr<c10d::Work> w;
+  std::function<void()> finish;  // AVG, staged copies
+};
+struct Group;
+using Start = std::function<void(Group &, Started &)>;
+
+// A collective of a group whose ranks are compared first (dist_group.cpp):
+// its check (an all-gather of every rank's Desc) is in flight; the data
+// collective starts once the check has shown that every rank passes the
+// same kind, dtype and number of elements.
+struct Desc {
+  int64_t v[4] = {0, -1, -1, 0};  // kind, dtype, numel (per tensor), op or root
+};
+struct Job {
+  std::string op;
+  int64_t seq = 0;
+  Desc mine;
+  std::vector<std::vector<at::Tensor>> all;  // the check's outputs (one per rank)
+  std::vector<at::Tensor> in;                // the check's input
+  c10::intrusive_ptr<c10d::Work> check;
+  Start start;  // dropped once resolved
+  bool resolved = false;
+  Started started;      // when resolved with CT_OK
+  ct_status code = CT_OK;
+  std::string msg;  // when not
+};
+
 struct Group {
   std::shared_ptr<World> world;
   c10::intrusive_ptr<Impl> impl;
@@ -80,6 +109,13 @@ struct Group {
   int pid = 0;                           // the process that made it (Gloo's threads do not fork)
   std::shared_ptr<Heartbeat> heartbeat;  // this rank's beat in the group's store
   std::shared_ptr<Progress> progress = std::make_shared<Progress>();
+  // Gloo ends the process when a peer's buffer has another size, so a group
+  // of Gloo ranks that are all ctorch's compares what each rank passes before
+  // every collective (PyTorch's ranks would not take part in the check).
+  bool check_peers = false;
+  bool all_ctorch = false;       // every rank left a ctorch card (no PyTorch ranks)
+  std::mutex issue_mu;           // orders the checks and the collectives they guard
+  std::shared_ptr<Job> pending;  // the last checked collective, maybe not started yet
   Impl *backend_impl() const { return impl.get(); }
 };
 
@@ -100,6 +136,7 @@ struct ct_work {
   std::shared_ptr<ct::dist::Group> group;
   std::string op;
   int64_t seq = 0;  // its number among the group's collectives (Progress::calls)
+  std::shared_ptr<ct::dist::Job> job;  // set while w waits for its check (dist_group.cpp)
   bool any_source = false;
   std::mutex mu;  // orders finishing
   std::atomic<bool> done{false};
@@ -142,6 +179,24 @@ std::shared_ptr<Heartbeat> start_heartbeat(const c10::intrusive_ptr<c10d::Store>
 std::string who_failed(const Group &g, int64_t seq = 0);
 // After a failed join: "; rank 2 never joined" from Gloo's rendezvous keys.
 std::string missing_ranks(const Group &g);
+
+// dist_group.cpp (its end): every rank's tensors compared before a Gloo collective.
+// Whether every rank of g is a ctorch one (g.all_ctorch) and whether they
+// compare their tensors before each collective (g.check_peers: that, Gloo,
+// more than one rank, and CTORCH_DIST_CHECK not "0").
+void decide_checks(Group &g);
+// Starts the collective of w (op, seq set): on a checking group its check
+// now and the data collective once the check passed (ct_work_wait,
+// ct_work_is_completed, or the group's next collective); else at once.
+void submit(const char *fn, const std::shared_ptr<Group> &g, ct_work &w, const Desc &d,
+            Start start);
+// Starts the group's pending collective, waiting for its check (before
+// anything else uses the backend in order: DDP).
+void drain(const char *fn, const std::shared_ptr<Group> &g);
+// For w waiting for its check: waits (poll as work_wait) and takes the
+// result; CT_ERR_TIMEOUT (message set) when a poll runs out first. wait=false:
+// never blocks (CT_ERR_TIMEOUT while the check runs).
+ct_status adopt(const char *fn, ct_work &w, ms timeout, bool poll, bool wait = true);
 
 // dist_group.cpp
 // Whether "gloo" / "nccl" is compiled in.

@@ -289,6 +289,65 @@ static void case_collectives(void) {
   ct_process_group_free(pg);
 }
 
+/* A peer's tensor of another size, dtype, kind or root: Gloo ended the
+ * process (SIGABRT on its transport thread). Every rank now gets
+ * CT_ERR_INVALID_ARGUMENT naming what each rank passed, at once, and the
+ * group goes on. */
+static void case_mismatch(void) {
+  ct_process_group *pg = tcp_group(20);
+  int r = g_rank;
+  double t0 = now_s();
+  ct_tensor *a = full_f32(r == 0 ? 4 : 8, 1);
+  R_ERR(ct_process_group_all_reduce(NULL, pg, a, CT_REDUCE_SUM), CT_ERR_INVALID_ARGUMENT,
+        "rank 0: all_reduce of Float with 4 elements (sum); rank 1: all_reduce of Float with 8 "
+        "elements (sum)");
+  R_CHECK(fp(a)[0] == 1, "untouched");
+  /* dtypes of different sizes, same number of elements */
+  ct_tensor *d = NULL;
+  int64_t four[1] = {4};
+  RK_OK(ct_tensor_zeros(&d, four, 1, r == 0 ? CT_FLOAT32 : CT_FLOAT64, CT_DEVICE_CPU, -1, 0));
+  R_ERR(ct_process_group_all_reduce(NULL, pg, d, CT_REDUCE_SUM), CT_ERR_INVALID_ARGUMENT,
+        "rank 1: all_reduce of Double with 4 elements");
+  /* all_gather of inputs of different sizes (outputs like each rank's input) */
+  ct_tensor *in = full_f32(r == 0 ? 2 : 3, 1), *outs[2] = {full_f32(r == 0 ? 2 : 3, 0),
+                                                           full_f32(r == 0 ? 2 : 3, 0)};
+  R_ERR(ct_process_group_all_gather(NULL, pg, outs, in), CT_ERR_INVALID_ARGUMENT,
+        "rank 1: all_gather of Float with 3 elements");
+  /* asynchronous: the error comes from the wait */
+  ct_work *w = NULL;
+  RK_OK(ct_process_group_broadcast(&w, pg, a, 0));
+  R_ERR(ct_work_wait(w, 0), CT_ERR_INVALID_ARGUMENT, "broadcast of Float with 8 elements");
+  int32_t done = 0;
+  RK_OK(ct_work_is_completed(&done, w));
+  R_CHECK(done == 1, "a refused work is completed");
+  ct_work_free(w);
+  /* different roots; different kinds of collective */
+  ct_tensor *same = full_f32(4, (float)r);
+  R_ERR(ct_process_group_broadcast(NULL, pg, same, r), CT_ERR_INVALID_ARGUMENT,
+        "rank 1: broadcast of Float with 4 elements from root 1");
+  if (r == 0)
+    R_ERR(ct_process_group_barrier(NULL, pg), CT_ERR_INVALID_ARGUMENT, "rank 1: all_reduce");
+  else
+    R_ERR(ct_process_group_all_reduce(NULL, pg, same, CT_REDUCE_SUM), CT_ERR_INVALID_ARGUMENT,
+          "rank 0: barrier; rank 1: all_reduce");
+  R_CHECK(now_s() - t0 < 10, "refused in %.1f s", now_s() - t0);
+  /* the group goes on: blocking, and two asynchronous collectives in flight */
+  RK_OK(ct_process_group_all_reduce(NULL, pg, same, CT_REDUCE_SUM));
+  R_CHECK(fp(same)[0] == 1 && fp(same)[3] == 1, "sum %g", fp(same)[0]);
+  ct_work *w1 = NULL, *w2 = NULL;
+  ct_tensor *x = full_f32(3, (float)(r + 1));
+  RK_OK(ct_process_group_all_reduce(&w1, pg, x, CT_REDUCE_SUM));
+  RK_OK(ct_process_group_broadcast(&w2, pg, same, 1));
+  ct_work_free(w1); /* freed before it started: it still runs, in order */
+  RK_OK(ct_work_wait(w2, 0));
+  ct_work_free(w2);
+  RK_OK(ct_process_group_barrier(NULL, pg)); /* Gloo's barrier waits for the work before it */
+  R_CHECK(fp(x)[0] == 3, "the freed work ran: %g", fp(x)[0]);
+  ct_tensor_free(a), ct_tensor_free(d), ct_tensor_free(in), ct_tensor_free(outs[0]),
+      ct_tensor_free(outs[1]), ct_tensor_free(same), ct_tensor_free(x);
+  ct_process_group_free(pg);
+}
+
 static void case_bad_input(void) {
   ct_process_group *pg = tcp_group(10);
   ct_tensor *t = full_f32(4, 1), *list[2] = {t, NULL};
@@ -668,7 +727,20 @@ static void case_ddp(void) {
   int64_t sz[1] = {g_rank == 0 ? 3 : 4};
   RK_OK(ct_tensor_zeros(&odd, sz, 1, CT_FLOAT32, CT_DEVICE_CPU, -1, 0));
   RK_OK(ct_tensor_set_requires_grad(odd, 1));
-  R_CHECK(ct_ddp_new(&bad, pg, (const ct_tensor *const *)&odd, 1, NULL, 0, 0, 0) != CT_OK && bad == NULL, "mismatch");
+  double t_bad = now_s();
+  R_ERR(ct_ddp_new(&bad, pg, (const ct_tensor *const *)&odd, 1, NULL, 0, 0, 0),
+        CT_ERR_INVALID_ARGUMENT, "params[0] is Float[3] (strides 1) on rank 0 but Float[4] (strides 1) on rank 1");
+  R_CHECK(bad == NULL, "no handle");
+  /* a different number of parameters */
+  R_ERR(ct_ddp_new(&bad, pg, (const ct_tensor *const *)params, g_rank == 0 ? 2 : 1, NULL, 0, 0, 0),
+        CT_ERR_INVALID_ARGUMENT, "rank 0 has 2 parameters (3 dimensions in all), rank 1 has 1 (2 dimensions)");
+  R_CHECK(now_s() - t_bad < 5, "refused after %.1f s (the group's timeout is 20 s)", now_s() - t_bad);
+  { /* the group goes on */
+    ct_tensor *one = full_f32(2, 1);
+    RK_OK(ct_process_group_all_reduce(NULL, pg, one, CT_REDUCE_SUM));
+    R_CHECK(fp(one)[1] == g_world, "all_reduce after the refusals: %g", fp(one)[1]);
+    ct_tensor_free(one);
+  }
   R_ERR(ct_ddp_new(&bad, pg, (const ct_tensor *const *)params, 2, NULL, 0, 0, 99), CT_ERR_INVALID_ARGUMENT, "flags");
   ct_ddp_free(ddp);
   ct_tensor_free(w), ct_tensor_free(b), ct_tensor_free(w1), ct_tensor_free(b1), ct_tensor_free(odd);
@@ -792,6 +864,8 @@ static int rank_main(const char *name) {
     case_collectives();
   else if (!strcmp(name, "bad_input"))
     case_bad_input();
+  else if (!strcmp(name, "mismatch"))
+    case_mismatch();
   else if (!strcmp(name, "store"))
     case_store();
   else if (!strcmp(name, "forked"))
@@ -837,6 +911,11 @@ static void test_bad_input(void **state) {
   (void)state;
   if (skip_without_gloo()) skip();
   run_ranks("bad_input", 2, 2, 60);
+}
+static void test_mismatch(void **state) {
+  (void)state;
+  if (skip_without_gloo()) skip();
+  run_ranks("mismatch", 2, 2, 60);
 }
 static void test_store(void **state) {
   (void)state;
@@ -954,6 +1033,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_collectives_2),
       cmocka_unit_test(test_collectives_4),
       cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_mismatch),
       cmocka_unit_test(test_env),
       cmocka_unit_test(test_sigpipe),
       cmocka_unit_test(test_peer_dies),
