@@ -57,6 +57,7 @@ struct BeatState {
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false, exited = false;
+  pid_t pid = getpid();  // the process whose thread beats
 };
 
 // Live heartbeats, stopped at exit (their threads must not outlive LibTorch's
@@ -72,10 +73,15 @@ bool stop_beat(BeatState &st, ms wait) {
   return st.cv.wait_for(lk, wait, [&] { return st.exited; });
 }
 
+// At exit. In a fork() child the beats' threads are not there: nothing to
+// stop, and their mutexes may have been held when the parent forked (locking
+// them would never return; waiting for an exit that never comes took 200 ms
+// per group).
 void stop_all_beats() {
   std::lock_guard<std::mutex> lk(g_beats_mu);
   for (auto &w : g_beats)
-    if (auto st = w.lock()) stop_beat(*st, ms(200));
+    if (auto st = w.lock())
+      if (st->pid == getpid()) stop_beat(*st, ms(200));
 }
 
 }  // namespace
