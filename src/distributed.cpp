@@ -287,7 +287,32 @@ ct_status ct_store_add(int64_t *out, ct_store *store, const char *key, int64_t d
     ct::dist::check_store_process(*store);
     CT_CHECK_NOT_NULL(key);
     int64_t v = 0;
-    ct::dist::run_store(ct_fn_, "add", key, [&] { v = store->store->add(key, delta); });
+    ct::dist::run_store(ct_fn_, "add", key, [&] {
+      // c10d's TCP store server reads the old value with std::stoll, and one
+      // it cannot read ends its handler for this client for good (every later
+      // call: "Broken pipe"). So a value that is there is read here first.
+      if (store->store->check({key})) {
+        std::vector<uint8_t> old = store->store->get(key);
+        std::string text(old.begin(), old.end());
+        bool ok = true;
+        try {
+          (void)std::stoll(text);
+        } catch (...) {
+          ok = false;
+        }
+        if (!ok) {
+          bool printable = !text.empty() && text.size() <= 40;
+          for (char c : text) printable = printable && c >= 0x20 && c < 0x7f;
+          ct::raise(CT_ERR_INVALID_ARGUMENT,
+                    "key '%.200s' holds %s%s%s, not an integer (ct_store_add adds to a "
+                    "decimal integer, as ct_store_add or ct_store_set wrote it)",
+                    key, printable ? "'" : "",
+                    printable ? text.c_str() : (std::to_string(text.size()) + " bytes").c_str(),
+                    printable ? "'" : "");
+        }
+      }
+      v = store->store->add(key, delta);
+    });
     if (out != nullptr) *out = v;
     return CT_OK;
   });

@@ -430,6 +430,22 @@ static void case_store(void) {
   RK_OK(ct_store_add(&v, s, "c", 3));
   RK_OK(ct_store_add(&v, s, "c", 4));
   R_CHECK(v == 7, "add");
+  { /* adding to a value that is not an integer: refused, and the connection lives on
+       (the server used to drop this client: every later call "Broken pipe") */
+    RK_OK(ct_store_set(s, "txt", "abc", 3));
+    R_ERR(ct_store_add(&v, s, "txt", 1), CT_ERR_INVALID_ARGUMENT, "key 'txt' holds 'abc', not an integer");
+    RK_OK(ct_store_set(s, "empty-txt", NULL, 0));
+    R_ERR(ct_store_add(&v, s, "empty-txt", 1), CT_ERR_INVALID_ARGUMENT, "holds 0 bytes");
+    RK_OK(ct_store_add(&v, s, "c", 1));
+    R_CHECK(v == 8, "add after the refusal: %lld", (long long)v);
+    RK_OK(ct_store_get(&buf, &n, s, "txt"));
+    R_CHECK(n == 3 && memcmp(buf, "abc", 3) == 0, "the value is untouched");
+    ct_free(buf);
+    buf = NULL;
+    RK_OK(ct_store_set(s, "c", "5", 1)); /* a number set as text adds */
+    RK_OK(ct_store_add(&v, s, "c", 2));
+    R_CHECK(v == 7, "text 5 + 2: %lld", (long long)v);
+  }
   RK_OK(ct_store_new_prefix(&p, s, "pre"));
   RK_OK(ct_store_set(p, "k", "x", 1));
   RK_OK(ct_store_get(&buf, &n, s, "pre/k"));

@@ -637,6 +637,10 @@ def test_stores(tmp_path):
         s.set("long", b"\0" * 1000)
         assert s.get("a") == b"xyz" and s.get("long") == b"\0" * 1000
         assert (s.add("n", 5), s.add("n", -2)) == (5, 3)
+        s.set("txt", "abc")  # add() to it used to make the server drop this client for good
+        with pytest.raises(ValueError, match="key 'txt' holds 'abc', not an integer"):
+            s.add("txt", 1)
+        assert s.add("n", 1) == 4 and s.get("txt") == b"abc"
         p = dist.PrefixStore("pre", s)
         p.set("k", b"v")
         assert s.get("pre/k") == b"v" and p.get("k") == b"v"
