@@ -250,6 +250,62 @@ let (u, f) = startup_times(m)
     push!(results, "start-up: time to first forward (fresh process)" => f)
 end
 
+# First calls, each in a fresh julia process (after `using CTorch`, which the
+# rows above time): the first `show` of a tensor as the REPL displays it
+# (text/plain, :limit) and of a module, building a small MLP with its loss and
+# SGD, its first training step (forward, loss, zero_grad!, backward, step!)
+# and, for comparison, its second. What the first calls take beyond the
+# second is compilation: src/precompile.jl caches the inference of these
+# paths in the package's precompile cache. Median and minimum of 3 runs.
+const FIRST_CALL_CODE = """
+using CTorch
+const C = CTorch
+io = IOContext(IOBuffer(), :limit => true, :displaysize => (24, 80))
+t0 = time_ns()
+show(io, MIME"text/plain"(), C.randn(3, 4))
+t1 = time_ns()
+model = C.nn.Sequential(C.nn.Linear(4, 16), C.nn.ReLU(), C.nn.Linear(16, 1))
+loss_fn = C.nn.MSELoss()
+opt = C.SGD(C.nn.params(model); lr = 0.01)
+t2 = time_ns()
+show(io, MIME"text/plain"(), model)
+t3 = time_ns()
+x, y = C.randn(32, 4), C.randn(32, 1)
+function step(model, loss_fn, opt, x, y)
+    loss = loss_fn(model(x), y)
+    zero_grad!(opt)
+    backward(loss)
+    step!(opt)
+    return C.item(loss)
+end
+t4 = time_ns()
+step(model, loss_fn, opt, x, y)
+t5 = time_ns()
+step(model, loss_fn, opt, x, y)
+t6 = time_ns()
+println(t1 - t0, " ", t2 - t1, " ", t3 - t2, " ", t5 - t4, " ", t6 - t5)
+"""
+function first_call_times(; runs::Int = 3)
+    project = dirname(dirname(pathof(CTorch)))
+    cmd = `$(Base.julia_cmd()) --startup-file=no --project=$project -e $FIRST_CALL_CODE`
+    cols = [Float64[] for _ in 1:5]
+    for _ in 1:runs
+        for (c, v) in zip(cols, parse.(Float64, split(read(cmd, String))))
+            push!(c, v)
+        end
+    end
+    return [(sort(c)[(runs + 1) ÷ 2], minimum(c), NaN) for c in cols]
+end
+let names = ("first call: show(tensor) 3x4 (fresh process)",
+             "first call: build MLP, MSELoss, SGD (fresh process)",
+             "first call: show(module) (fresh process)",
+             "first call: training step MLP (fresh process)",
+             "second training step MLP (same process)")
+    for (name, t) in zip(names, first_call_times())
+        push!(results, name => t)
+    end
+end
+
 fmt(ns) = isnan(ns) ? "-" : ns >= 1e8 ? string(round(ns / 1e9; digits = 3), " s") :
           string(round(ns / 1000; digits = 3), " µs")
 println()

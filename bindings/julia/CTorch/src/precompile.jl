@@ -7,7 +7,8 @@
 # list came from `julia --trace-compile=FILE` over such a script (what is
 # compiled at run time), generalised over types. Only inference is cached:
 # nothing here calls libctorch (the library is loaded in __init__).
-# Measured in bench/bench_julia.jl ("time to first forward").
+# Measured in bench/bench_julia.jl ("time to first forward", and the "first
+# call:" rows: first show, first training step).
 
 function _precompile_kw(f, kw::NamedTuple, argtypes::Tuple)
     precompile(Core.kwfunc(f), (typeof(kw), typeof(f), argtypes...))
@@ -141,6 +142,121 @@ function _precompile_()
     precompile(step!, (Optimizer,))
     precompile(zero_grad!, (Optimizer,))
     precompile(_finalize, (Optimizer,))
+    _precompile_printing_()
+    _precompile_training_()
+    return nothing
+end
+
+# Printing: the REPL's display (show with MIME text/plain on an IOContext of
+# the terminal), print/println (show on the stream: a terminal, a file, a
+# pipe) and string/repr (an IOBuffer), for the common element types and
+# ranks, down to Base's array printing of the zero-copy view (an Array for
+# ranks 0 and 1, a PermutedDimsArray in torch's index order above); and of
+# modules and optimizers.
+function _precompile_printing_()
+    plain = MIME"text/plain"
+    for IOT in (Base.TTY, IOStream, Base.PipeEndpoint, Base.GenericIOBuffer{Vector{UInt8}})
+        CT = IOContext{IOT}
+        for io in (CT, IOT)
+            precompile(show, (io, ScriptModule))
+            precompile(show, (io, plain, ScriptModule))
+            precompile(show, (io, Optimizer))
+            precompile(show, (io, plain, Optimizer))
+        end
+        for T in (Float32, Float64, Int64, Int32, Bool, BFloat16, Float16), N in 0:3
+            (T === Float32 || T === Float64 || T === Int64 || N <= 2) || continue
+            TT = Tensor{T,N}
+            V = N <= 1 ? Array{T,N} : (p = ntuple(i -> N + 1 - i, N); PermutedDimsArray{T,N,p,p,Array{T,N}})
+            for io in (CT, IOT)
+                precompile(show, (io, plain, TT))
+                precompile(show, (io, TT))
+                precompile(summary, (io, TT))
+            end
+            precompile(_print_elements, (CT, V))
+            precompile(_print_elements, (CT, V, Bool))
+            isdefined(Base, :print_array) && precompile(Base.print_array, (CT, V))
+            precompile(show, (CT, V))
+        end
+    end
+    for T in (Float32, Float64, Int64, Bool), N in 0:2
+        precompile(string, (Tensor{T,N},))
+        precompile(repr, (Tensor{T,N},))
+        precompile(sprint, (typeof(show), Tensor{T,N}))
+    end
+    return nothing
+end
+
+# Training: building CTorch.nn layers, a forward through a module, a loss,
+# backward, an optimizer step and zero_grad!, as the README's loop does.
+function _precompile_training_()
+    M = ScriptModule
+    for (f, argtypes) in ((nn.Linear, (Int, Int)), (nn.Linear, (Int, Int, Bool)),
+                          (nn.ReLU, ()), (nn.Tanh, ()), (nn.Sigmoid, ()), (nn.GELU, ()),
+                          (nn.Flatten, ()), (nn.Dropout, (Float64,)), (nn.Softmax, ()),
+                          (nn.Conv2d, (Int, Int, Int)), (nn.Conv2d, (Int, Int, Tuple{Int,Int})),
+                          (nn.Conv1d, (Int, Int, Int)), (nn.MaxPool2d, (Int,)),
+                          (nn.BatchNorm1d, (Int,)), (nn.BatchNorm2d, (Int,)), (nn.LayerNorm, (Int,)),
+                          (nn.Embedding, (Int, Int)), (nn.LSTM, (Int, Int)),
+                          (nn.MSELoss, ()), (nn.CrossEntropyLoss, ()), (nn.L1Loss, ()),
+                          (nn.BCEWithLogitsLoss, ()), (nn.NLLLoss, ()))
+        precompile(f, argtypes)
+    end
+    _precompile_kw(nn.Conv2d, (padding = 1,), (Int, Int, Int))
+    _precompile_kw(nn.Linear, (bias = false,), (Int, Int))
+    for n in 1:6
+        precompile(nn.Sequential, ntuple(_ -> M, n))
+    end
+    precompile(params, (M,))
+    precompile(named_parameters, (M,))
+    precompile(zero_grad!, (M,))
+    precompile(train!, (M,))
+    precompile(eval!, (M,))
+    for T in (Float32, Float64), N in 1:4
+        TT = Tensor{T,N}
+        precompile(Tuple{M,TT})
+        precompile(Tuple{M,TT,TT})
+        precompile(Tuple{M,TT,Tensor{Int64,1}})
+        precompile(forward, (M, TT))
+        precompile(forward, (M, TT, TT))
+        precompile(forward, (M, TT, Tensor{Int64,1}))
+        precompile(_forward_tensors, (M, Tuple{TT}))
+        precompile(_forward_tensors, (M, Tuple{TT,TT}))
+        precompile(_forward_tensors, (M, Tuple{TT,Tensor{Int64,1}}))
+    end
+    # Inside a user's function a module's result is inferred as `Any` (its
+    # type is known only at run time), so `loss_fn(model(x), y)`,
+    # `backward(loss)` and `item(loss)` are inferred with abstract arguments:
+    # those signatures too.
+    for A in (Any, Tensor)
+        precompile(Tuple{M,A})
+        precompile(forward, (M, A))
+        precompile(backward, (A,))
+        precompile(item, (A,))
+        precompile(Array, (A,))
+        for B in (Any, Tensor, Tensor{Float32,1}, Tensor{Float32,2}, Tensor{Int64,1})
+            precompile(Tuple{M,A,B})
+            precompile(Tuple{M,B,A})
+            precompile(forward, (M, A, B))
+            precompile(forward, (M, B, A))
+        end
+    end
+    for T in (Float32, Float64)
+        L = Tensor{T,0}
+        precompile(backward, (L,))
+        _precompile_kw(backward, (retain_graph = true,), (L,))
+        precompile(item, (L,))
+        precompile(getindex, (L,))
+    end
+    for ps in (Vector{Tensor}, Vector{Tensor{Float32,2}})
+        for f in (SGD, Adam, AdamW)
+            _precompile_kw(f, (lr = 0.01,), (ps,))
+            _precompile_kw(f, (lr = 1,), (ps,))
+        end
+        _precompile_kw(SGD, (lr = 0.01, momentum = 0.9), (ps,))
+        _precompile_kw(Adam, (lr = 0.01, weight_decay = 0.01), (ps,))
+    end
+    _precompile_kw(zero_grad!, (set_to_none = true,), (Optimizer,))
+    _precompile_kw(zero_grad!, (set_to_none = true,), (M,))
     return nothing
 end
 
