@@ -207,6 +207,23 @@ void startup_barrier(const char *fn, World &w, const std::string &name, ms timeo
 #endif
 }
 
+// A group of this name made over this store before (a second default
+// group on one store: names start at "0" again) left this rank's card; its
+// keys would mix with the new group's, and Gloo failed after its timeout,
+// blaming the network. Only this rank writes that key, so nothing else sets it.
+void refuse_reused_name(c10d::Store &store, const std::string &name, int rank) {
+  std::string key = "ctorch/rank/" + std::to_string(rank);
+  if (!store.check({key})) return;
+  std::vector<uint8_t> v = store.get(key);
+  std::string card(v.begin(), v.end());
+  ct::raise(CT_ERR_INVALID_ARGUMENT,
+            "this store already holds process group '%s' (rank %d of it was made by process "
+            "'%.100s', host and pid): a store serves one default group; give another group a "
+            "new store, or ct_store_new_prefix of this one with a new prefix on every rank "
+            "(ct_process_group_new_subgroup for a group within this one)",
+            name.c_str(), rank, card.c_str());
+}
+
 ct_status classify(const std::string &msg) {
   if (msg.find("imed out") != std::string::npos || msg.find("imeout") != std::string::npos ||
       msg.find("timed out") != std::string::npos)
@@ -336,7 +353,9 @@ std::unique_ptr<ct_process_group> make_default_group(const char *fn, std::shared
   std::lock_guard<std::mutex> lk(world->mu);
   std::string name = std::to_string(world->group_count++);
   run_guarded(*g, fn, "join the process group", [&] {
-    make_backend_bounded(g, group_store(*world, name));
+    auto store = group_store(*world, name);
+    refuse_reused_name(*store, name, g->rank);
+    make_backend_bounded(g, store);
     startup_barrier(fn, *world, name, timeout);
 #if !CT_TORCH_AT_LEAST(2, 0)
     g->impl->setSequenceNumberForGroup();

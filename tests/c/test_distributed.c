@@ -501,6 +501,19 @@ static void case_store(void) {
     R_CHECK(fp(t)[0] == 2, "one rank");
     ct_tensor_free(t);
     ct_process_group_free(pg);
+    /* a second default group on the same store: refused at once, naming the
+       reused group (it failed after the timeout, blaming GLOO_SOCKET_IFNAME) */
+    ct_process_group *again = NULL;
+    double t_again = now_s();
+    R_ERR(ct_process_group_new(&again, s, NULL, 0, 1, 3), CT_ERR_INVALID_ARGUMENT,
+          "this store already holds process group '0'");
+    R_CHECK(again == NULL && now_s() - t_again < 1, "refused after %.1f s", now_s() - t_again);
+    ct_store *fresh = NULL; /* a new prefix makes room for it */
+    RK_OK(ct_store_new_prefix(&fresh, s, "second"));
+    RK_OK(ct_process_group_new(&again, fresh, NULL, 0, 1, 5));
+    RK_OK(ct_process_group_barrier(NULL, again));
+    ct_process_group_free(again);
+    ct_store_free(fresh);
   }
   ct_store_free(s);
 }

@@ -572,6 +572,22 @@ def test_destroy_in_forked_child():
     assert res["child_s"] < 1.0, res  # 9 groups: 1.8 s at exit before
 
 
+def test_second_default_group_on_one_store(store):
+    """init_process_group twice on one store (the first group destroyed): the reused
+    group name is named at once (it timed out after 3 s blaming GLOO_SOCKET_IFNAME)."""
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1, timeout=3)
+    dist.destroy_process_group()
+    t0 = time.time()
+    with pytest.raises(ValueError, match="this store already holds process group '0'"):
+        dist.init_process_group("gloo", store=store, rank=0, world_size=1, timeout=3)
+    assert time.time() - t0 < 1 and not dist.is_initialized()
+    p = dist.PrefixStore("second", store)
+    dist.init_process_group("gloo", store=p, rank=0, world_size=1, timeout=3)
+    dist.barrier()
+    dist.destroy_process_group()
+    p.free()
+
+
 def test_errors_before_init():
     assert not dist.is_initialized()
     msg = r"Default process group has not been initialized"
