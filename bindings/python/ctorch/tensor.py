@@ -658,6 +658,11 @@ def _scalar(x: Any) -> Optional[Tensor]:
 
 
 _SCALAR_TYPES = (int, float, bool)
+#: The operators whose Tensor arguments torch's own Python accepts numbers
+#: for (torch's should_allow_numbers_as_tensors): under a dispatch mode or
+#: tracer the wrapped number reaches them as a Python number. Any other
+#: operator gets a scalar through its Scalar overload, as torch passes it.
+_NUMBERS_AS_TENSORS = frozenset({"add", "sub", "mul", "div", "floor_divide"})
 
 
 # reflected Scalar overloads: aten op, overload, whether the scalar goes first
@@ -674,9 +679,11 @@ def _operator(name: str, scalar_overload: Optional[str] = "Scalar",
               tensor_overload: str = "Tensor") -> Callable[[Tensor, Any], Any]:
     """The method for one operator (x + y, 2 - x, x += y ...): tensors go
     through ct_op_call_tensors; a Python scalar goes as a cached
-    wrapped-number tensor (_scalar), as torch passes it, else through the
-    op's Scalar overload."""
+    wrapped-number tensor (_scalar) to the operators whose Tensor arguments
+    torch's tracers accept numbers for (_NUMBERS_AS_TENSORS), else through
+    the op's Scalar overload, as torch does."""
     aten = name + "_" if inplace else name
+    numbers_as_tensors = name in _NUMBERS_AS_TENSORS
     scalar_op: Optional[Tuple[str, str, bool]] = None
     if reflected:
         scalar_op = _REFLECTED.get(name)
@@ -713,7 +720,7 @@ def _operator(name: str, scalar_overload: Optional[str] = "Scalar",
                 _fast.append(p[0])
         if to is not Tensor:
             if to in _SCALAR_TYPES:
-                s = _scalar(other)
+                s = _scalar(other) if numbers_as_tensors else None
                 if s is not None:
                     x, y = (s, self) if reflected else (self, s)
                     return _finish(self, _op(aten, tensor_overload)(x, y))

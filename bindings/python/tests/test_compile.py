@@ -44,9 +44,9 @@ def _softsign_op(ns):
     def setup(ctx, inputs, output):
         ctx.x = inputs[0]
 
-    def backward(ctx, g):
-        d = 1 + ctx.x.abs()
-        return g / (d * d)
+    def backward(ctx, g):  # Python numbers with +, ** and a comparison, as users write
+        d = (1 + ctx.x.abs()) ** 2
+        return g / d * (ctx.x == ctx.x) + 0 * (ctx.x > 0)
 
     softsign.register_autograd(backward, setup_context=setup)
     return softsign
