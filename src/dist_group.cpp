@@ -467,7 +467,7 @@ void run_store(const char *fn, const char *op, const char *key, const std::funct
 }
 
 ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll) {
-  if (!w->done.load() && !w->w) {  // its check first (dist_group.cpp)
+  if (!w->done.load() && w->group->check_peers && !w->is_check) {  // its check first (below)
     auto t0 = std::chrono::steady_clock::now();
     ct_status st = adopt(fn, *w, timeout, poll);
     if (st != CT_OK) return st;
@@ -594,6 +594,7 @@ ct_status resolve(const char *fn, const std::shared_ptr<Group> &g, Job &j, ms ti
   tmp.group = g;
   tmp.op = j.op;
   tmp.seq = j.seq;
+  tmp.is_check = true;
   ct_status st = work_wait(fn, &tmp, timeout, poll);
   if (st != CT_OK && !tmp.done.load()) {
     if (poll) return st;  // the check goes on
@@ -686,7 +687,11 @@ void drain(const char *fn, const std::shared_ptr<Group> &g) {
 ct_status adopt(const char *fn, ct_work &w, ms timeout, bool poll, bool wait) {
   const std::shared_ptr<Group> &g = w.group;
   if (!g->check_peers) return CT_OK;
-  std::lock_guard<std::mutex> lk(g->issue_mu);
+  std::unique_lock<std::mutex> lk(g->issue_mu, std::defer_lock);
+  if (wait)
+    lk.lock();
+  else if (!lk.try_lock())
+    return CT_ERR_TIMEOUT;  // another thread is waiting for a check: not now
   if (!w.job) return CT_OK;
   Job &j = *w.job;
   ct_status st = resolve(fn, g, j, timeout, poll, wait);

@@ -582,13 +582,13 @@ ct_status ct_work_is_completed(int32_t *out, ct_work *work) {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(work);
     ct::dist::check_process(ct_fn_, *work->group);
-    if (!work->done.load() && !work->w) {  // waiting for its check: start it if the check is in
+    if (!work->done.load() && work->group->check_peers) {  // start it if its check is in
       ct_status st = ct::dist::adopt(ct_fn_, *work, work->group->timeout, true, false);
-      if (st != CT_OK && st != CT_ERR_TIMEOUT) return st;
-      if (!work->done.load() && !work->w) {
+      if (st == CT_ERR_TIMEOUT) {  // its check is not in yet
         *out = 0;
         return CT_OK;
       }
+      if (st != CT_OK) return st;
     }
     *out = (work->done.load() || work->w->isCompleted()) ? 1 : 0;
     return CT_OK;

@@ -137,6 +137,7 @@ struct ct_work {
   std::string op;
   int64_t seq = 0;  // its number among the group's collectives (Progress::calls)
   std::shared_ptr<ct::dist::Job> job;  // set while w waits for its check (dist_group.cpp)
+  bool is_check = false;               // w is such a check itself
   bool any_source = false;
   std::mutex mu;  // orders finishing
   std::atomic<bool> done{false};
@@ -195,7 +196,7 @@ void submit(const char *fn, const std::shared_ptr<Group> &g, ct_work &w, const D
 void drain(const char *fn, const std::shared_ptr<Group> &g);
 // For w waiting for its check: waits (poll as work_wait) and takes the
 // result; CT_ERR_TIMEOUT (message set) when a poll runs out first. wait=false:
-// never blocks (CT_ERR_TIMEOUT while the check runs).
+// never blocks (CT_ERR_TIMEOUT while the check runs or another thread waits).
 ct_status adopt(const char *fn, ct_work &w, ms timeout, bool poll, bool wait = true);
 
 // dist_group.cpp
