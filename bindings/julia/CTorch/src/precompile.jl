@@ -188,6 +188,8 @@ end
 
 # Training: building CTorch.nn layers, a forward through a module, a loss,
 # backward, an optimizer step and zero_grad!, as the README's loop does.
+# Concrete signatures only: precompile() with an abstract argument (`Any`,
+# `Tensor`) caches nothing on Julia 1.5 (it returns false).
 function _precompile_training_()
     M = ScriptModule
     for (f, argtypes) in ((nn.Linear, (Int, Int)), (nn.Linear, (Int, Int, Bool)),
@@ -222,23 +224,6 @@ function _precompile_training_()
         precompile(_forward_tensors, (M, Tuple{TT}))
         precompile(_forward_tensors, (M, Tuple{TT,TT}))
         precompile(_forward_tensors, (M, Tuple{TT,Tensor{Int64,1}}))
-    end
-    # Inside a user's function a module's result is inferred as `Any` (its
-    # type is known only at run time), so `loss_fn(model(x), y)`,
-    # `backward(loss)` and `item(loss)` are inferred with abstract arguments:
-    # those signatures too.
-    for A in (Any, Tensor)
-        precompile(Tuple{M,A})
-        precompile(forward, (M, A))
-        precompile(backward, (A,))
-        precompile(item, (A,))
-        precompile(Array, (A,))
-        for B in (Any, Tensor, Tensor{Float32,1}, Tensor{Float32,2}, Tensor{Int64,1})
-            precompile(Tuple{M,A,B})
-            precompile(Tuple{M,B,A})
-            precompile(forward, (M, A, B))
-            precompile(forward, (M, B, A))
-        end
     end
     for T in (Float32, Float64)
         L = Tensor{T,0}
