@@ -1895,7 +1895,9 @@ CT_API ct_status ct_store_set(ct_store *store, const char *key, const void *data
  * message names it), CT_ERR_IO. */
 CT_API ct_status ct_store_get(void **data, size_t *size, ct_store *store, const char *key);
 /* Adds delta to the integer under key (created as 0) and writes the new
- * value into *out (may be NULL). */
+ * value into *out (may be NULL). Errors: CT_ERR_INVALID_ARGUMENT (NULL, or
+ * the key holds a value that is not a decimal integer: refused before
+ * anything is sent), CT_ERR_IO, CT_ERR_TIMEOUT. */
 CT_API ct_status ct_store_add(int64_t *out, ct_store *store, const char *key, int64_t delta);
 /* Frees the handle; NULL ok. Process groups made from it keep what they
  * need. */
@@ -1908,7 +1910,8 @@ CT_API void ct_store_free(ct_store *store);
  * timeout_s naming how many arrived. backend: "gloo" or "nccl" (NULL:
  * "gloo"). The group keeps the store alive. *out: free with
  * ct_process_group_free. Errors: CT_ERR_INVALID_ARGUMENT (NULL, rank outside
- * 0..world_size-1, timeout <= 0, unknown backend), CT_ERR_NOT_SUPPORTED (a
+ * 0..world_size-1, timeout <= 0, unknown backend, a second default group over
+ * the same store), CT_ERR_NOT_SUPPORTED (a
  * backend this build lacks, "nccl" without a CUDA device), CT_ERR_TIMEOUT,
  * CT_ERR_IO. Collective: every rank calls it. */
 CT_API ct_status ct_process_group_new(ct_process_group **out, ct_store *store, const char *backend,
@@ -1969,8 +1972,16 @@ CT_API void ct_process_group_free(ct_process_group *pg);
  * CT_ERR_NOT_SUPPORTED (a dtype or an op the backend lacks, such as bool,
  * complex or bfloat16 tensors on Gloo: refused before anything is sent; the
  * message says which),
- * CT_ERR_TIMEOUT, CT_ERR_IO, CT_ERR_TORCH (a peer's mismatched tensor where
- * the backend detects it). */
+ * CT_ERR_INVALID_ARGUMENT on every rank when the ranks passed different
+ * kinds of collective, dtypes, numbers of elements, reduce ops or roots
+ * (Gloo groups whose ranks are all ctorch's compare them before sending; the
+ * message names what each rank passed; CTORCH_DIST_CHECK=0, set alike on
+ * every rank, turns it off), CT_ERR_TIMEOUT, CT_ERR_IO, CT_ERR_TORCH (a
+ * peer's mismatched tensor where the backend detects it: NCCL, or a group
+ * with PyTorch ranks). On such a Gloo group an asynchronous collective
+ * starts once every rank's check is in (at ct_work_wait,
+ * ct_work_is_completed, the group's next collective or its free); the call
+ * still returns at once. */
 #define CT_REDUCE_SUM 0
 #define CT_REDUCE_AVG 1 /* sum / size (gloo: floating dtypes; ctorch divides) */
 #define CT_REDUCE_PRODUCT 2

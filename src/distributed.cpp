@@ -1,8 +1,9 @@
-// Distributed (ct_store_*, ct_process_group_*, collectives, ct_work_*): c10d's
+// Distributed (ct_store_*, ct_process_group_*, collectives): c10d's
 // stores and process groups behind the C ABI, set up the way
 // torch.distributed.init_process_group sets them up for this LibTorch version
 // (same keys, same start-up barrier), so ctorch ranks and PyTorch's Python
-// ranks share one group. Data parallel (the Reducer) is in ddp.cpp.
+// ranks share one group. Data parallel (the Reducer) is in ddp.cpp, the
+// ct_work_* handles in dist_work.cpp.
 #include "distributed.h"
 
 #include <chrono>
@@ -560,58 +561,6 @@ ct_status ct_process_group_recv(ct_work **work, ct_process_group *pg, ct_tensor 
                                       : g.backend_impl()->recv(ts, src, tag);
                       },
                       src < 0);
-  });
-}
-
-ct_status ct_work_wait(ct_work *work, double timeout_s) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(work);
-    ct::dist::check_process(ct_fn_, *work->group);
-    CT_CHECK_ARG(timeout_s <= 0 || valid_timeout(timeout_s),
-                 "%s: timeout_s must be finite and at most 1e7 (got %g)", ct_fn_, timeout_s);
-    if (timeout_s > 0 && timeout_ms(timeout_s) < work->group->timeout)
-      return ct::dist::work_wait(ct_fn_, work, timeout_ms(timeout_s), true);
-    return ct::dist::work_wait(ct_fn_, work, work->group->timeout, false);
-  });
-}
-
-ct_status ct_work_is_completed(int32_t *out, ct_work *work) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(work);
-    ct::dist::check_process(ct_fn_, *work->group);
-    if (!work->done.load() && work->group->check_peers) {  // start it if its check is in
-      ct_status st = ct::dist::adopt(ct_fn_, *work, work->group->timeout, true, false);
-      if (st == CT_ERR_TIMEOUT) {  // its check is not in yet
-        *out = 0;
-        return CT_OK;
-      }
-      if (st != CT_OK) return st;
-    }
-    *out = (work->done.load() || work->w->isCompleted()) ? 1 : 0;
-    return CT_OK;
-  });
-}
-
-ct_status ct_work_source_rank(int32_t *out, ct_work *work) {
-  const char *const ct_fn_ = __func__;
-  return ct::guard(ct_fn_, [&] {
-    CT_CHECK_NOT_NULL(out);
-    CT_CHECK_NOT_NULL(work);
-    CT_CHECK_ARG(work->any_source, "%s: not a recv from any source (src -1)", ct_fn_);
-    CT_CHECK_ARG(work->done.load() && work->code == CT_OK,
-                 "%s: the recv has not completed successfully (ct_work_wait first)", ct_fn_);
-    *out = work->w->sourceRank();
-    return CT_OK;
-  });
-}
-
-void ct_work_free(ct_work *work) {
-  ct::guard_value(0, [&] {
-    if (work != nullptr) ct::dist::free_handle(work, work->group->pid);
-    return 0;
   });
 }
 
