@@ -153,7 +153,13 @@ ct_status ct_tensor_empty_like(ct_tensor **out, const ct_tensor *t, int32_t dtyp
                              static_cast<int>(dtype));
       o = o.dtype(st);
     }
+#if CT_TORCH_AT_LEAST(2, 0)
+    // sym_sizes: a tracer's fake tensor may have symbolic sizes (a Meta kernel
+    // under torch.compile with dynamic shapes), which sizes() refuses.
+    *out = ct::new_tensor(at::empty_symint(t->t.sym_sizes(), o));
+#else
     *out = ct::new_tensor(at::empty(t->t.sizes(), o));
+#endif
     return CT_OK;
   });
 }

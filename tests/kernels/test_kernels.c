@@ -68,14 +68,15 @@ KERNEL_API ct_status ctk_softsign(void *ctx, const ct_value *const *args, size_t
   return return_tensor(out, y);
 }
 
-/* Meta: the result's shape and dtype, no data. */
+/* Meta: the result's shape and dtype, no data (ct_tensor_empty_like: the
+ * sizes may be symbolic under torch.compile's dynamic shapes). */
 KERNEL_API ct_status ctk_softsign_meta(void *ctx, const ct_value *const *args, size_t n,
                                        ct_value **out) {
   (void)ctx;
   ++ctk_counts[1];
   ct_tensor *x = NULL, *y = NULL;
   ct_status st = tensor_arg(&x, args, n);
-  if (st == CT_OK) st = new_like(&y, x);
+  if (st == CT_OK) st = ct_tensor_empty_like(&y, x, CT_DTYPE_KEEP);
   ct_tensor_free(x);
   return st == CT_OK ? return_tensor(out, y) : st;
 }
@@ -183,7 +184,7 @@ static ct_status softsign_grad_meta(void *ctx, const ct_value *const *args, size
   if (n != 2) return ct_set_error(CT_ERR_CALLBACK, "softsign_grad: two arguments expected");
   ct_tensor *x = NULL, *r = NULL;
   ct_status st = tensor_arg(&x, args + 1, 1);
-  if (st == CT_OK) st = new_like(&r, x);
+  if (st == CT_OK) st = ct_tensor_empty_like(&r, x, CT_DTYPE_KEEP);
   ct_tensor_free(x);
   return st == CT_OK ? return_tensor(out, r) : st;
 }
