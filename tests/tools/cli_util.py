@@ -52,3 +52,20 @@ HAVE_AOTI = libtorch_version() >= (2, 6)
 
 def package(name):
     return os.path.join(PACKAGES, name + ".pt2")
+
+
+def spinning_model(directory):
+    """Saves, in directory, a TorchScript model whose forward never returns
+    (for --timeout); returns its path."""
+    class Spin(torch.nn.Module):
+        def forward(self, x):
+            i = 0
+            while True:
+                i += 1
+                if i < 0:
+                    break
+            return x + i
+
+    path = os.path.join(directory, "spin.pt")
+    torch.jit.script(Spin()).save(path)
+    return path

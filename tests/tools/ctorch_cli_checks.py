@@ -8,7 +8,7 @@ import unittest
 import numpy as np
 import torch
 
-from cli_util import MODELS, PACKAGES, HAVE_AOTI, ctorch, model, package
+from cli_util import MODELS, PACKAGES, HAVE_AOTI, ctorch, model, package, spinning_model
 
 
 class Verify(unittest.TestCase):
@@ -303,17 +303,7 @@ class NpyAndJsonErrors(unittest.TestCase):
         self.assertEqual(ctorch("run", missing, check=1).stdout, "")
 
     def test_json_error_on_timeout(self):
-        class Spin(torch.nn.Module):
-            def forward(self, x):
-                i = 0
-                while True:
-                    i += 1
-                    if i < 0:
-                        break
-                return x + i
-
-        spin = os.path.join(self.tmp.name, "spin.pt")
-        torch.jit.script(Spin()).save(spin)
+        spin = spinning_model(self.tmp.name)
         r = ctorch("run", spin, "3:float32", "--timeout", "1", "--json", check=124)
         self.assertEqual(json.loads(r.stdout), {"file": spin, "error": "did not finish within "
                                                 "--timeout; stopped"})

@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_util import (EXE, MODELS, HAVE_AOTI, ctorch, ctorch_all, npy_header, model,  # noqa: E402
-                      io)
+                      io, spinning_model)
 from ctorch_cli_checks import Verify, VerifyByContents, Package, NpyAndJsonErrors  # noqa: E402,F401
 
 
@@ -290,17 +290,7 @@ class Run(unittest.TestCase):
             self.assertIn(needle, ctorch("run", model("gate"), path, check=1).stderr)
 
     def test_timeout_stops_a_method_that_never_returns(self):
-        class Spin(torch.nn.Module):
-            def forward(self, x):
-                i = 0
-                while True:
-                    i += 1
-                    if i < 0:
-                        break
-                return x + i
-
-        spin = os.path.join(self.tmp.name, "spin.pt")
-        torch.jit.script(Spin()).save(spin)
+        spin = spinning_model(self.tmp.name)
         r = ctorch("run", spin, "3:float32", "--timeout", "2", check=124)
         self.assertIn("did not finish within --timeout", r.stderr)
         ctorch("run", model("gate"), "3x4:float32", "--timeout", "120", check=0)
