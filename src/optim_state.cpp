@@ -130,9 +130,13 @@ void load_state_dict(const char *func, ct_optimizer *o, const IValue &sd) {
       if (v.isTensor()) {
         at::Tensor t = v.toTensor().detach();
         if (key == "step") {
-          if (t.numel() != 1)
-            ct::raise(CT_ERR_INVALID_ARGUMENT, "%s: 'step' of parameter %lld has %lld elements",
-                      func, (long long)e.key().toInt(), (long long)t.numel());
+          if (t.numel() != 1 || c10::isComplexType(t.scalar_type()) || t.scalar_type() == at::kBool)
+            ct::raise(CT_ERR_INVALID_ARGUMENT,
+                      "%s: 'step' of parameter %lld is a tensor of %lld elements of %s; it must "
+                      "be a singleton real tensor (torch.optim: `state_steps` argument must "
+                      "contain a list of singleton tensors)",
+                      func, (long long)e.key().toInt(), (long long)t.numel(),
+                      c10::toString(t.scalar_type()));
           t = t.clone();
         } else {
           if (is_per_param_state(key) && t.sizes() != p.sizes())
@@ -145,9 +149,22 @@ void load_state_dict(const char *func, ct_optimizer *o, const IValue &sd) {
                   : t.to(p.device(), t.scalar_type(), false, true);
         }
         v = t;
-      }
+      } else if (key == "step" && !v.isInt() && !v.isDouble())
+        ct::raise(CT_ERR_INVALID_ARGUMENT,
+                  "%s: 'step' of parameter %lld is a %s; it must be a singleton tensor or a "
+                  "number (torch.optim: `state_steps` argument must contain a list of singleton "
+                  "tensors)",
+                  func, (long long)e.key().toInt(), v.tagKind().c_str());
       dst.insert_or_assign(key, v);
     }
+    // Every state of these algorithms has a step (torch.optim reads
+    // state['step'] at the next step: KeyError).
+    if (o->info->algo != Algo::SGD && dst.size() > 0 && dst.find("step") == dst.end())
+      ct::raise(CT_ERR_INVALID_ARGUMENT,
+                "%s: the state of parameter %lld has no 'step' (torch.optim's %s keeps one for "
+                "every parameter it has state for; loading this would fail at the next step "
+                "with KeyError: 'step')",
+                func, (long long)e.key().toInt(), o->info->name);
   }
   for (size_t gi = 0; gi < o->groups.size(); gi++) {
     o->groups[gi].options = std::move(options[gi]);

@@ -18,7 +18,10 @@ const char *algo_name(const ct_optimizer *o) { return o->info->name; }
 
 // "step" is a 0-dim tensor (torch >= 1.12) or, in older checkpoints, a number.
 double advance_step(Dict &st) {
-  IValue s = st.at("step");
+  auto it = st.find("step");  // load_state_dict refuses states without a valid one
+  if (it == st.end() || !(it->value().isTensor() || it->value().isInt() || it->value().isDouble()))
+    ct::raise(CT_ERR_INVALID_ARGUMENT, "the state has no valid 'step' (KeyError: 'step')");
+  IValue s = it->value();
   if (s.isTensor()) {
     at::Tensor t = s.toTensor();
     t.add_(1);

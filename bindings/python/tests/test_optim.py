@@ -565,3 +565,51 @@ def test_cuda_autocast_and_grad_scaler_follow_torch():
     for c, t in zip(ct, th):
         np.testing.assert_allclose(c.detach().cpu().numpy(), t.detach().cpu().numpy(),
                                    rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "RMSprop", "Adagrad"])
+def test_load_state_dict_refuses_a_bad_or_missing_step(name):
+    # A loaded state whose 'step' is missing or of the wrong type: a
+    # torch.optim-style InvalidArgumentError at load time (was LibTorch's
+    # "INTERNAL ASSERT FAILED ... report a bug" or "not in the map" at the
+    # next step, after earlier parameters had moved), the optimizer unchanged.
+    ct, th = make_params()
+    copt = getattr(cto, name)(ct, lr=0.1)
+    topt = getattr(torch.optim, name)(th, lr=0.1)
+    set_grads(ct, th, 0)
+    topt.step()
+    good = _saved(topt.state_dict())
+    before = [p.detach().numpy().copy() for p in ct]
+
+    def snapshot():
+        return {i: {k: float(v.sum().item()) for k, v in st.items()}
+                for i, st in copt.state_dict()["state"].items()}
+    initial = snapshot()  # {} but Adagrad's (made at construction)
+    E = ctorch.InvalidArgumentError
+    cases = [
+        (lambda s: s.__setitem__("step", "abc"), r"'step' of parameter 1 is a String; it must be "
+         r"a singleton tensor or a number \(torch.optim: `state_steps` argument must contain"),
+        (lambda s: s.__setitem__("step", ctorch.zeros(3)), r"'step' of parameter 1 is a tensor "
+         r"of 3 elements of Float; it must be a singleton real tensor"),
+        (lambda s: s.__setitem__("step", [1, 2]), r"'step' of parameter 1 is a GenericList"),
+        (lambda s: s.pop("step"), r"the state of parameter 1 has no 'step' \(torch.optim's "
+         + name.lower() + r" keeps one .*KeyError: 'step'\)"),
+    ]
+    for change, message in cases:
+        bad = ctorch.load_pickle(good)
+        change(bad["state"][1])
+        with pytest.raises(E, match=message) as info:
+            copt.load_state_dict(bad)
+        assert "INTERNAL ASSERT" not in str(info.value)
+        assert "not in the map" not in str(info.value)
+        # unchanged: no state loaded, the parameters as they were
+        assert snapshot() == initial
+        assert all((p.detach().numpy() == b).all() for p, b in zip(ct, before))
+    set_grads(ct, th, 1)
+    copt.step()
+    # a step saved as a number (torch < 1.12's checkpoints) still loads
+    old = ctorch.load_pickle(good)
+    for s in old["state"].values():
+        s["step"] = 1
+    copt.load_state_dict(old)
+    copt.step()
