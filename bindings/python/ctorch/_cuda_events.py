@@ -16,22 +16,20 @@ def _stream_arg(stream: Any) -> Optional[int]:
     return int(getattr(stream, "cuda_stream", stream)) or None
 
 
-class Event:
+class Event(_release.Handle):
     """A CUDA event: record(stream=None), synchronize(), query(),
     elapsed_time(end) in milliseconds (both made with enable_timing=True)."""
 
     __slots__ = ("_p", "__weakref__")
+    _free_c = G.cuda_event_free
+    _handle_kind = "ctorch.cuda.Event"
+    _no_copy = "a CUDA event lives in one process; make a new one"
 
     def __init__(self, enable_timing: bool = False) -> None:
         self._p: Optional[int] = None
         out = c_void_p()
         check(G.cuda_event_new(byref(out), 1 if enable_timing else 0))
         self._p = out.value
-
-    def _ptr(self) -> int:
-        if not self._p:
-            raise ValueError("use of a freed ctorch.cuda.Event")
-        return self._p
 
     def record(self, stream: Any = None) -> None:
         check(G.cuda_event_record(self._ptr(), _stream_arg(stream)))
@@ -49,19 +47,8 @@ class Event:
         check(G.cuda_event_elapsed_ms(byref(ms), self._ptr(), end._ptr()))
         return float(ms.value)
 
-    __del__ = _release.finalizer("_p", G.cuda_event_free)
 
-    def __reduce__(self) -> Any:
-        raise TypeError("cannot pickle a ctorch.cuda.Event (a CUDA event lives in one process)")
-
-    def __copy__(self) -> "Event":
-        raise TypeError("cannot copy a ctorch.cuda.Event; make a new one")
-
-    def __deepcopy__(self, memo: Any) -> "Event":
-        raise TypeError("cannot copy a ctorch.cuda.Event; make a new one")
-
-
-class CUDAGraph:
+class CUDAGraph(_release.Handle):
     """Captures CUDA work once and replays it::
 
         g = ctorch.cuda.CUDAGraph()
@@ -73,17 +60,15 @@ class CUDAGraph:
     captured inputs and writes the captured outputs in place."""
 
     __slots__ = ("_p", "__weakref__")
+    _free_c = G.cuda_graph_free
+    _handle_kind = "ctorch.cuda.CUDAGraph"
+    _no_copy = "capture a new one"
 
     def __init__(self) -> None:
         self._p: Optional[int] = None
         out = c_void_p()
         check(G.cuda_graph_new(byref(out)))
         self._p = out.value
-
-    def _ptr(self) -> int:
-        if not self._p:
-            raise ValueError("use of a freed ctorch.cuda.CUDAGraph")
-        return self._p
 
     def capture_begin(self, device: int = -1) -> None:
         check(G.cuda_graph_capture_begin(self._ptr(), int_arg(device, "int32", "capture_begin")))
@@ -100,17 +85,6 @@ class CUDAGraph:
 
     def reset(self) -> None:
         check(G.cuda_graph_reset(self._ptr()))
-
-    __del__ = _release.finalizer("_p", G.cuda_graph_free)
-
-    def __reduce__(self) -> Any:
-        raise TypeError("cannot pickle a ctorch.cuda.CUDAGraph")
-
-    def __copy__(self) -> "CUDAGraph":
-        raise TypeError("cannot copy a ctorch.cuda.CUDAGraph; capture a new one")
-
-    def __deepcopy__(self, memo: Any) -> "CUDAGraph":
-        raise TypeError("cannot copy a ctorch.cuda.CUDAGraph; capture a new one")
 
 
 class _Capture:

@@ -18,9 +18,10 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 
-class Generator:
+class Generator(_release.Handle):
     __slots__ = ("_p", "__weakref__")
-    _p: Optional[int]
+    _free_c = G.generator_free
+    _handle_kind = "generator"
 
     def __init__(self, device: Any = "cpu") -> None:
         self._p = None
@@ -38,13 +39,6 @@ class Generator:
         check(G.generator_default(byref(out), d.code, d.c_index))
         g._p = out.value
         return g
-
-    def _ptr(self) -> int:
-        if not self._p:
-            raise ValueError("use of a freed generator")
-        return self._p
-
-    __del__ = _release.finalizer("_p", G.generator_free)
 
     def manual_seed(self, seed: int) -> "Generator":
         """Seeds it (negative seeds wrap to uint64, as in torch); returns self."""
@@ -87,11 +81,9 @@ class Generator:
     def __reduce__(self) -> Tuple[Any, ...]:
         return (_rebuild, (str(self.device), bytes(self.get_state().tolist())))
 
-    def __copy__(self) -> "Generator":
+    def _clone(self) -> "Generator":
+        """copy.copy and copy.deepcopy: a new generator in the same state."""
         return _rebuild(str(self.device), bytes(self.get_state().tolist()))
-
-    def __deepcopy__(self, memo: Any) -> "Generator":
-        return self.__copy__()
 
     def __repr__(self) -> str:
         return "<ctorch.Generator on %s, initial seed %d>" % (self.device, self.initial_seed())

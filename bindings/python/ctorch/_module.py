@@ -34,13 +34,16 @@ def _dict_value_of_str(d: Optional[Dict[str, Any]]) -> Any:
     return to_value(d)
 
 
-class Module:
+class Module(_release.Handle):
     """A TorchScript module (ct_module). Calling it runs forward; its methods
     are attributes (``m.encode(x)``), as are its parameters, buffers,
     submodules and plain attributes. Arguments and results keep their kinds:
     tuples stay tuples, lists lists, dicts dicts."""
 
     __slots__ = ("_m", "_methods_cache", "_kinds", "__weakref__")
+    _handle_attr = "_m"
+    _free_c = G.module_free
+    _handle_kind = "module"
     _m: Optional[int]
     _methods_cache: Optional[Dict[str, str]]
     _kinds: Dict[str, Any]
@@ -62,13 +65,6 @@ class Module:
     @property
     def _as_parameter_(self) -> int:
         return self._ptr()
-
-    def free(self) -> None:
-        """Frees the handle now (deferred while another thread runs ctorch
-        code, see Tensor.free)."""
-        _release.free_handle(self, "_m", G.module_free)
-
-    __del__ = _release.finalizer("_m", G.module_free)
 
     # ---- copying and pickling ---------------------------------------------------
     def __copy__(self) -> "Module":
@@ -442,12 +438,15 @@ def save_pickle(obj: Any, f: Any = None) -> Optional[bytes]:
             G.value_free(p)
 
 
-class Script:
+class Script(_release.Handle):
     """TorchScript functions compiled from source: ``s = compile_script(src)``,
     then ``s.fname(args)`` or ``s.call("fname", ...)``. Copies and pickles
     hold the source and compile it again."""
 
     __slots__ = ("_s", "_source", "__weakref__")
+    _handle_attr = "_s"
+    _free_c = G.script_free
+    _handle_kind = "script"
     _s: Optional[int]
     _source: str
 
@@ -462,16 +461,19 @@ class Script:
         """The TorchScript source this script was compiled from."""
         return self._source
 
+    def _ptr(self) -> int:
+        if not self._s:
+            raise _lib.InvalidArgumentError("use of a freed script")
+        return self._s
+
     def _live_source(self) -> str:
         if not self._s:
             raise _lib.InvalidArgumentError("use of a freed script")
         return self._source
 
-    def __copy__(self) -> "Script":
-        """copy.copy: the source compiled again (a script holds no state)."""
-        return Script(self._live_source())
-
-    def __deepcopy__(self, memo: Any) -> "Script":
+    def _clone(self) -> "Script":
+        """copy.copy and copy.deepcopy: the source compiled again (a script
+        holds no state)."""
         return Script(self._live_source())
 
     def __reduce_ex__(self, protocol: Any) -> Any:
@@ -495,13 +497,6 @@ class Script:
         if name not in self.functions():
             raise AttributeError("script has no function %r" % name)
         return lambda *a, **k: self.call(name, *a, **k)
-
-    def free(self) -> None:
-        """Frees the handle now (deferred while another thread runs ctorch
-        code, see Tensor.free)."""
-        _release.free_handle(self, "_s", G.script_free)
-
-    __del__ = _release.finalizer("_s", G.script_free)
 
 
 def compile_script(source: str) -> Script:

@@ -11,7 +11,7 @@ GIL); otherwise the handle is parked and freed when its object dies (every
 call borrowing a handle holds the object) or at a later release() that finds
 ctorch idle. Standard library only.
 
-Finalizers (``__del__``, ``finalizer``) also run at interpreter exit, after
+Finalizers (``Handle.__del__``, Tensor's) also run at interpreter exit, after
 shutdown may have set the package's module globals to None: everything they
 call is bound when their class is defined (closure cells, default arguments),
 so they still free the C handle then (C deleters that call back into Python
@@ -21,7 +21,7 @@ are written the same way: _interop, autograd, library).
 import os
 import sys
 import threading
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 _PKG_PREFIX = os.path.dirname(__file__) + os.sep
 _current_frames = getattr(sys, "_current_frames", None)
@@ -115,9 +115,60 @@ def free_on_del(owner: Any, attr: str, free: Any, _getattr: Any = getattr,
         _release_deferred(owner)
 
 
-def finalizer(attr: str, free: Any) -> Callable[[Any], None]:
-    """The __del__ of a handle class keeping its handle in <attr>, freed with
-    the C function `free`: both bound now, so it works at interpreter exit."""
-    def __del__(self: Any, _free_on_del: Any = free_on_del) -> None:
-        _free_on_del(self, attr, free)
-    return __del__
+class Handle:
+    """The base of every class owning one C handle but Tensor (whose hot
+    paths keep their own slots and finalizer): free(), the finalizer, the
+    freed-handle check and the copy and pickle rules, written once.
+
+    A subclass sets, as class attributes:
+      _free_c   the C function that frees the handle (bound when the class is
+                made, so the finalizer works at interpreter exit too);
+      _handle_kind  its name in messages ("ctorch.cuda.Event");
+      _no_copy  why a copy or pickle is refused, or None where the subclass
+                defines _clone() (copy.copy and copy.deepcopy) and
+                __reduce__/__reduce_ex__ (pickle; otherwise refused too);
+      _handle_attr  the slot holding the handle ("_p"; Module "_m").
+    A copy never shares the handle: a pickled or copied slot would be freed
+    twice."""
+    __slots__ = ()
+    _handle_attr = "_p"
+    _free_c: Any = None
+    _handle_kind = "ctorch handle"
+    _no_copy: Optional[str] = None
+    _p: Optional[int]
+
+    def _ptr(self) -> int:
+        """The live handle (for C calls); ValueError once freed. (A class
+        keeping it elsewhere than _p overrides this.)"""
+        p = self._p
+        if not p:
+            raise ValueError("use of a freed %s" % self._handle_kind)
+        return p
+
+    def free(self) -> None:
+        """Frees the C handle now (deferred while another thread runs ctorch
+        code: see Tensor.free); also done when the object is collected."""
+        free_handle(self, type(self)._handle_attr, type(self)._free_c)
+
+    def __del__(self, _free_on_del: Any = free_on_del) -> None:
+        cls = type(self)  # class attributes only: module globals may be gone at exit
+        _free_on_del(self, cls._handle_attr, cls._free_c)
+
+    def _refusal(self, verb: str) -> TypeError:
+        k = self._handle_kind
+        return TypeError("%s %s cannot be %s: %s" % ("an" if k[:1] in "aeiouAEIOU" else "a", k,
+                                                     verb, self._no_copy or "no such form"))
+
+    def _clone(self) -> Any:
+        raise self._refusal("copied")
+
+    def __copy__(self) -> Any:
+        if self._no_copy is not None:
+            raise self._refusal("copied")
+        return self._clone()
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return self.__copy__()
+
+    def __reduce__(self) -> Any:
+        raise self._refusal("pickled")

@@ -292,13 +292,14 @@ class HashableTensorKey:
         return repr(self.tensor)
 
 
-class Value:
+class Value(_release.Handle):
     """An opaque TorchScript value that has no Python equivalent (a script
     object, a complex number, a generator ...). It can be passed back to
     ctorch calls."""
 
     __slots__ = ("_p", "__weakref__")
-    _p: Optional[int]
+    _free_c = _value_free
+    _handle_kind = "value"
 
     @classmethod
     def _wrap(cls, p: int) -> "Value":
@@ -327,13 +328,6 @@ class Value:
         if len(r) > 80:
             r = r[:77] + "..."
         return "Value(%s: %s)" % (r, self.type_str)
-
-    def free(self) -> None:
-        """Frees the handle now (deferred while another thread runs ctorch
-        code, see Tensor.free)."""
-        _release.free_handle(self, "_p", _value_free)
-
-    __del__ = _release.finalizer("_p", _value_free)
 
     # ---- copying and pickling -------------------------------------------------------
     def __copy__(self) -> "Value":

@@ -65,13 +65,15 @@ def get_autocast_dtype(device_type: str) -> Any:
     return BY_CODE[out.value]
 
 
-class GradScaler:
+class GradScaler(_release.Handle):
     """torch.amp.GradScaler: ``scaler.scale(loss).backward();
     scaler.step(optimizer); scaler.update()``. unscale_(optimizer) before
     clipping gradients."""
 
     __slots__ = ("_p", "__weakref__")
-    _p: Optional[int]
+    _free_c = G.grad_scaler_free
+    _handle_kind = "GradScaler"
+    _no_copy = "save its state_dict() and load it into a new one"
 
     def __init__(self, device: str = "cuda", init_scale: float = 2.0 ** 16,
                  growth_factor: float = 2.0, backoff_factor: float = 0.5,
@@ -82,13 +84,6 @@ class GradScaler:
                                 float(growth_factor), float(backoff_factor),
                                 int(growth_interval), 1 if enabled else 0))
         self._p = out.value
-
-    def _ptr(self) -> int:
-        if not self._p:
-            raise ValueError("use of a freed GradScaler")
-        return self._p
-
-    __del__ = _release.finalizer("_p", G.grad_scaler_free)
 
     def scale(self, outputs: Any) -> Any:
         """outputs times the scale: a tensor, or lists/tuples of tensors."""
@@ -129,5 +124,3 @@ class GradScaler:
             if owned:
                 free_values([p])
 
-    def __getstate__(self) -> Any:
-        raise TypeError("a GradScaler is not pickled; save its state_dict()")

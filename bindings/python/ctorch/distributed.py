@@ -57,40 +57,16 @@ class ReduceOp:
     SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR = range(8)
 
 
-class _Handle:
+class _Handle(_release.Handle):
     __slots__ = ("_p", "__weakref__")
-    _free: Any = None
-    _p: Optional[int]
-
-    def _ptr(self) -> int:
-        if not self._p:
-            raise ValueError("use of a freed %s" % type(self).__name__)
-        return self._p
-
-    def free(self) -> None:
-        """Frees the C handle now (also done when the object is collected)."""
-        _release.free_handle(self, "_p", type(self)._free)
-
-    def __del__(self, _free_on_del: Any = _release.free_on_del) -> None:
-        _free_on_del(self, "_p", type(self)._free)  # no module global: see _release
-
-    def __reduce__(self) -> Any:
-        raise TypeError("a %s is a live connection and cannot be pickled" % type(self).__name__)
-
-    def __copy__(self) -> Any:
-        raise TypeError("a %s is a live connection and cannot be copied" % type(self).__name__)
-
-    def __deepcopy__(self, memo: Any) -> Any:
-        return self.__copy__()
+    _no_copy = "it is a live connection"
 
 
 class Store(_Handle):
     """A key-value store the ranks meet at (c10d's Store)."""
     __slots__ = ()
-
-    @staticmethod
-    def _free(p: int, _store_free: Any = G.store_free) -> None:
-        _store_free(p)
+    _free_c = G.store_free
+    _handle_kind = "Store"
 
     def set(self, key: str, value: Union[str, bytes]) -> None:
         data = value.encode() if isinstance(value, str) else bytes(value)
@@ -156,12 +132,11 @@ class ProcessGroup(_Handle):
     __slots__ = ("_ranks",)
     _ranks: Optional[List[int]]  # None: the default group (group ranks are global ones)
 
-    @staticmethod
-    def _free(p: int, _group_free: Any = C.process_group_free) -> None:
-        # Without the GIL: freeing the last reference joins Gloo's worker
-        # threads, and a worker may be dropping the last reference to a tensor
-        # whose deleter takes the GIL (a numpy array's): a deadlock with it held.
-        _group_free(p)
+    # Without the GIL: freeing the last reference joins Gloo's worker
+    # threads, and a worker may be dropping the last reference to a tensor
+    # whose deleter takes the GIL (a numpy array's): a deadlock with it held.
+    _free_c = C.process_group_free
+    _handle_kind = "ProcessGroup"
 
     def rank(self) -> int:
         return int(G.process_group_rank(self._ptr()))
@@ -210,9 +185,8 @@ class Work(_Handle):
     __slots__ = ("_keep",)
     _keep: List[Any]  # the tensors the operation uses, alive until it ends
 
-    @staticmethod
-    def _free(p: int, _work_free: Any = C.work_free) -> None:
-        _work_free(p)  # without the GIL: it may hold the group's last reference
+    _free_c = C.work_free  # without the GIL: it may hold the group's last reference
+    _handle_kind = "Work"
 
     def wait(self, timeout: Optional[Timeout] = None) -> bool:
         """Waits (default: the group's timeout); raises the operation's error."""
@@ -401,13 +375,17 @@ def recv(tensor: Any, src: Optional[int] = None, group: Optional[ProcessGroup] =
 
 # ---- data parallel ------------------------------------------------------------
 
-class DistributedDataParallel:
+class DistributedDataParallel(_release.Handle):
     """torch.nn.parallel.DistributedDataParallel over c10d's Reducer: rank 0's
     parameters and buffers are copied to every rank here, and calling the
     wrapper runs the module and readies the gradient all-reduce, which then
     runs in buckets while backward runs (gradients averaged over the group).
     ``module``: anything with ``parameters()`` (and optionally ``buffers()``)
     that is called with the inputs (a ctorch.Module, or a plain object)."""
+
+    _free_c = C.ddp_free  # C: see ProcessGroup
+    _handle_kind = "DistributedDataParallel"
+    _no_copy = "it holds a live process group; copy or pickle its module"
 
     def __init__(self, module: Any, process_group: Optional[ProcessGroup] = None,
                  bucket_cap_mb: float = 25, find_unused_parameters: bool = False,
@@ -423,11 +401,6 @@ class DistributedDataParallel:
                         float(bucket_cap_mb), flags))
         self._p: Optional[int] = out.value
 
-    def _ptr(self) -> int:
-        if not self._p:
-            raise ValueError("use of a freed DistributedDataParallel")
-        return self._p
-
     def parameters(self) -> List[Any]:
         return list(self._params)
 
@@ -439,14 +412,6 @@ class DistributedDataParallel:
 
     forward = __call__
 
-    def free(self) -> None:
-        _release.free_handle(self, "_p", C.ddp_free)  # C: see ProcessGroup._free
-
-    __del__ = _release.finalizer("_p", C.ddp_free)
-
-    def __reduce__(self) -> Any:
-        raise TypeError("DistributedDataParallel holds a live process group and cannot be "
-                        "pickled; pickle its module")
 
 
 def _tensors_in(x: Any) -> List[Any]:

@@ -44,7 +44,7 @@ with the ctorch error as its __cause__. Registrations last for the life of the
 process.
 """
 
-from . import _capi, _lib, _callbacks, ops
+from . import _capi, _lib, _callbacks, _release, ops
 from ._lib import C, check
 from ._values import borrowed_to_python, to_owned_value
 from ._interop import leak as _leak
@@ -220,11 +220,16 @@ _DEVICE_KEYS = {None: "CompositeExplicitAutograd", "cpu": "CPU", "cuda": "CUDA",
                 "meta": "Meta"}
 
 
-class Library:
+class Library(_release.Handle):
     """A registration scope for one namespace (ct_library): the operators it
     defines and the kernels it adds stay in torch's dispatcher until
     ``close()`` (or until the object is collected). Usable as a context
     manager."""
+
+    _handle_attr = "_handle"
+    _free_c = C.library_free
+    _handle_kind = "ctorch.library.Library"
+    _no_copy = "it is a registration in this process; make another Library"
 
     def __init__(self, ns: str) -> None:
         h = c_void_p()
@@ -290,15 +295,6 @@ class Library:
             except Exception:
                 pass
 
-    def __reduce__(self) -> Any:
-        raise TypeError("a ctorch.library.Library is a registration in this process; it "
-                        "cannot be pickled")
-
-    def __copy__(self) -> Any:
-        raise TypeError("a ctorch.library.Library cannot be copied")
-
-    def __deepcopy__(self, memo: Any) -> Any:
-        raise TypeError("a ctorch.library.Library cannot be copied")
 
 
 class CustomOp:

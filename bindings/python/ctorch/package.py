@@ -32,13 +32,19 @@ def _handles(tensors: Sequence[Any]) -> Tuple[List[Tensor], Any]:
     return ts, arr
 
 
-class Package:
+class Package(_release.Handle):
     """A loaded AOTInductor package. Calling it runs the model: tensors (ctorch
     Tensors, or anything ctorch.as_tensor takes) in the exported order; returns
     one Tensor for a single output, else a tuple of Tensors."""
 
     __slots__ = ("_p", "__weakref__")
-    _p: Optional[int]
+    _free_c = C.package_free
+    _handle_kind = "ctorch.Package"
+    # A loaded package is compiled code LibTorch unpacked and dlopened; the C
+    # API can neither duplicate nor serialize it, and sharing the handle
+    # would free it twice: copies and pickles are refused.
+    _no_copy = ("the C API cannot duplicate a loaded package; load the .pt2 file (or its "
+                "bytes) again with ctorch.load_package")
 
     def __init__(self, path: Any, model_name: Optional[str] = None, *, num_runners: int = 1,
                  device_index: int = -1) -> None:
@@ -61,11 +67,6 @@ class Package:
         else:
             check(C.package_load(byref(out), os.fsencode(path), name))
         self._p = out.value
-
-    def _ptr(self) -> int:
-        if not self._p:
-            raise ValueError("use of a freed package")
-        return self._p
 
     def __call__(self, *inputs: Any) -> Union[Tensor, Tuple[Tensor, ...]]:
         return self._run(C.package_run, inputs)
@@ -132,28 +133,6 @@ class Package:
         t, i = c_int32(), c_int32()
         check(C.package_device(byref(t), byref(i), self._ptr()))
         return device._from_codes(t.value, i.value)
-
-    def free(self) -> None:
-        """Frees the package now (deferred while another thread runs ctorch
-        code, see Tensor.free)."""
-        _release.free_handle(self, "_p", C.package_free)
-
-    __del__ = _release.finalizer("_p", C.package_free)
-
-    # A loaded package is compiled code LibTorch unpacked and dlopened; the C
-    # API can neither duplicate nor serialize it, and sharing the handle
-    # would free it twice: copies and pickles are refused.
-    def __copy__(self) -> "Package":
-        raise TypeError("cannot copy a ctorch.Package (the C API cannot duplicate a loaded "
-                        "package); load the .pt2 file again with ctorch.load_package")
-
-    def __deepcopy__(self, memo: Any) -> "Package":
-        raise TypeError("cannot deepcopy a ctorch.Package (the C API cannot duplicate a "
-                        "loaded package); load the .pt2 file again with ctorch.load_package")
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        raise TypeError("cannot pickle a ctorch.Package; pickle the .pt2 file's bytes and "
-                        "load them with ctorch.load_package")
 
     def __repr__(self) -> str:
         return "<ctorch.Package on %s>" % (self.device if self._p else "freed")

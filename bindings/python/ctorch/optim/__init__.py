@@ -76,14 +76,16 @@ class ParamGroup(dict):  # type: ignore[type-arg]
         return self[name]
 
 
-class Optimizer:
+class Optimizer(_release.Handle):
     """Base of the optimizers: ``Adam(params, lr=..., ...)`` where params is an
     iterable of tensors or of dicts (parameter groups with their own options,
     ``{"params": [...], "lr": 0.1}``), as in torch."""
 
     __slots__ = ("_p", "_groups", "defaults", "__weakref__")
     _algorithm = ""
-    _p: Optional[int]
+    _free_c = G.optimizer_free
+    _handle_kind = "optimizer"
+    _no_copy = "save its state_dict() (save_pickle) and load_state_dict() into a new one"
 
     def __init__(self, params: Any, **options: Any) -> None:
         self._p = None
@@ -114,13 +116,6 @@ class Optimizer:
             self._groups[0].update(first)
         for g in groups[1:]:
             self.add_param_group(g)
-
-    def _ptr(self) -> int:
-        if not self._p:
-            raise ValueError("use of a freed optimizer")
-        return self._p
-
-    __del__ = _release.finalizer("_p", G.optimizer_free)
 
     def add_param_group(self, param_group: Dict[str, Any]) -> None:
         """Adds a group: {"params": tensors, option: value, ...}; options it
@@ -179,10 +174,6 @@ class Optimizer:
         packed = self.state_dict()["state"]
         params = [p for g in self._groups for p in g["params"]]
         return {params[i]: s for i, s in packed.items()}
-
-    def __getstate__(self) -> Any:
-        raise TypeError("an optimizer is not pickled; save its state_dict() (save_pickle) and "
-                        "load_state_dict() into a new one")
 
     def __repr__(self) -> str:
         lines = [type(self).__name__ + " ("]
