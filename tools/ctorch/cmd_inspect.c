@@ -201,20 +201,31 @@ done:
   return rc;
 }
 
+/* Loads the file once in a child process first (ct_module_verify / ct_pickle_verify, as
+ * `ctorch verify`): a file that crashes LibTorch's readers ends that child, and this
+ * command reports it (exit status 1) instead of dying with it. 0 when the child loaded it. */
+static int verify_first(const char *path, int kind) {
+  ct_status st;
+  fflush(stdout); /* the check forks: nothing buffered may be written twice */
+  st = kind == KIND_PICKLE ? ct_pickle_verify(path) : ct_module_verify(path);
+  return st == CT_OK ? 0 : fail_ct(st, path);
+}
+
 int cmd_inspect(int argc, char **argv) {
   static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
                                            {"model-name", required_argument, NULL, 'n'},
+                                           {"trusted", no_argument, NULL, 'T'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
   const char *path, *model_name = NULL;
   const struct inspect_printer *pr = &inspect_text;
-  int c, kind;
+  int c, kind, trusted = 0;
   optind = 0;
   while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     switch (c) {
       case 'h':
         printf(
-            "Usage: %s inspect FILE [--json] [--model-name NAME]\n\n"
+            "Usage: %s inspect FILE [--json] [--model-name NAME] [--trusted]\n\n"
             "Shows what a model file holds; its kind is read from its contents:\n\n"
             "  TorchScript archive (torch.jit.save): loaded on the CPU; its methods with\n"
             "    their schemas, its parameters and buffers (name, dtype, shape, with totals),\n"
@@ -232,11 +243,19 @@ int cmd_inspect(int argc, char **argv) {
             "                            \"torchscript\", \"torch.save\", \"aoti_package\" or\n"
             "                            \"npy\"); on an error {\"file\", \"error\": the message,\n"
             "                            \"status\": the library's status code, if any}\n"
-            "  --model-name NAME         the model inside a .pt2 package\n",
+            "  --model-name NAME         the model inside a .pt2 package\n"
+            "  --trusted                 load the file in this process only: by default a\n"
+            "                            TorchScript archive or torch.save file is first\n"
+            "                            loaded in a child process, as 'ctorch verify' does,\n"
+            "                            so a file that crashes LibTorch's readers is\n"
+            "                            reported (exit status 1) instead of crashing this\n"
+            "                            command; --trusted skips that second load (for\n"
+            "                            files verified already)\n",
             prog, INSPECT_FIRST_VALUES);
         return 0;
       case 'j': pr = &inspect_json; break;
       case 'n': model_name = optarg; break;
+      case 'T': trusted = 1; break;
       default: return option_error("inspect", c, argv);
     }
   }
@@ -249,6 +268,8 @@ int cmd_inspect(int argc, char **argv) {
   if (is_package(path) || kind == KIND_PACKAGE) return inspect_package(pr, path, model_name);
   if (model_name)
     return usage_error("inspect", "--model-name applies to AOTInductor packages (.pt2) only");
+  /* unreadable (kind -1): nothing is read, and the load below says why */
+  if (!trusted && kind != -1 && verify_first(path, kind)) return EXIT_ERROR;
   if (kind == KIND_PICKLE) return inspect_pickle(path, pr == &inspect_json);
   return inspect_module(pr, path); /* unreadable or unknown: the library says why */
 }
