@@ -440,6 +440,14 @@ CT_API size_t ct_release_queue_length(void);
 
 /* Frees one handle. Other handles to the same tensor stay valid. NULL ok. */
 CT_API void ct_tensor_free(ct_tensor *t);
+/* Frees the handle stored at *slot (as ct_tensor_free; a NULL *slot is a
+ * no-op) and sets *slot to NULL. slot: may be NULL (no-op). For hosts whose
+ * garbage collector can call a C function with the address of a dead object
+ * that holds the handle in its first field (Julia's finalizer(::Ptr, x)):
+ * the object is freed with no call into the host language, and an object
+ * freed earlier by hand (its field set to NULL) is skipped. Not safe while
+ * another thread uses *slot; the same thread rules as ct_tensor_free. */
+CT_API void ct_tensor_free_slot(ct_tensor **slot);
 /* A new handle to the same tensor (same storage, same autograd identity). */
 CT_API ct_status ct_tensor_ref(ct_tensor **out, const ct_tensor *t);
 /* Deep copy (differentiable, like torch.clone). */
@@ -542,6 +550,68 @@ typedef struct ct_tensor_info {
  * out or t, out->size smaller than the first version of the struct, an
  * undefined tensor). Thread-safe as the accessors: reads only. */
 CT_API ct_status ct_tensor_metadata(ct_tensor_info *out, const ct_tensor *t);
+
+/* ===================================================================== */
+/* Tensors: one-call exchanges (host memory in, handle + metadata out)   */
+/* ===================================================================== */
+
+/* Flags of ct_blob.flags (frozen bits; unknown bits are refused). */
+/* Release through the release queue (as ct_tensor_from_blob_queued): ctx is
+ * queued when torch lets go of the memory; `deleter` must be NULL. */
+#define CT_BLOB_QUEUED 1
+/* `strides` are in bytes (numpy's convention), each a multiple of the element
+ * size; without this flag they are in elements. */
+#define CT_BLOB_BYTE_STRIDES 2
+/* The new tensor requires grad (a floating or complex dtype). */
+#define CT_BLOB_REQUIRES_GRAD 4
+
+/* Everything ct_tensor_from_blob_v2 needs, in one struct. The caller sets
+ * `size` to sizeof(ct_blob); the library reads only the fields of the version
+ * it knows. data, sizes, strides, dtype, device_type, device_index, deleter
+ * and ctx mean what the arguments of ct_tensor_from_blob mean (sizes may be
+ * NULL only when ndim is 0; strides NULL means contiguous row-major); ndim
+ * is the number of entries of sizes (and strides); flags is CT_BLOB_*. */
+typedef struct ct_blob {
+  size_t size;
+  void *data;
+  const int64_t *sizes;
+  const int64_t *strides;
+  int64_t ndim;
+  int32_t dtype;
+  int32_t device_type;
+  int32_t device_index;
+  int32_t flags;
+  ct_deleter deleter;
+  void *ctx;
+} ct_blob;
+
+/* Wraps memory as a tensor with no copy (ct_tensor_from_blob, or
+ * ct_tensor_from_blob_queued with CT_BLOB_QUEUED) and fills *info with the new
+ * tensor's metadata (as ct_tensor_metadata), in one call. out: not NULL;
+ * *out is a new handle owned by the caller (ct_tensor_free). info: may be
+ * NULL; otherwise the caller sets info->size as for ct_tensor_metadata, and
+ * its sizes/strides are borrowed from *out. blob: borrowed, read during the
+ * call only (sizes and strides are copied). If this call FAILS the deleter is
+ * NOT called and nothing is queued: the caller still owns the memory; *out
+ * and *info are not written. Errors: CT_ERR_INVALID_ARGUMENT (NULL out or
+ * blob, blob->size or info->size too small, ndim negative, the checks of
+ * ct_tensor_from_blob, byte strides that are not a multiple of the element
+ * size, a deleter with CT_BLOB_QUEUED, unknown flag bits), CT_ERR_TYPE
+ * (unknown dtype; CT_BLOB_REQUIRES_GRAD with a non-floating dtype),
+ * CT_ERR_NOT_SUPPORTED (device not in this build). Thread-safe; the
+ * deleter runs on whichever thread frees the last tensor using the memory. */
+CT_API ct_status ct_tensor_from_blob_v2(ct_tensor **out, ct_tensor_info *info, const ct_blob *blob);
+
+/* A new handle to the same tensor (as ct_tensor_ref) and its metadata (as
+ * ct_tensor_metadata), in one call: what a host needs to lend a tensor's
+ * memory to an array object that keeps the memory alive by holding the new
+ * handle. out: not NULL; *out is owned by the caller (ct_tensor_free). info:
+ * not NULL, info->size set by the caller; its sizes/strides are borrowed
+ * from *out (valid until *out is freed or the tensor's metadata changes).
+ * t: borrowed. Errors: CT_ERR_INVALID_ARGUMENT (NULL out, info or t,
+ * info->size too small, an undefined tensor); on failure nothing is written.
+ * Thread-safe as the accessors (reads t only). */
+CT_API ct_status ct_tensor_ref_info(ct_tensor **out, ct_tensor_info *info, const ct_tensor *t);
 
 /* Torch's own printable form (as `std::cout << tensor`). *out: caller-owned,
  * free with ct_free. */

@@ -39,7 +39,7 @@ SCALARS = {"ct_status": ("S", "Int32"), "int32_t": ("I32", "Int32"), "int64_t": 
 POINTEES = {"int32_t": ("PI32", "Ptr{Int32}"), "int64_t": ("PI64", "Ptr{Int64}"),
             "uint64_t": ("PU64", "Ptr{UInt64}"),
             "size_t": ("PSZ", "Ptr{Csize_t}"), "double": ("PD", "Ptr{Cdouble}"),
-            "ct_tensor_info": ("PINFO", "P")}
+            "ct_tensor_info": ("PINFO", "P"), "ct_blob": ("P", "P")}
 #: Single out-parameters among `T **` (the rest are arrays the caller fills or reads).
 OUT_NAMES = {"out", "key", "value", "data_out", "previous"}
 #: Where a C type alone does not say it: byte buffers with a length (may hold NUL).
@@ -97,7 +97,7 @@ def return_types(f):
 
 
 #: Python names of the header's structs (the others keep their C names).
-STRUCT_NAMES = {"ct_tensor_info": "TensorInfo"}
+STRUCT_NAMES = {"ct_tensor_info": "TensorInfo", "ct_blob": "Blob"}
 CTYPES_SCALARS = {"size_t": "c_size_t", "int32_t": "c_int32", "int64_t": "c_int64",
                   "uint8_t": "c_uint8", "uint16_t": "c_uint16", "uint32_t": "c_uint32",
                   "uint64_t": "c_uint64", "double": "c_double", "ct_status": "c_int32"}
@@ -111,6 +111,8 @@ def ctypes_type(ty, h, where):
     if stars == 0:
         if base in CTYPES_SCALARS:
             return CTYPES_SCALARS[base]
+        if base in CALLBACKS:
+            return "c_void_p"  # a function pointer field: the address of a CFUNCTYPE
         if base in h.enums:
             return "c_int32"  # a C enum is int-sized
         if base in structs:

@@ -208,6 +208,13 @@ ct_status ct_tensor_from_data(ct_tensor **out, const void *data, const int64_t *
 
 void ct_tensor_free(ct_tensor *t) { delete t; }
 
+void ct_tensor_free_slot(ct_tensor **slot) {
+  if (!slot) return;
+  ct_tensor *t = *slot;
+  *slot = nullptr;
+  delete t;
+}
+
 #define CT_UNARY_TENSOR_OP(fname, needs_defined, expr)   \
   ct_status fname(ct_tensor **out, const ct_tensor *t) { \
     const char *const ct_fn_ = __func__;                 \

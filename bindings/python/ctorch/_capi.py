@@ -60,6 +60,7 @@ SIGNATURES: Dict[str, Tuple[str, List[str]]] = {
     "ct_release_queue_poll": ("S", ["PA", "SZ", "PSZ"]),
     "ct_release_queue_length": ("SZ", []),
     "ct_tensor_free": ("None", ["P"]),
+    "ct_tensor_free_slot": ("None", ["PA"]),
     "ct_tensor_ref": ("S", ["PP", "P"]),
     "ct_tensor_clone": ("S", ["PP", "P"]),
     "ct_tensor_detach": ("S", ["PP", "P"]),
@@ -86,6 +87,8 @@ SIGNATURES: Dict[str, Tuple[str, List[str]]] = {
     "ct_tensor_requires_grad": ("I32", ["P"]),
     "ct_tensor_is_defined": ("I32", ["P"]),
     "ct_tensor_metadata": ("S", ["PINFO", "P"]),
+    "ct_tensor_from_blob_v2": ("S", ["PP", "PINFO", "P"]),
+    "ct_tensor_ref_info": ("S", ["PP", "PINFO", "P"]),
     "ct_tensor_to_string": ("S", ["PP", "P"]),
     "ct_tensor_equal": ("S", ["PI32", "P", "P"]),
     "ct_tensor_allclose": ("S", ["PI32", "P", "P", "D", "D", "I32"]),
@@ -369,6 +372,10 @@ class TensorInfo(Structure):
     """ct_tensor_info (include/ctorch.h)"""
 
 
+class Blob(Structure):
+    """ct_blob (include/ctorch.h)"""
+
+
 class DLPackVersion(Structure):
     """DLPackVersion (include/ctorch.h)"""
 
@@ -406,6 +413,19 @@ TensorInfo._fields_ = [
     ("data", c_void_p),
     ("sizes", POINTER(c_int64)),
     ("strides", POINTER(c_int64)),
+]
+Blob._fields_ = [
+    ("size", c_size_t),
+    ("data", c_void_p),
+    ("sizes", POINTER(c_int64)),
+    ("strides", POINTER(c_int64)),
+    ("ndim", c_int64),
+    ("dtype", c_int32),
+    ("device_type", c_int32),
+    ("device_index", c_int32),
+    ("flags", c_int32),
+    ("deleter", c_void_p),
+    ("ctx", c_void_p),
 ]
 DLPackVersion._fields_ = [
     ("major", c_uint32),
@@ -522,6 +542,9 @@ CT_DEVICE_VE = 13
 CT_DEVICE_VULKAN = 14
 CT_DEVICE_METAL = 15
 CT_DEVICE_MAIA = 16
+CT_BLOB_QUEUED = 1
+CT_BLOB_BYTE_STRIDES = 2
+CT_BLOB_REQUIRES_GRAD = 4
 CT_LAYOUT_STRIDED = 0
 CT_LAYOUT_SPARSE_COO = 1
 CT_LAYOUT_SPARSE_CSR = 2
@@ -620,7 +643,8 @@ __all__ = [
     "CT_DEVICE_CPU", "CT_DEVICE_CUDA", "CT_DEVICE_META", "CT_DEVICE_MPS", "CT_DEVICE_XPU",
     "CT_DEVICE_HIP", "CT_DEVICE_PRIVATEUSE1", "CT_DEVICE_XLA", "CT_DEVICE_HPU",
     "CT_DEVICE_MTIA", "CT_DEVICE_LAZY", "CT_DEVICE_IPU", "CT_DEVICE_VE", "CT_DEVICE_VULKAN",
-    "CT_DEVICE_METAL", "CT_DEVICE_MAIA", "CT_LAYOUT_STRIDED", "CT_LAYOUT_SPARSE_COO",
+    "CT_DEVICE_METAL", "CT_DEVICE_MAIA", "CT_BLOB_QUEUED", "CT_BLOB_BYTE_STRIDES",
+    "CT_BLOB_REQUIRES_GRAD", "CT_LAYOUT_STRIDED", "CT_LAYOUT_SPARSE_COO",
     "CT_LAYOUT_SPARSE_CSR", "CT_LAYOUT_SPARSE_CSC", "CT_LAYOUT_SPARSE_BSR",
     "CT_LAYOUT_SPARSE_BSC", "CT_LAYOUT_MKLDNN", "CT_MEMORY_FORMAT_CONTIGUOUS",
     "CT_MEMORY_FORMAT_CHANNELS_LAST", "CT_MEMORY_FORMAT_CHANNELS_LAST_3D",
