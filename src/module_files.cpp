@@ -1,12 +1,14 @@
 // Loading and saving TorchScript modules (ct_module_load, _load_buffer,
 // _save, _save_buffer): files and buffers, map_location, extra files, and
 // the checks around LibTorch's loader -- every pickle of the archive for
-// nesting before, every tensor against its storage after.
+// nesting and constants.pkl's tensors against their storages before, every
+// tensor against its storage after.
 #include "checks.h"
 #include "file_io.h"
 #include "internal.h"
 #include "locks.h"
 #include "messages.h"
+#include "pickle/reader.h"
 
 #include <caffe2/serialize/file_adapter.h>
 #include <caffe2/serialize/inline_container.h>
@@ -55,6 +57,14 @@ ct_status load_impl(const char *func, ct_module **out,
                     "filled after it was used, or an inconsistent stack)",
                     what.c_str(), r.c_str());
       }
+    }
+    // LibTorch compares tensor constants with at::equal while it compiles
+    // the code (constant pooling), before any check after the load could
+    // run: constants.pkl's tensors are checked against their records first.
+    try {
+      ct::pickle::check_archive_tensors(reader, "constants.pkl", "constants/");
+    } catch (const ct::Error &e) {
+      ct::raise(e.code, "cannot load %s: constants.pkl: %s", what.c_str(), e.msg.c_str());
     }
     return CT_OK;
   });

@@ -52,17 +52,21 @@ at::Tensor storage_tensor(c10::Storage s, c10::ScalarType st) {
   return at::empty({0}, opts).set_(s, 0, {n}, {1});
 }
 
+// The storages of a zip archive's pickle: records `dir`<key> ("data/" for
+// torch.save files, "constants/" for a TorchScript archive's constants.pkl).
 struct ZipStorages : Storages {
   caffe2::serialize::PyTorchStreamReader &reader;
+  std::string dir;
   std::unordered_map<std::string, c10::Storage> cache;
-  explicit ZipStorages(caffe2::serialize::PyTorchStreamReader &r) : reader(r) {}
+  ZipStorages(caffe2::serialize::PyTorchStreamReader &r, std::string d)
+      : reader(r), dir(std::move(d)) {}
   at::Tensor get(c10::ScalarType st, const std::string &key, int64_t numel,
                  const c10::IValue &) override {
     auto it = cache.find(key);
     if (it == cache.end()) {
       at::DataPtr dp;
       size_t n = 0;
-      std::tie(dp, n) = reader.getRecord("data/" + key);
+      std::tie(dp, n) = reader.getRecord(dir + key);
       it = cache
                .emplace(key, c10::Storage(c10::Storage::use_byte_size_t(), n, std::move(dp),
                                           nullptr, false))
@@ -72,7 +76,7 @@ struct ZipStorages : Storages {
     int64_t claimed = storage_bytes(numel, st);
     if (claimed < 0 || claimed > static_cast<int64_t>(it->second.nbytes()))
       refuse(
-          "storage 'data/" + key + "' claims " +
+          "storage '" + dir + key + "' claims " +
           (claimed < 0 ? std::to_string(numel) + " elements" : std::to_string(claimed) + " bytes") +
           " but the file holds " + std::to_string(it->second.nbytes()));
     return storage_tensor(it->second, st);
@@ -151,6 +155,24 @@ at::Tensor persistent_storage(const c10::IValue &pid, Storages *storages) {
   return storages->get(st, e[2].toStringRef(), e[4].toInt(), e.size() > 5 ? e[5] : c10::IValue());
 }
 
+bool check_archive_tensors(caffe2::serialize::PyTorchStreamReader &reader,
+                           const std::string &record, const std::string &tensor_dir) {
+  at::DataPtr pkl;
+  size_t n = 0;
+  c10::IValue v;
+  try {
+    std::tie(pkl, n) = reader.getRecord(record);
+    ZipStorages storages(reader, tensor_dir);
+    v = run(static_cast<const char *>(pkl.get()), n, &storages, nullptr);
+  } catch (const ct::Error &) {
+    throw;  // refused: a tensor outside its storage, a storage larger than its record
+  } catch (const std::exception &) {
+    return false;  // not a pickle this reader knows: LibTorch's reader judges it
+  }
+  ct::release_value(std::move(v));
+  return true;
+}
+
 c10::IValue load(const char *data, size_t size) {
   if (size >= sizeof kLegacyMagic && std::memcmp(data, kLegacyMagic, sizeof kLegacyMagic) == 0)
     return load_legacy(data, size);
@@ -159,7 +181,7 @@ c10::IValue load(const char *data, size_t size) {
     at::DataPtr pkl;
     size_t n = 0;
     std::tie(pkl, n) = reader.getRecord("data.pkl");
-    ZipStorages storages(reader);
+    ZipStorages storages(reader, "data/");
     return run(static_cast<const char *>(pkl.get()), n, &storages, nullptr);
   }
   // A bare pickle without tensor data (pickle.dump of plain objects).

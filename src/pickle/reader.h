@@ -11,6 +11,12 @@
 #include <string>
 #include <vector>
 
+namespace caffe2 {
+namespace serialize {
+class PyTorchStreamReader;
+}
+}  // namespace caffe2
+
 namespace ct {
 namespace pickle {
 
@@ -87,6 +93,17 @@ c10::IValue make_object(const std::string &cls, c10::IValue args);
 // Reads a torch.save file (zip or legacy) or a bare pickle (archives.cpp).
 // Throws std::exception with a message on failure.
 c10::IValue load(const char *data, size_t size);
+
+// Reads the pickle `record` of a zip archive with its tensors over the
+// records `tensor_dir`<key> (a TorchScript archive's constants.pkl and
+// "constants/"), checking every tensor against its storage as load() does,
+// before LibTorch's own reader makes them (LibTorch compares constants with
+// at::equal while it compiles the code, reading whatever their geometry
+// says). Throws ct::Error (CT_ERR_IO) with why when a tensor does not fit;
+// false when this reader cannot read the pickle (not refused: LibTorch's
+// reader then judges it), true when every tensor fits.
+bool check_archive_tensors(caffe2::serialize::PyTorchStreamReader &reader,
+                           const std::string &record, const std::string &tensor_dir);
 
 }  // namespace pickle
 }  // namespace ct
