@@ -17,8 +17,13 @@ sourced venv carry over from one block to the next):
   python   `python3 FILE` (python3 is /usr/bin/python3 unless a block activated a venv);
   julia    `scripts/julia FILE` (the documented start line).
 
+A block that cannot run in this build (a libctorch without Gloo, say) prints a line
+`skipped: no FEATURE: why` and ends successfully; such skips are counted and reported
+per document, and `--require FEATURE` (given by CMake for what the build has) turns a
+skip for FEATURE into a failure, so a block cannot pass by skipping where it should run.
+
   run_docs.py --check-marks DOC...                  fail on unmarked blocks
-  run_docs.py --build BUILD --work DIR DOC          run DOC's runnable blocks
+  run_docs.py --build BUILD --work DIR [--require FEATURE]... DOC   run DOC's runnable blocks
 """
 import argparse
 import os
@@ -31,6 +36,8 @@ import sys
 
 FENCE = re.compile(r"^( {0,3})(`{3,})\s*([A-Za-z0-9_+-]*)\s*(.*)$")
 LANGS = {"c", "python", "julia", "sh", "bash"}
+SKIP = re.compile(r"^skipped: no ([A-Za-z0-9_.-]+)\b:?\s*(.*)$")
+BLOCK_START = re.compile(r"^--- (\S+) \(\w+\)$")
 
 
 class Block:
@@ -124,6 +131,24 @@ def copy_sources(root, dest):
             shutil.copy2(s, d)
 
 
+def run_script(script, src, env):
+    """Runs one document's script, passing its output through; returns the exit
+    status and the skips its blocks printed (block, feature, why)."""
+    p = subprocess.Popen(["bash", str(script)], cwd=src, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, errors="replace")
+    where, skips = "?", []
+    for line in p.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        m = BLOCK_START.match(line.rstrip("\n"))
+        if m:
+            where = m.group(1)
+        m = SKIP.match(line.rstrip("\n"))
+        if m and (where, m.group(1)) not in [(w, f) for w, f, _ in skips]:  # once per block
+            skips.append((where, m.group(1), m.group(2)))
+    return p.wait(), skips
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -132,6 +157,8 @@ def main():
     ap.add_argument("--check-marks", action="store_true", help="only check that every block is marked")
     ap.add_argument("--build", help="build tree to install into the scratch prefix")
     ap.add_argument("--work", help="scratch directory (emptied first)")
+    ap.add_argument("--require", action="append", default=[], metavar="FEATURE",
+                    help="fail when a block skips for lack of FEATURE (the build has it)")
     ap.add_argument("--source", default=str(pathlib.Path(__file__).resolve().parents[2]),
                     help="repository root (default: this checkout)")
     a = ap.parse_args()
@@ -174,9 +201,15 @@ def main():
         blockdir.mkdir()
         script = blockdir / "doc.sh"
         script.write_text(script_for(runnable, blockdir, src))
-        r = subprocess.run(["bash", str(script)], cwd=src, env=env)
-        print(f"docs: {display}: {len(runnable)} runnable block(s) {'passed' if r.returncode == 0 else 'FAILED'}")
-        failed += r.returncode != 0
+        rc, skips = run_script(script, src, env)
+        print(f"docs: {display}: {len(runnable)} runnable block(s) {'passed' if rc == 0 else 'FAILED'}, "
+              f"{len(skips)} skipped")
+        for where, feature, why in skips:
+            bad = feature in a.require
+            print(f"docs: {where}: skipped for lack of {feature}"
+                  f"{' although this build has it: FAILED' if bad else ''}{': ' + why if why else ''}")
+            failed += bad
+        failed += rc != 0
     if failed:
         return 1
     return 77 if skipped == len(a.docs) else 0
