@@ -4,7 +4,8 @@
 // (insert, delete or replace a whole opcode, or a short run of them, at an
 // opcode boundary), so that the fuzzer explores programs of the pickle
 // machine rather than byte noise; the rest are libFuzzer's own byte
-// mutations (with tests/fuzz/pickle_load.dict).
+// mutations (with tests/fuzz/pickle_load.dict). What loads is also given to
+// an optimizer as its state_dict and as option values (feed_optimizer).
 #include "fuzz_util.h"
 
 #include <algorithm>
@@ -110,6 +111,52 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max
   return out.size();
 }
 
+namespace {
+
+// What the reader decoded, given to an optimizer (the algorithm picked by
+// the input's size) over one 2-element parameter with a gradient: as a whole
+// state_dict (ct_optimizer_load_state_dict), then a dict's entries (the
+// first 16, or those of its first "param_groups" group) as option values
+// (ct_optimizer_set), then one step with whatever was accepted.
+void feed_optimizer(const ct_value *v, size_t size) {
+  static const char *const kAlgorithms[] = {"sgd", "adam", "adamw", "rmsprop", "adagrad"};
+  double data[2] = {1.0, -2.0}, grad_data[2] = {0.5, 0.25};
+  int64_t sizes[1] = {2};
+  ct_tensor *p = nullptr, *g = nullptr;
+  ct_optimizer *opt = nullptr;
+  const ct_tensor *params[1];
+  if (ct_tensor_from_data(&p, data, sizes, 1, CT_FLOAT64, CT_DEVICE_CPU, -1) != CT_OK ||
+      ct_tensor_from_data(&g, grad_data, sizes, 1, CT_FLOAT64, CT_DEVICE_CPU, -1) != CT_OK ||
+      ct_tensor_set_requires_grad(p, 1) != CT_OK || ct_tensor_set_grad(p, g) != CT_OK)
+    __builtin_trap();
+  params[0] = p;
+  if (ct_optimizer_new(&opt, kAlgorithms[size % 5], params, 1, nullptr) != CT_OK) __builtin_trap();
+  check_clean(ct_optimizer_load_state_dict(opt, v));
+  ct_value *options = nullptr, *groups = nullptr;
+  if (ct_value_dict_get_str(&groups, v, "param_groups") == CT_OK) ct_value_get(&options, groups, 0);
+  const ct_value *dict = options ? options : v;
+  size_t n = 0;
+  if (ct_value_length(&n, dict) == CT_OK)
+    for (size_t i = 0; i < n && i < 16; ++i) {
+      ct_value *k = nullptr, *x = nullptr;
+      if (ct_value_dict_item(&k, &x, dict, i) != CT_OK) break;
+      const char *name = nullptr;
+      size_t len = 0;
+      if (ct_value_as_string(&name, &len, k) == CT_OK && std::strlen(name) == len)
+        check_clean(ct_optimizer_set(opt, 0, name, x));
+      ct_value_free(k);
+      ct_value_free(x);
+    }
+  check_clean(ct_optimizer_step(opt));
+  ct_value_free(options);
+  ct_value_free(groups);
+  ct_optimizer_free(opt);
+  ct_tensor_free(g);
+  ct_tensor_free(p);
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ct_value *v = nullptr;
   ct_status s = ct_pickle_load_buffer(&v, data, size);
@@ -117,6 +164,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (s != CT_OK) return 0;
   char *repr = nullptr;
   if (ct_value_to_repr(&repr, v) == CT_OK) ct_free(repr);
+  feed_optimizer(v, size);
   ct_value_free(v);
   return 0;
 }
