@@ -14,6 +14,7 @@
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/read_adapter_interface.h>
 #include <torch/csrc/jit/serialization/import.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <memory>
 #include <sstream>
@@ -43,7 +44,8 @@ ct_status load_impl(const char *func, ct_module **out,
       if (r.compare(0, 6, "extra/") == 0 && r.size() > 6) extra.emplace(r.substr(6), std::string());
       // LibTorch's Unpickler crashes on deep pickles (its destructor and dict
       // keys recurse per level): every pickle of the archive is checked first.
-      if (r.size() > 4 && r.compare(r.size() - 4, 4, ".pkl") == 0) {
+      const bool debug = r.size() > 10 && r.compare(r.size() - 10, 10, ".debug_pkl") == 0;
+      if (debug || (r.size() > 4 && r.compare(r.size() - 4, 4, ".pkl") == 0)) {
         at::DataPtr pkl;
         size_t n = 0;
         std::tie(pkl, n) = reader.getRecord(r);
@@ -56,6 +58,15 @@ ct_status load_impl(const char *func, ct_module **out,
                     "cannot load %s: %s is not a pickle as TorchScript writes them (a container "
                     "filled after it was used, or an inconsistent stack)",
                     what.c_str(), r.c_str());
+        // A code file's source ranges (code/X.py.debug_pkl) are read lazily,
+        // inside ErrorReport::what() when the code has an error: an exception
+        // there ends the process (what() is noexcept). Read them here once.
+        if (debug) try {
+            ct::release_value(torch::jit::unpickle(static_cast<const char *>(pkl.get()), n));
+          } catch (const std::exception &e) {
+            ct::raise(CT_ERR_IO, "cannot load %s: %s is not a valid pickle (%s)", what.c_str(),
+                      r.c_str(), ct::exception_text(e).c_str());
+          }
       }
     }
     // LibTorch compares tensor constants with at::equal while it compiles
