@@ -110,6 +110,16 @@ def numpy_pieces():
         ref(_lib.tls.out_ref, h)
         free(out.value)
 
+    info_ref = I._info_ref()
+
+    def handle_info():
+        I._ref_info(_lib.tls.out_ref, info_ref, h)
+        free(out.value)
+
+    def owner():
+        o = I._new_memory(I._ArrayMemory)
+        o._h = 0
+
     def buffer():
         b = B.from_address(m.data)
         b._t = None
@@ -119,7 +129,9 @@ def numpy_pieces():
     rows = [("t.numpy() (whole)", whole),
             ("  cached metadata read (_meta)", best(lambda: x._meta())),
             ("  a new tensor handle for the array's base (ct_tensor_ref + its free)", best(handle)),
-            ("  the handle's Tensor wrapper", best(lambda: new_tensor(0))),
+            ("    the same with the metadata (ct_tensor_ref_info + free; uncached _m)",
+             best(handle_info)),
+            ("  the handle's owner object (_ArrayMemory + its __del__)", best(owner)),
             ("  ctypes buffer over the bytes (from_address + attribute)", best(buffer)),
             ("  numpy.ndarray on the buffer", best(lambda: np.ndarray((256,), nd, b, 0, None)))]
     return rows, whole, best(lambda: tx.numpy())

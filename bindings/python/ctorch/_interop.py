@@ -11,10 +11,11 @@ from typing import Any, Dict, Optional, Set
 
 from . import _lib, _handle
 from ._handle import new_tensor
-from ._capi import DELETER, DLManagedTensor, DLManagedTensorVersioned
-from ._lib import (C, G, CT_DEVICE_CPU, CT_DEVICE_CUDA, DL_CPU, DL_CUDA,
+from ._capi import Blob, DELETER, DLManagedTensor, DLManagedTensorVersioned
+from ._lib import (C, G, CT_BLOB_BYTE_STRIDES, CT_DEVICE_CPU, CT_DEVICE_CUDA, DL_CPU, DL_CUDA,
                    DL_ROCM, DL_STREAM_LEGACY, NO_INDEX, check, error_from_status, tls)
 from ._types import BY_TYPESTR, CPU, device, get_device
+from ._meta import from_info as _meta_from_info, new_info as _new_info
 
 _byref = byref
 
@@ -53,7 +54,9 @@ def _blob_deleter(data: Any, ctx: Any, _refs: Dict[int, Any] = _blob_refs,
 
 
 _BLOB_DELETER = leak(DELETER(_blob_deleter))
-_from_blob = G.tensor_from_blob  # cheap: the GIL stays held
+_BLOB_DELETER_ADDR = ctypes.cast(_BLOB_DELETER, c_void_p).value
+_BLOB_SIZE = ctypes.sizeof(Blob)
+_from_blob_v2 = G.tensor_from_blob_v2  # cheap: the GIL stays held
 
 
 def from_numpy(a: Any) -> Any:
@@ -63,14 +66,25 @@ def from_numpy(a: Any) -> Any:
     refused, as in torch.
 
     Two routes, same result: numpy's own DLPack export (its deleter is C, so
-    freeing the tensor calls no Python; two C calls and no argument arrays),
-    and, for what numpy does not export or ctorch does not import (read-only
-    arrays, other byte orders, bool on older numpy, negative strides, ...),
-    ``ct_tensor_from_blob`` with a Python deleter, which also gives the
-    errors and warnings."""
-    t = _from_numpy_dlpack(a) if type(a) is _ndarray() else None
-    if t is not None:
-        return t
+    freeing the tensor calls no Python; one ctorch call, ct_tensor_from_dlpack,
+    and no argument arrays), and, for what numpy does not export or ctorch
+    does not import (read-only arrays, other byte orders, bool on older numpy,
+    negative strides, ...), ``ct_tensor_from_blob_v2`` with a Python deleter,
+    which also gives the errors and warnings."""
+    if type(a) is (_NDARRAY or _ndarray()):
+        # the DLPack route inline (this is the hot path: no helper calls)
+        try:
+            cap = a.__dlpack__()
+            p = _PyCapsule_GetPointer(cap, b"dltensor")  # ValueError if not a legacy capsule
+        except Exception:
+            p = None
+        if p:
+            # ownership passes to ctorch, which runs numpy's deleter even on failure
+            _PyCapsule_SetName(cap, _USED_ADDR)
+            out = tls.out
+            if not _from_dlpack(tls.out_ref, p):
+                return new_tensor(out.value)
+            _clear_error()
     return _from_numpy_blob(a)
 
 
@@ -82,7 +96,8 @@ def _from_numpy_dlpack(a: Any) -> Any:
         p = _PyCapsule_GetPointer(cap, b"dltensor")  # ValueError if not a legacy capsule
     except Exception:
         return None
-    # ownership passes to ctorch, which runs numpy's deleter even on failure
+    if not p:
+        return None
     _PyCapsule_SetName(cap, _USED_ADDR)
     if _from_dlpack(tls.out_ref, p):
         _clear_error()
@@ -115,31 +130,24 @@ def _from_numpy_blob(a: Any) -> Any:
     shape = ai["shape"]
     nd = len(shape)
     ptr, readonly = ai["data"]
-    bstrides = ai["strides"]  # None for C-contiguous arrays
-    strides = None
-    if bstrides is not None:
-        item = d.itemsize
-        for s in bstrides:
-            if s < 0:
-                raise _lib.InvalidArgumentError(
-                    "numpy arrays with negative strides are not supported; use a.copy()")
-            if s % item:
-                raise _lib.InvalidArgumentError(
-                    "numpy array strides are not a multiple of the element size")
-        strides = (c_int64 * nd)(*[s // item for s in bstrides])
+    bstrides = ai["strides"]  # None for C-contiguous arrays; bytes, checked by ctorch
+    if bstrides is not None and min(bstrides, default=0) < 0:
+        raise _lib.InvalidArgumentError(
+            "numpy arrays with negative strides are not supported; use a.copy()")
     if readonly:
         warnings.warn("the numpy array is not writable; the tensor shares its memory and "
                       "writing to it is undefined behaviour", UserWarning, stacklevel=2)
     key = next(_blob_ids)
     _blob_refs[key] = a
+    b = _blob()
+    b.data = ptr or None
+    b.sizes = (c_int64 * nd)(*shape) if nd else None
+    b.strides = (c_int64 * nd)(*bstrides) if bstrides is not None else None
+    b.ndim = nd
+    b.dtype = d.code
+    b.ctx = key
     out = tls.out
-    if nd <= 32:
-        sizes = tls.sizes
-        sizes[:nd] = shape
-    else:
-        sizes = (c_int64 * nd)(*shape)
-    st = _from_blob(tls.out_ref, ptr or None, sizes if nd else None, nd, strides, d.code,
-                    CT_DEVICE_CPU, NO_INDEX, _BLOB_DELETER, key)
+    st = _from_blob_v2(tls.out_ref, None, byref(b))
     if st:
         _blob_refs.pop(key, None)  # the deleter is not called on failure
         raise error_from_status(st)
@@ -147,16 +155,57 @@ def _from_numpy_blob(a: Any) -> Any:
     return new_tensor(out.value or 0)
 
 
+def _blob() -> Any:
+    """A ct_blob for host memory with the Python deleter (the fields the call varies unset)."""
+    b = Blob()
+    b.size = _BLOB_SIZE
+    b.device_type = CT_DEVICE_CPU
+    b.device_index = NO_INDEX
+    b.flags = CT_BLOB_BYTE_STRIDES
+    b.deleter = _BLOB_DELETER_ADDR
+    return b
+
+
 _NP_DTYPES: Dict[Any, Any] = {}   # ctorch dtype -> numpy.dtype
 _tensor_ref = G.tensor_ref
+_ref_info = G.tensor_ref_info
+_tensor_free = G.tensor_free
 _c_char = ctypes.c_char
 
 
-def to_numpy(t: Any, bfloat16: str = "raise") -> Any:
+class _ArrayMemory:
+    """What keeps a numpy array from ``Tensor.numpy()`` valid: one handle to
+    the tensor, freed when the array (its ctypes buffer) dies. Lighter than a
+    ``Tensor`` (nothing else is ever done with it)."""
+
+    __slots__ = ("_h",)
+    _h: int
+
+    def __del__(self, _free: Any = _tensor_free) -> None:
+        _free(self._h)
+
+
+_new_memory = object.__new__
+
+
+def to_numpy(t: Any, bfloat16: str, m: Any, generation: Any) -> Any:
     """A numpy array on the tensor's memory. The array's base is a ctypes
     char array over exactly the bytes the view reaches, which holds a new
-    handle to the tensor (so the memory lives while the array does)."""
-    m = t._meta()
+    handle to the tensor (so the memory lives while the array does). The
+    handle comes with the metadata in one C call (ct_tensor_ref_info) when
+    the Tensor has none cached (m None; then cached on t for `generation`),
+    else with ct_tensor_ref."""
+    if m is None:
+        st = _ref_info(tls.out_ref, _info_ref(), t._h or t._ptr())
+    else:
+        st = _tensor_ref(tls.out_ref, t._h or t._ptr())
+    if st:
+        raise error_from_status(st)
+    owner = _new_memory(_ArrayMemory)
+    owner._h = tls.out.value or 0
+    if m is None:
+        m = t._m = _meta_from_info(tls.info[0])
+        t._g = generation[0]
     if m.device_type != CT_DEVICE_CPU:
         raise _lib.CTorchTypeError("can't convert %s tensor to numpy; use .cpu() first"
                                    % t.device)
@@ -190,13 +239,16 @@ def to_numpy(t: Any, bfloat16: str = "raise") -> Any:
         for n, st in zip(m.shape, m.strides):
             extent += (n - 1) * st
         strides = tuple([st * item for st in m.strides])
-    st = _tensor_ref(tls.out_ref, t._h or t._ptr())
-    if st:
-        raise error_from_status(st)
-    ref = new_tensor(tls.out.value)
     buf: Any = (_c_char * (extent * item)).from_address(m.data)
-    buf._t = ref  # keeps the memory alive: the array's base is buf
-    return _ndarray()(m.shape, ndt, buf, 0, strides)
+    buf._t = owner  # keeps the memory alive: the array's base is buf
+    return (_NDARRAY or _ndarray())(m.shape, ndt, buf, 0, strides)
+
+
+def _info_ref() -> Any:
+    try:
+        return tls.info[1]
+    except AttributeError:
+        return _new_info()[1]
 
 
 def _numpy() -> Any:
@@ -326,11 +378,13 @@ def from_dlpack(x: Any, *, device: Any = None, copy: Optional[bool] = None) -> A
     consumed (renamed used_dltensor[_versioned]) and ownership passes to
     ctorch, which calls the producer's deleter once, when the last tensor
     using the memory is freed."""
-    if isinstance(x, _handle.Tensor):
+    if type(x) is (_NDARRAY or _ndarray()) and device is None and not copy:
+        t = _from_numpy_dlpack(x)  # the hot path: numpy's legacy export, one ctorch call
+        if t is not None:
+            return t
+        t = _from_capsule(_get_capsule(x))
+    elif isinstance(x, _handle.Tensor):
         t = x.ref()
-    elif type(x) is _ndarray() and device is None and not copy and \
-            (t := _from_numpy_dlpack(x)) is not None:
-        return t
     else:
         t = _from_capsule(x if _is_capsule(x) else _get_capsule(x))
     if device is not None and t.device != get_device(device):

@@ -45,10 +45,16 @@ def read(h: int) -> Meta:
     try:
         info, ref = tls.info
     except AttributeError:
-        info, ref = _new_info()
+        info, ref = new_info()
     st = G.tensor_metadata(ref, h)
     if st:
         check(st)
+    return from_info(info)
+
+
+def from_info(info: TensorInfo) -> Meta:
+    """The record of a filled ct_tensor_info (by ct_tensor_metadata, or by the
+    one-call exchanges ct_tensor_ref_info and ct_tensor_from_blob_v2)."""
     nd = info.ndim
     dt, di = info.device_type, info.device_index
     dev = _DEVICES.get((dt, di)) or device_of(dt, di)
@@ -59,7 +65,8 @@ def read(h: int) -> Meta:
     return m
 
 
-def _new_info() -> Tuple[TensorInfo, Any]:
+def new_info() -> Tuple[TensorInfo, Any]:
+    """This thread's ct_tensor_info (size set) and a byref to it."""
     info = TensorInfo()
     info.size = _INFO_SIZE
     tls.info = (info, byref(info))

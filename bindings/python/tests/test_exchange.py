@@ -323,3 +323,45 @@ print("ok")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
     assert "Exception ignored" not in r.stderr and "Traceback" not in r.stderr
+
+
+def test_numpy_takes_handle_and_metadata_in_one_call():
+    """Tensor.numpy() on a tensor with no cached metadata takes the handle and
+    the metadata in one C call (ct_tensor_ref_info) and caches the metadata;
+    with cached metadata it takes only the handle (ct_tensor_ref)."""
+    t = ctorch.arange(6, dtype=ctorch.float32).reshape(2, 3)
+    t._m = None
+    a = t.numpy()
+    assert t._m is not None and t._m.shape == (2, 3) and t._m.data == t.data_ptr()
+    assert a.ctypes.data == t.data_ptr() and a.tolist() == [[0, 1, 2], [3, 4, 5]]
+    t.add_(1.0)               # in place: the cached metadata is read again afterwards
+    b = t.numpy()
+    assert b.ctypes.data == a.ctypes.data and b[1, 2] == 6.0
+    del t
+    gc.collect()
+    assert a[0, 0] == 1.0     # each array holds its own handle
+    with pytest.raises(ctorch.InvalidArgumentError, match="requires grad"):
+        ctorch.ones(2, requires_grad=True).numpy()
+
+
+def test_from_numpy_blob_route_byte_strides_checked_in_c():
+    """The blob route passes numpy's byte strides to ct_tensor_from_blob_v2
+    (CT_BLOB_BYTE_STRIDES); a stride that is not a whole number of elements is
+    refused there, and the array is not kept."""
+    raw = np.zeros(64, dtype=np.uint8)
+    odd = np.lib.stride_tricks.as_strided(raw[:8].view(np.float32), shape=(3,), strides=(6,),
+                                          writeable=False)
+    stats0 = dict(_interop.blob_stats)
+    refs0 = len(_interop._blob_refs)
+    with pytest.warns(UserWarning, match="not writable"):
+        with pytest.raises(ctorch.InvalidArgumentError, match="not a multiple of the element size"):
+            ctorch.from_numpy(odd)
+    assert len(_interop._blob_refs) == refs0 and _interop.blob_stats == stats0
+    ro = np.arange(12.0).reshape(3, 4)[:, ::2]
+    ro.flags.writeable = False
+    with pytest.warns(UserWarning, match="not writable"):
+        t = ctorch.from_numpy(ro)
+    assert t.strides == (4, 2) and t.data_ptr() == ro.ctypes.data and t.tolist() == ro.tolist()
+    del t
+    gc.collect()
+    assert _interop.blob_stats["released"] - stats0["released"] == 1
