@@ -2048,10 +2048,14 @@ CT_API void ct_process_group_free(ct_process_group *pg);
  * message names what each rank passed; CTORCH_DIST_CHECK=0, set alike on
  * every rank, turns it off), CT_ERR_TIMEOUT, CT_ERR_IO, CT_ERR_TORCH (a
  * peer's mismatched tensor where the backend detects it: NCCL, or a group
- * with PyTorch ranks). On such a Gloo group an asynchronous collective
- * starts once every rank's check is in (at ct_work_wait,
- * ct_work_is_completed, the group's next collective or its free); the call
- * still returns at once. */
+ * with PyTorch ranks). On such a Gloo group the check and then the
+ * collective run on a thread of the group's own, in call order, while the
+ * caller goes on (an asynchronous call returns at once and overlaps the
+ * caller's compute). CT_ERR_TIMEOUT comes at the group's timeout, counted
+ * from the wait (or from the blocking call), with the ranks that stopped or
+ * lag already named: that diagnosis watches the peers' heartbeats during
+ * the last 1.7 s before the deadline (with a timeout of 1.7 s or less, and
+ * for send and recv, it follows the timeout, by about 1.5 s). */
 #define CT_REDUCE_SUM 0
 #define CT_REDUCE_AVG 1 /* sum / size (gloo: floating dtypes; ctorch divides) */
 #define CT_REDUCE_PRODUCT 2
@@ -2082,7 +2086,15 @@ CT_API ct_status ct_process_group_all_to_all(ct_work **work, ct_process_group *p
 /* Returns (or completes) once every rank has reached it. */
 CT_API ct_status ct_process_group_barrier(ct_work **work, ct_process_group *pg);
 /* Point to point: tensor to rank dst, or from rank src (src -1: from any
- * rank; ct_work_source_rank tells which). tag: matches a send to a recv. */
+ * rank; ct_work_source_rank tells which). tag: matches a send to a recv. On
+ * a Gloo group whose ranks are all ctorch's (as for the collectives'
+ * check), a send first sends its dtype and number of elements to dst, the
+ * recv answers, and the data goes only when they agree: otherwise both
+ * ranks get CT_ERR_INVALID_ARGUMENT naming both sides (Gloo would end the
+ * receiving process), and nothing is sent. So a send completes once its
+ * recv has been posted. That exchange uses the tags tag ^ 2^30 and
+ * tag ^ 2^29 on the same pair of ranks (do not use those for other
+ * messages at the same time); CTORCH_DIST_CHECK=0 turns it off. */
 CT_API ct_status ct_process_group_send(ct_work **work, ct_process_group *pg, const ct_tensor *tensor,
                                        int32_t dst, int32_t tag);
 CT_API ct_status ct_process_group_recv(ct_work **work, ct_process_group *pg, ct_tensor *tensor,

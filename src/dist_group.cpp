@@ -11,6 +11,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <future>
@@ -253,6 +254,35 @@ std::string first_lines(std::string s) {
   return s;
 }
 
+// The work's future (c10d's collectives have one; Gloo's send and recv
+// complete only inside their wait(), and have none): null if none.
+c10::intrusive_ptr<c10::ivalue::Future> future_of(c10d::Work &w) {
+  try {
+    return w.getFuture();
+  } catch (...) {
+    return {};
+  }
+}
+
+// Waits until fut completes or tp, without ending the work (c10d's wait
+// with a timeout would).
+bool wait_until(c10::ivalue::Future &fut, c10d::Work &w,
+                std::chrono::steady_clock::time_point tp) {
+  struct Flag {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto f = std::make_shared<Flag>();
+  fut.addCallback([f](c10::ivalue::Future &) {
+    std::lock_guard<std::mutex> lk(f->mu);
+    f->done = true;
+    f->cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lk(f->mu);
+  return f->cv.wait_until(lk, tp, [&] { return f->done || w.isCompleted(); });
+}
+
 }  // namespace
 
 bool has_backend(const std::string &b) {
@@ -459,7 +489,7 @@ void run_store(const char *fn, const char *op, const char *key, const std::funct
 }
 
 ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll) {
-  if (!w->done.load() && w->group->check_peers && !w->is_check) {  // its check first (below)
+  if (!w->done.load() && !w->is_check) {  // a checked one: its check first (dist_work.cpp)
     auto t0 = std::chrono::steady_clock::now();
     ct_status st = adopt(fn, *w, timeout, poll);
     if (st != CT_OK) return st;
@@ -470,6 +500,36 @@ ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll) {
   if (!w->done.load()) {
     bool completed = false;
     std::string msg;
+    // The group's timeout: its diagnosis (who_failed, three heartbeats) is
+    // sampled before the deadline, so that the error comes at the deadline.
+    Diagnosis diag;
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    c10::intrusive_ptr<c10::ivalue::Future> fut;
+    if (!poll && timeout > kDiagnosisLead && w->group->store) fut = future_of(*w->w);
+    if (fut) {
+      if (!wait_until(*fut, *w->w, deadline - kDiagnosisLead)) {
+        diag = diagnose_begin(*w->group);
+        if (!wait_until(*fut, *w->w, deadline)) {
+          try {
+            w->w->wait(ms(1));  // not completed: c10d's own timeout error
+            msg = "Operation timed out!";
+          } catch (...) {
+            msg = first_lines(current_message());
+          }
+          if (!w->w->isCompleted())
+            return ct::set_error(
+                CT_ERR_TIMEOUT, "%s: %s on rank %d of %d (%s) did not finish within %.1f s: %s%s",
+                fn, w->op.c_str(), w->group->rank, w->group->size, w->group->backend.c_str(),
+                timeout.count() / 1000.0, msg.c_str(),
+                diagnose_end(*w->group, diag, w->seq).c_str());
+          msg.clear();
+        }
+      }
+      timeout = w->group->timeout;  // it has completed: this wait returns at once
+    }
+    auto who = [&] {
+      return diag.taken ? diagnose_end(*w->group, diag, w->seq) : who_failed(*w->group, w->seq);
+    };
     if (poll) {
       // A Gloo wait that times out ends the operation and closes the pairs;
       // a caller's shorter wait must leave the work going, so poll until it
@@ -496,11 +556,10 @@ ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll) {
       msg = first_lines(current_message());
       completed = w->w->isCompleted();
       if (!completed) {  // this wait ran out (the group's timeout): say who is missing
-        std::string who = who_failed(*w->group, w->seq);
         return ct::set_error(
             CT_ERR_TIMEOUT, "%s: %s on rank %d of %d (%s) did not finish within %.1f s: %s%s", fn,
             w->op.c_str(), w->group->rank, w->group->size, w->group->backend.c_str(),
-            timeout.count() / 1000.0, msg.c_str(), who.c_str());
+            timeout.count() / 1000.0, msg.c_str(), who().c_str());
       }
     }
     std::lock_guard<std::mutex> lk(w->mu);
@@ -515,8 +574,7 @@ ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll) {
       if (!msg.empty()) {
         w->code = classify(msg);
         w->msg = std::string(w->op) + " failed on rank " + std::to_string(w->group->rank) + " of " +
-                 std::to_string(w->group->size) + " (" + w->group->backend + "): " + msg +
-                 who_failed(*w->group, w->seq);
+                 std::to_string(w->group->size) + " (" + w->group->backend + "): " + msg + who();
       }
       w->done.store(true);
     }

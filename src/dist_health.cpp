@@ -142,43 +142,64 @@ std::shared_ptr<Heartbeat> start_heartbeat(const c10::intrusive_ptr<c10d::Store>
   return hb;
 }
 
-std::string who_failed(const Group &g, int64_t seq) {
-  if (!g.store) return "";
-  std::vector<int> gone, stale;
-  std::string behind;  // "; rank 2 has not called ..." per live rank that has not
+Diagnosis diagnose_begin(const Group &g) {
+  Diagnosis d;
+  d.at = std::chrono::steady_clock::now();
+  if (!g.store) return d;
+  d.taken = true;
+  d.before.assign(g.size, -1);
+  d.pids.assign(g.size, 0);
   try {
     std::string here = host_name();
-    std::vector<int64_t> before(g.size, -1);
     for (int r = 0; r < g.size; r++) {
       if (r == g.rank || !g.store->check({card_key(r)})) continue;  // not a ctorch rank
       auto v = g.store->get(card_key(r));
       std::string card(v.begin(), v.end());
       size_t sp = card.rfind(' ');
       if (sp != std::string::npos && card.substr(0, sp) == here) {
-        pid_t pid = static_cast<pid_t>(std::atol(card.c_str() + sp + 1));
-        // A peer that broke the connection may still be exiting: look a while.
-        bool is_gone = false;
-        for (int i = 0; i < 25 && pid > 0 && !is_gone; i++) {
-          is_gone = process_gone(pid);
-          if (!is_gone) std::this_thread::sleep_for(ms(20));
-        }
-        if (is_gone) {
-          gone.push_back(r);
+        d.pids[r] = static_cast<pid_t>(std::atol(card.c_str() + sp + 1));
+        if (d.pids[r] > 0 && process_gone(d.pids[r])) {
+          d.gone.push_back(r);
           continue;
         }
       }
-      if (g.store->check({beat_key(r)})) before[r] = g.store->add(beat_key(r), 0);
+      if (g.store->check({beat_key(r)})) d.before[r] = g.store->add(beat_key(r), 0);
     }
+  } catch (...) {
+    d.unreachable = true;
+  }
+  return d;
+}
+
+std::string diagnose_end(const Group &g, const Diagnosis &d, int64_t seq) {
+  if (!d.taken) return "";
+  const char *unreachable =
+      "; the store is unreachable (it lives in the process of rank 0 of the default "
+      "group, which may be gone)";
+  if (d.unreachable) return unreachable;
+  std::vector<int> gone = d.gone, stale;
+  std::string behind;  // "; rank 2 has not called ..." per live rank that has not
+  try {
     bool any = false;
-    for (int64_t b : before) any = any || b >= 0;
+    for (int64_t b : d.before) any = any || b >= 0;
     if (any) {
-      std::this_thread::sleep_for(kBeatPeriod * 3);
-      for (int r = 0; r < g.size; r++)
-        if (before[r] >= 0 && g.store->add(beat_key(r), 0) == before[r]) stale.push_back(r);
+      // Three beats after the sample (taken before the deadline by a wait).
+      std::this_thread::sleep_until(d.at + kBeatPeriod * 3);
+      for (int r = 0; r < g.size; r++) {
+        if (d.before[r] < 0) continue;
+        if (d.pids[r] > 0 && process_gone(d.pids[r])) {
+          gone.push_back(r);
+          continue;
+        }
+        if (g.store->add(beat_key(r), 0) == d.before[r]) stale.push_back(r);
+      }
+      std::sort(gone.begin(), gone.end());
       // Alive (beating) but not yet at collective `seq`: its program is
       // elsewhere. Its progress is at most one beat old by now.
       for (int r = 0; r < g.size && seq > 0; r++) {
-        if (before[r] < 0 || std::find(stale.begin(), stale.end(), r) != stale.end()) continue;
+        if (d.before[r] < 0 || std::find(stale.begin(), stale.end(), r) != stale.end() ||
+            std::find(gone.begin(), gone.end(), r) != gone.end())
+          continue;
         int64_t n = 0;
         std::string last = "none";
         if (g.store->check({calls_key(r)})) {
@@ -196,8 +217,7 @@ std::string who_failed(const Group &g, int64_t seq) {
       }
     }
   } catch (...) {
-    return "; the store is unreachable (it lives in the process of rank 0 of the default "
-           "group, which may be gone)";
+    return unreachable;
   }
   std::string out;
   if (!gone.empty())
@@ -209,6 +229,10 @@ std::string who_failed(const Group &g, int64_t seq) {
            " stopped responding (no heartbeat for 1.5 s: stopped, hung, or its host is "
            "unreachable)";
   return out + behind;
+}
+
+std::string who_failed(const Group &g, int64_t seq) {
+  return diagnose_end(g, diagnose_begin(g), seq);
 }
 
 std::string missing_ranks(const Group &g) {

@@ -3,9 +3,10 @@
 // buffer has another size, so each collective of an all-ctorch Gloo group
 // first all-gathers a small descriptor (kind, dtype, elements, op or root)
 // and starts the data collective only when every rank passed the same; else
-// every rank gets CT_ERR_INVALID_ARGUMENT naming who passed what. The data
-// collective starts once the check is in (ct_work_wait, ct_work_is_completed
-// or the group's next collective), in the same order on every rank. And the
+// every rank gets CT_ERR_INVALID_ARGUMENT naming who passed what. The check
+// and the launch run on a thread of the group's own (its issuer), one
+// collective after the other in call order, so the order is the same on
+// every rank and the caller's compute overlaps the communication. And the
 // ct_work_* handles that wait for it.
 #include "distributed.h"
 
@@ -14,8 +15,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 using ct::dist::ms;
@@ -24,6 +27,41 @@ using ct::dist::valid_timeout;
 
 namespace ct {
 namespace dist {
+
+void Job::finish(ct_status c, std::string m, Started s) {
+  std::lock_guard<std::mutex> lk(mu);
+  code = c;
+  msg = std::move(m);
+  started = std::move(s);
+  start = nullptr;
+  resolved = true;
+  cv.notify_all();
+}
+
+// The group's issuer: a queue of checked collectives and the thread that
+// works through it (started at the first one). It holds the group weakly;
+// the group's destructor stops it (the jobs still queued fail).
+struct Issuer {
+  std::weak_ptr<Group> group;
+  int pid = static_cast<int>(getpid());
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::shared_ptr<Job>> queue;
+  bool busy = false, stop = false;
+  std::thread th;
+  ~Issuer() {
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      stop = true;
+      cv.notify_all();
+    }
+    // A fork child has no such thread; the thread itself may drop the group last.
+    if (forked_from(pid) || std::this_thread::get_id() == th.get_id())
+      th.detach();
+    else if (th.joinable())
+      th.join();
+  }
+};
 
 namespace {
 
@@ -47,9 +85,9 @@ std::string describe(const int64_t *d) {
 }
 
 // The message when the ranks' descriptors differ, "" when they agree.
-std::string compare(const Group &g, const Job &j) {
+std::string compare(const Group &g, const std::vector<at::Tensor> &all) {
   std::vector<const int64_t *> d(g.size);
-  for (int r = 0; r < g.size; r++) d[r] = j.all[0][r].data_ptr<int64_t>();
+  for (int r = 0; r < g.size; r++) d[r] = all[r].data_ptr<int64_t>();
   std::string text;
   int listed = 0;
   for (int r = 1; r < g.size; r++) {
@@ -66,57 +104,83 @@ std::string compare(const Group &g, const Job &j) {
          describe(d[0]) + text;
 }
 
-// Resolves j (g.issue_mu held): waits for its check, compares, starts the
-// data collective. CT_ERR_TIMEOUT (j not resolved) when a poll or a
-// non-blocking look runs out first.
-ct_status resolve(const char *fn, const std::shared_ptr<Group> &g, Job &j, ms timeout, bool poll,
-                  bool wait) {
-  if (j.resolved) return CT_OK;
-  if (!wait && !j.check->isCompleted()) return CT_ERR_TIMEOUT;
-  ct_work tmp;
-  tmp.w = j.check;
-  tmp.group = g;
-  tmp.op = j.op;
-  tmp.seq = j.seq;
-  tmp.is_check = true;
-  ct_status st = work_wait(fn, &tmp, timeout, poll);
-  if (st != CT_OK && !tmp.done.load()) {
-    if (poll) return st;  // the check goes on
-    // The group's timeout ran out (Gloo gave the check up).
-    j.code = st;
-    j.msg = ct_last_error();
-    std::string head = std::string(fn) + ": ";
-    if (j.msg.compare(0, head.size(), head) == 0) j.msg.erase(0, head.size());
-  } else if (tmp.code != CT_OK) {
-    j.code = tmp.code;
-    j.msg = tmp.msg;
-  } else {
-    std::string diff = compare(*g, j);
-    if (!diff.empty()) {
-      j.code = CT_ERR_INVALID_ARGUMENT;
-      j.msg = j.op + " on rank " + std::to_string(g->rank) + " of " + std::to_string(g->size) +
-              " (" + g->backend + "): " + diff;
-    } else {
-      try {
-        run_guarded(
-            *g, fn, j.op.c_str(), [&] { j.start(*g, j.started); }, j.seq);
-      } catch (const ct::Error &e) {
-        j.code = e.code;
-        j.msg = e.msg;
-      }
-    }
+// Checks and starts one job (on the issuer's thread): all-gathers the
+// descriptors, waits for them (the group's timeout), compares, starts the
+// data collective. Every outcome resolves j.
+void run_job(const std::shared_ptr<Group> &g, Job &j) {
+  const char *fn = j.op.c_str();
+  auto opts = at::TensorOptions().dtype(at::kLong);
+  std::vector<at::Tensor> in{at::from_blob(j.mine.v, {4}, opts).clone()};
+  std::vector<std::vector<at::Tensor>> all(1);
+  for (int r = 0; r < g->size; r++) all[0].push_back(at::empty({4}, opts));
+  ct_work check;
+  check.group = g;
+  check.op = j.op;
+  check.seq = j.seq;
+  check.is_check = true;
+  try {
+    run_guarded(
+        *g, fn, j.op.c_str(),
+        [&] { check.w = g->backend_impl()->allgather(all, in, c10d::AllgatherOptions()); },
+        j.seq);
+  } catch (const ct::Error &e) {
+    j.finish(e.code, e.msg);
+    return;
   }
-  j.resolved = true;
-  j.start = nullptr;  // its tensors are the work's now
-  j.check.reset();
-  j.all.clear();
-  j.in.clear();
-  return CT_OK;
+  ct_status st = work_wait(fn, &check, g->timeout, false);
+  if (st != CT_OK && !check.done.load()) {  // the group's timeout ran out
+    std::string m = ct_last_error(), head = std::string(fn) + ": ";
+    if (m.compare(0, head.size(), head) == 0) m.erase(0, head.size());
+    j.finish(st, m);
+    return;
+  }
+  if (check.code != CT_OK) {
+    j.finish(check.code, check.msg);
+    return;
+  }
+  std::string diff = compare(*g, all[0]);
+  if (!diff.empty()) {
+    j.finish(CT_ERR_INVALID_ARGUMENT, j.op + " on rank " + std::to_string(g->rank) + " of " +
+                                          std::to_string(g->size) + " (" + g->backend +
+                                          "): " + diff);
+    return;
+  }
+  Started s;
+  try {
+    run_guarded(
+        *g, fn, j.op.c_str(), [&] { j.start(*g, s); }, j.seq);
+  } catch (const ct::Error &e) {
+    j.finish(e.code, e.msg);
+    return;
+  }
+  j.finish(CT_OK, "", std::move(s));
 }
 
-void drain_locked(const char *fn, const std::shared_ptr<Group> &g) {
-  if (g->pending && !g->pending->resolved) resolve(fn, g, *g->pending, g->timeout, false, true);
-  g->pending.reset();
+void issuer_loop(Issuer *is) {
+  std::unique_lock<std::mutex> lk(is->mu);
+  for (;;) {
+    is->cv.wait(lk, [&] { return is->stop || !is->queue.empty(); });
+    if (is->stop) break;
+    std::shared_ptr<Job> j = is->queue.front();
+    is->queue.pop_front();
+    is->busy = true;
+    lk.unlock();
+    {
+      std::shared_ptr<Group> g = is->group.lock();
+      if (g)
+        run_job(g, *j);
+      else
+        j->finish(CT_ERR_INVALID_ARGUMENT, j->op + ": the process group was freed first");
+    }  // may drop the group last: ~Issuer detaches this thread then
+    j.reset();
+    lk.lock();
+    is->busy = false;
+    is->cv.notify_all();
+  }
+  for (auto &j : is->queue)
+    j->finish(CT_ERR_INVALID_ARGUMENT,
+              j->op + ": the process group was freed before this collective started");
+  is->queue.clear();
 }
 
 }  // namespace
@@ -136,8 +200,6 @@ void decide_checks(Group &g) {
 
 void submit(const char *fn, const std::shared_ptr<Group> &g, ct_work &w, const Desc &d,
             Start start) {
-  std::lock_guard<std::mutex> lk(g->issue_mu);
-  drain_locked(fn, g);
   if (!g->check_peers) {
     Started s;
     run_guarded(
@@ -151,38 +213,56 @@ void submit(const char *fn, const std::shared_ptr<Group> &g, ct_work &w, const D
   j->seq = w.seq;
   j->mine = d;
   j->start = std::move(start);
-  auto opts = at::TensorOptions().dtype(at::kLong);
-  j->in.push_back(at::from_blob(j->mine.v, {4}, opts).clone());
-  j->all.emplace_back();
-  for (int r = 0; r < g->size; r++) j->all[0].push_back(at::empty({4}, opts));
-  run_guarded(
-      *g, fn, w.op.c_str(),
-      [&] { j->check = g->backend_impl()->allgather(j->all, j->in, c10d::AllgatherOptions()); },
-      w.seq);
-  g->pending = j;
+  std::shared_ptr<Issuer> is;
+  {
+    std::lock_guard<std::mutex> lk(g->issue_mu);
+    if (!g->issuer) {
+      is = std::make_shared<Issuer>();
+      is->group = g;
+      Issuer *raw = is.get();
+      is->th = std::thread([raw] { issuer_loop(raw); });
+      g->issuer = is;
+    }
+    is = g->issuer;
+  }
   w.job = j;
+  std::lock_guard<std::mutex> lk(is->mu);
+  is->queue.push_back(j);
+  is->cv.notify_all();
 }
 
 void drain(const char *fn, const std::shared_ptr<Group> &g) {
-  std::lock_guard<std::mutex> lk(g->issue_mu);
-  drain_locked(fn, g);
+  (void)fn;
+  std::shared_ptr<Issuer> is;
+  {
+    std::lock_guard<std::mutex> lk(g->issue_mu);
+    is = g->issuer;
+  }
+  if (!is) return;
+  std::unique_lock<std::mutex> lk(is->mu);
+  is->cv.wait(lk, [&] { return is->stop || (is->queue.empty() && !is->busy); });
 }
 
 ct_status adopt(const char *fn, ct_work &w, ms timeout, bool poll, bool wait) {
-  const std::shared_ptr<Group> &g = w.group;
-  if (!g->check_peers) return CT_OK;
-  std::unique_lock<std::mutex> lk(g->issue_mu, std::defer_lock);
-  if (wait)
-    lk.lock();
-  else if (!lk.try_lock())
-    return CT_ERR_TIMEOUT;  // another thread is waiting for a check: not now
+  std::lock_guard<std::mutex> wl(w.mu);
   if (!w.job) return CT_OK;
   Job &j = *w.job;
-  ct_status st = resolve(fn, g, j, timeout, poll, wait);
-  if (st != CT_OK) return st;
-  if (g->pending == w.job) g->pending.reset();
+  {
+    std::unique_lock<std::mutex> lk(j.mu);
+    if (!j.resolved) {
+      if (!wait) return CT_ERR_TIMEOUT;
+      // Not polling: the job's own waits are bounded by the group's timeout
+      // (and its diagnosis); the margin only guards against a lost wake-up.
+      ms limit = poll ? timeout : timeout + ms(30000);
+      if (!j.cv.wait_for(lk, limit, [&] { return j.resolved; }))
+        return ct::set_error(CT_ERR_TIMEOUT,
+                             "%s: %s on rank %d of %d (%s) did not start within %.1f s; it goes "
+                             "on (wait again)",
+                             fn, w.op.c_str(), w.group->rank, w.group->size,
+                             w.group->backend.c_str(), limit.count() / 1000.0);
+    }
+  }
   if (j.code != CT_OK) {
-    std::lock_guard<std::mutex> wl(w.mu);
     w.code = j.code;
     w.msg = j.msg;
     w.done.store(true);
@@ -221,7 +301,7 @@ ct_status ct_work_is_completed(int32_t *out, ct_work *work) {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(work);
     ct::dist::check_process(ct_fn_, *work->group);
-    if (!work->done.load() && work->group->check_peers) {  // start it if its check is in
+    if (!work->done.load()) {  // a checked one: started once its check is in
       ct_status st = ct::dist::adopt(ct_fn_, *work, work->group->timeout, true, false);
       if (st == CT_ERR_TIMEOUT) {  // its check is not in yet
         *out = 0;

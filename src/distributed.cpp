@@ -150,6 +150,20 @@ ct_status collective(const char *fn, ct_process_group *pg, ct_work **work, const
   return CT_OK;
 }
 
+// A send or recv of a checking group (dist_p2p.cpp): its descriptor first.
+ct_status p2p_checked(const char *fn, ct_process_group *pg, ct_work **work, bool is_send,
+                      const at::Tensor &t, int peer, int tag) {
+  if (work != nullptr) *work = nullptr;
+  auto w = std::make_unique<ct_work>();
+  w->group = pg->g;
+  w->op = is_send ? "send" : "recv";
+  w->any_source = !is_send && peer < 0;
+  ct::dist::p2p_submit(fn, pg->g, *w, is_send, t, peer, tag, work == nullptr);
+  if (work == nullptr) return ct::dist::work_wait(fn, w.get(), pg->g->timeout, false);
+  *work = w.release();
+  return CT_OK;
+}
+
 ct_process_group *checked(const char *fn, ct_process_group *pg) {
   if (pg == nullptr) ct::raise(CT_ERR_INVALID_ARGUMENT, "argument 'pg' is NULL");
   ct::dist::check_process(fn, *pg->g);
@@ -537,6 +551,7 @@ ct_status ct_process_group_send(ct_work **work, ct_process_group *pg, const ct_t
     ct::dist::check_tensor(ct_fn_, *pg->g, "tensor", tensor->t);
     check_rank(ct_fn_, "dst", dst, *pg->g, false);
     CT_CHECK_ARG(dst != pg->g->rank, "%s: dst %d is this rank", ct_fn_, dst);
+    if (pg->g->check_peers) return p2p_checked(ct_fn_, pg, work, true, tensor->t, dst, tag);
     return collective(ct_fn_, pg, work, "send", ct::dist::Desc(),
                       [&](Group &g, ct::dist::Started &w) {
                         std::vector<at::Tensor> ts{tensor->t};
@@ -554,6 +569,7 @@ ct_status ct_process_group_recv(ct_work **work, ct_process_group *pg, ct_tensor 
     ct::dist::check_tensor(ct_fn_, *pg->g, "tensor", tensor->t);
     check_rank(ct_fn_, "src", src, *pg->g, true);
     CT_CHECK_ARG(src != pg->g->rank, "%s: src %d is this rank", ct_fn_, src);
+    if (pg->g->check_peers) return p2p_checked(ct_fn_, pg, work, false, tensor->t, src, tag);
     return collective(ct_fn_, pg, work, "recv", ct::dist::Desc(),
                       [&](Group &g, ct::dist::Started &w) {
                         std::vector<at::Tensor> ts{tensor->t};

@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cmath>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -75,10 +76,11 @@ struct Started {
 struct Group;
 using Start = std::function<void(Group &, Started &)>;
 
-// A collective of a group whose ranks are compared first (dist_group.cpp):
-// its check (an all-gather of every rank's Desc) is in flight; the data
-// collective starts once the check has shown that every rank passes the
-// same kind, dtype and number of elements.
+// A collective of a group whose ranks are compared first (dist_work.cpp):
+// the group's issuer thread all-gathers every rank's Desc, then starts the
+// data collective once the check has shown that every rank passes the same
+// kind, dtype and number of elements. A checked send or recv (dist_p2p.cpp)
+// is a Job too, resolved by its own exchange with the peer.
 struct Desc {
   int64_t v[4] = {0, -1, -1, 0};  // kind, dtype, numel (per tensor), op or root
 };
@@ -86,15 +88,20 @@ struct Job {
   std::string op;
   int64_t seq = 0;
   Desc mine;
-  std::vector<std::vector<at::Tensor>> all;  // the check's outputs (one per rank)
-  std::vector<at::Tensor> in;                // the check's input
-  c10::intrusive_ptr<c10d::Work> check;
-  Start start;  // dropped once resolved
-  bool resolved = false;
-  Started started;      // when resolved with CT_OK
+  Start start;  // dropped once resolved (its tensors are the work's then)
+  std::mutex mu;
+  std::condition_variable cv;
+  bool resolved = false;  // under mu; then started or code/msg are final
+  Started started;        // when resolved with CT_OK
   ct_status code = CT_OK;
   std::string msg;  // when not
+  int source = -1;  // a checked recv from any source: the rank it came from
+  // Resolves the job (notifying its waiters): the work started, or an error.
+  void finish(ct_status c, std::string m, Started s = Started());
 };
+
+struct Issuer;       // dist_work.cpp: the thread that checks and starts collectives in order
+struct P2pChannels;  // dist_p2p.cpp
 
 struct Group {
   std::shared_ptr<World> world;
@@ -114,8 +121,9 @@ struct Group {
   // every collective (PyTorch's ranks would not take part in the check).
   bool check_peers = false;
   bool all_ctorch = false;       // every rank left a ctorch card (no PyTorch ranks)
-  std::mutex issue_mu;           // orders the checks and the collectives they guard
-  std::shared_ptr<Job> pending;  // the last checked collective, maybe not started yet
+  std::mutex issue_mu;              // guards issuer (made at the first checked collective)
+  std::shared_ptr<Issuer> issuer;   // last members: stopped before the backend goes
+  std::shared_ptr<P2pChannels> p2p;          // dist_p2p.cpp: send/recv order per peer and tag
   Impl *backend_impl() const { return impl.get(); }
 };
 
@@ -136,7 +144,7 @@ struct ct_work {
   std::shared_ptr<ct::dist::Group> group;
   std::string op;
   int64_t seq = 0;  // its number among the group's collectives (Progress::calls)
-  std::shared_ptr<ct::dist::Job> job;  // set while w waits for its check (dist_group.cpp)
+  std::shared_ptr<ct::dist::Job> job;  // set while w waits for its check (dist_work.cpp)
   bool is_check = false;               // w is such a check itself
   bool any_source = false;
   std::mutex mu;  // orders finishing
@@ -178,6 +186,21 @@ std::shared_ptr<Heartbeat> start_heartbeat(const c10::intrusive_ptr<c10d::Store>
 // failed collective's number, 0 when it is not one), or "" when ctorch
 // cannot tell (PyTorch ranks have no card).
 std::string who_failed(const Group &g, int64_t seq = 0);
+// who_failed in two steps, so that a wait can take the first before its
+// deadline and report at the deadline: diagnose_begin notes which peers have
+// exited and samples the others' heartbeats (no waiting); diagnose_end
+// sleeps until three beats after that sample and says who did not beat.
+struct Diagnosis {
+  bool taken = false, unreachable = false;
+  std::chrono::steady_clock::time_point at;
+  std::vector<int64_t> before;  // each rank's beat count (-1: none)
+  std::vector<pid_t> pids;      // peers on this host (0: elsewhere)
+  std::vector<int> gone;
+};
+Diagnosis diagnose_begin(const Group &g);
+std::string diagnose_end(const Group &g, const Diagnosis &d, int64_t seq);
+// How long diagnose_end may sleep after diagnose_begin (three beats), and a margin.
+constexpr ms kDiagnosisLead{1700};
 // After a failed join: "; rank 2 never joined" from Gloo's rendezvous keys.
 std::string missing_ranks(const Group &g);
 
@@ -186,18 +209,27 @@ std::string missing_ranks(const Group &g);
 // compare their tensors before each collective (g.check_peers: that, Gloo,
 // more than one rank, and CTORCH_DIST_CHECK not "0").
 void decide_checks(Group &g);
-// Starts the collective of w (op, seq set): on a checking group its check
-// now and the data collective once the check passed (ct_work_wait,
-// ct_work_is_completed, or the group's next collective); else at once.
+// Starts the collective of w (op, seq set): on a checking group it is queued
+// for the group's issuer thread, which runs the check and starts the data
+// collective as soon as the check passed, in call order (the caller goes on:
+// its compute overlaps both); else at once.
 void submit(const char *fn, const std::shared_ptr<Group> &g, ct_work &w, const Desc &d,
             Start start);
-// Starts the group's pending collective, waiting for its check (before
-// anything else uses the backend in order: DDP).
+// Waits until every queued collective of g has been checked and started
+// (before anything else uses the backend in order: DDP, freeing the group).
 void drain(const char *fn, const std::shared_ptr<Group> &g);
-// For w waiting for its check: waits (poll as work_wait) and takes the
-// result; CT_ERR_TIMEOUT (message set) when a poll runs out first. wait=false:
-// never blocks (CT_ERR_TIMEOUT while the check runs or another thread waits).
+// For w whose job is not resolved yet: waits for it (poll as work_wait) and
+// takes the result; CT_ERR_TIMEOUT (message set) when a poll runs out first.
+// wait=false: never blocks (CT_ERR_TIMEOUT while the job runs).
 ct_status adopt(const char *fn, ct_work &w, ms timeout, bool poll, bool wait = true);
+
+// dist_p2p.cpp: a send or recv of a checking group exchanges a descriptor
+// with its peer first (Gloo ends the process on a size mismatch): both ranks
+// get CT_ERR_INVALID_ARGUMENT naming both sides when they differ. Sets up w
+// (its job) and returns; the exchange runs on the caller's thread when
+// blocking, else on a thread of its own.
+void p2p_submit(const char *fn, const std::shared_ptr<Group> &g, ct_work &w, bool is_send,
+                const at::Tensor &t, int peer, int tag, bool blocking);
 
 // dist_group.cpp
 // Whether "gloo" / "nccl" is compiled in.

@@ -348,6 +348,127 @@ static void case_mismatch(void) {
   ct_process_group_free(pg);
 }
 
+/* A send and its recv of another size or dtype: Gloo ended the receiving
+ * process (SIGABRT, EnforceNotMet in pair.cc). Now both ranks get
+ * CT_ERR_INVALID_ARGUMENT naming both sides, at once, nothing is sent, and
+ * the pair goes on (issue 40). */
+static void case_p2p_mismatch(void) {
+  ct_process_group *pg = tcp_group(20);
+  int r = g_rank;
+  double t0 = now_s();
+  ct_tensor *four = full_f32(4, 5), *eight = full_f32(8, 0);
+  if (r == 0)
+    R_ERR(ct_process_group_send(NULL, pg, four, 1, 7), CT_ERR_INVALID_ARGUMENT,
+          "send on rank 0 of 2 (gloo) with tag 7: rank 1's recv takes Float with 8 elements, "
+          "and this send has Float with 4 elements");
+  else
+    R_ERR(ct_process_group_recv(NULL, pg, eight, 0, 7), CT_ERR_INVALID_ARGUMENT,
+          "recv on rank 1 of 2 (gloo) with tag 7: rank 0 sent Float with 4 elements, and this "
+          "recv takes Float with 8 elements");
+  R_CHECK(fp(eight)[0] == 0, "nothing received");
+  /* a larger message than the recv's buffer: Gloo's SIGABRT on the receiver */
+  if (r == 0)
+    R_ERR(ct_process_group_send(NULL, pg, eight, 1, 8), CT_ERR_INVALID_ARGUMENT,
+          "rank 1's recv takes Float with 4 elements, and this send has Float with 8 elements");
+  else
+    R_ERR(ct_process_group_recv(NULL, pg, four, 0, 8), CT_ERR_INVALID_ARGUMENT,
+          "rank 0 sent Float with 8 elements, and this recv takes Float with 4 elements");
+  R_CHECK(fp(four)[0] == 5, "nothing received");
+  /* the same number of elements, another dtype; asynchronous, from any source */
+  ct_tensor *d = NULL;
+  int64_t n4[1] = {4};
+  RK_OK(ct_tensor_zeros(&d, n4, 1, CT_FLOAT64, CT_DEVICE_CPU, -1, 0));
+  ct_work *w = NULL;
+  if (r == 0) {
+    RK_OK(ct_process_group_send(&w, pg, four, 1, 3));
+    R_ERR(ct_work_wait(w, 0), CT_ERR_INVALID_ARGUMENT, "rank 1's recv takes Double with 4 elements");
+  } else {
+    RK_OK(ct_process_group_recv(&w, pg, d, -1, 3));
+    R_ERR(ct_work_wait(w, 0), CT_ERR_INVALID_ARGUMENT,
+          "rank 0 sent Float with 4 elements, and this recv takes Double with 4 elements");
+  }
+  int32_t done = 0;
+  RK_OK(ct_work_is_completed(&done, w));
+  R_CHECK(done == 1, "a refused work is completed");
+  ct_work_free(w);
+  R_CHECK(now_s() - t0 < 10, "refused in %.1f s", now_s() - t0);
+  /* the pair goes on, on the same tags: blocking, then async from any source */
+  ct_tensor *got = full_f32(4, 0);
+  if (r == 0) {
+    RK_OK(ct_process_group_send(NULL, pg, four, 1, 7));
+    RK_OK(ct_process_group_send(&w, pg, four, 1, 3));
+    RK_OK(ct_work_wait(w, 0));
+  } else {
+    RK_OK(ct_process_group_recv(NULL, pg, got, 0, 7));
+    R_CHECK(fp(got)[0] == 5 && fp(got)[3] == 5, "received %g", fp(got)[0]);
+    fp(got)[0] = 0;
+    RK_OK(ct_process_group_recv(&w, pg, got, -1, 3));
+    RK_OK(ct_work_wait(w, 0));
+    int32_t src = -1;
+    RK_OK(ct_work_source_rank(&src, w));
+    R_CHECK(src == 0 && fp(got)[0] == 5, "from %d: %g", src, fp(got)[0]);
+  }
+  ct_work_free(w);
+  /* two sends in flight on one tag arrive in order */
+  ct_tensor *a = full_f32(2, 1), *b = full_f32(2, 2);
+  ct_work *w1 = NULL, *w2 = NULL;
+  if (r == 0) {
+    RK_OK(ct_process_group_send(&w1, pg, a, 1, 9));
+    RK_OK(ct_process_group_send(&w2, pg, b, 1, 9));
+  } else {
+    RK_OK(ct_process_group_recv(&w1, pg, b, 0, 9));
+    RK_OK(ct_process_group_recv(&w2, pg, a, 0, 9));
+  }
+  RK_OK(ct_work_wait(w2, 0));
+  RK_OK(ct_work_wait(w1, 0));
+  if (r == 1) R_CHECK(fp(b)[0] == 1 && fp(a)[0] == 2, "in order: %g %g", fp(b)[0], fp(a)[0]);
+  ct_work_free(w1), ct_work_free(w2);
+  RK_OK(ct_process_group_barrier(NULL, pg));
+  ct_tensor_free(four), ct_tensor_free(eight), ct_tensor_free(d), ct_tensor_free(got),
+      ct_tensor_free(a), ct_tensor_free(b);
+  ct_process_group_free(pg);
+}
+
+/* An asynchronous collective of a checking group runs while its caller
+ * computes: it is done before the caller calls any ct_work_* function (the
+ * check's first version started it only at ct_work_wait / is_completed /
+ * the next collective, so the compute and the communication did not
+ * overlap). Also prints what a small blocking all-reduce costs. */
+static void case_overlap(void) {
+  ct_process_group *pg = tcp_group(20);
+  int r = g_rank;
+  ct_tensor *x = full_f32(1000, (float)(r + 1));
+  ct_work *w = NULL;
+  RK_OK(ct_process_group_all_reduce(&w, pg, x, CT_REDUCE_SUM));
+  double t0 = now_s();
+  /* "compute" (no ct_work_* call) until the result is there, or 3 s */
+  while ((fp(x)[0] != 3 || fp(x)[999] != 3) && now_s() - t0 < 3) usleep(1000);
+  R_CHECK(fp(x)[0] == 3 && fp(x)[999] == 3, "reduced while the caller computed: %g after %.1f s",
+          fp(x)[999], now_s() - t0);
+  usleep(20000);
+  RK_OK(ct_work_wait(w, 0));
+  ct_work_free(w);
+  /* two in flight, then waited in reverse order */
+  ct_work *w1 = NULL, *w2 = NULL;
+  ct_tensor *y = full_f32(3, 1);
+  RK_OK(ct_process_group_all_reduce(&w1, pg, x, CT_REDUCE_SUM));
+  RK_OK(ct_process_group_all_reduce(&w2, pg, y, CT_REDUCE_SUM));
+  RK_OK(ct_work_wait(w2, 0));
+  RK_OK(ct_work_wait(w1, 0));
+  R_CHECK(fp(x)[5] == 6 && fp(y)[2] == 2, "%g %g", fp(x)[5], fp(y)[2]);
+  ct_work_free(w1), ct_work_free(w2);
+  /* the cost of a small blocking all_reduce (run with CTORCH_DIST_CHECK=0 to compare) */
+  ct_tensor *s = full_f32(4, 1);
+  for (int i = 0; i < 20; i++) RK_OK(ct_process_group_all_reduce(NULL, pg, s, CT_REDUCE_SUM));
+  double t1 = now_s();
+  for (int i = 0; i < 300; i++) RK_OK(ct_process_group_all_reduce(NULL, pg, s, CT_REDUCE_SUM));
+  if (r == 0)
+    fprintf(stderr, "blocking all_reduce of 4 floats, 2 ranks: %.1f us each (check %s)\n",
+            (now_s() - t1) / 300 * 1e6, getenv("CTORCH_DIST_CHECK") ? getenv("CTORCH_DIST_CHECK") : "on");
+  ct_tensor_free(x), ct_tensor_free(y), ct_tensor_free(s);
+  ct_process_group_free(pg);
+}
+
 static void case_bad_input(void) {
   ct_process_group *pg = tcp_group(10);
   ct_tensor *t = full_f32(4, 1), *list[2] = {t, NULL};
@@ -654,6 +775,8 @@ static void case_peer_lags(void) {
   R_CHECK(strstr(ct_last_error(), "stopped responding") == NULL &&
               strstr(ct_last_error(), "has exited") == NULL,
           "does not call it stopped or gone");
+  /* at the group's timeout (3 s), diagnosis included: it came about 2 s late before */
+  R_CHECK(took < 3 + 0.5, "reported %.2f s after the call, the timeout being 3 s", took);
   survivor_ends(pg, took, 3 + 6);
 }
 
@@ -895,6 +1018,10 @@ static int rank_main(const char *name) {
     case_bad_input();
   else if (!strcmp(name, "mismatch"))
     case_mismatch();
+  else if (!strcmp(name, "p2p_mismatch"))
+    case_p2p_mismatch();
+  else if (!strcmp(name, "overlap"))
+    case_overlap();
   else if (!strcmp(name, "store"))
     case_store();
   else if (!strcmp(name, "forked"))
@@ -945,6 +1072,16 @@ static void test_mismatch(void **state) {
   (void)state;
   if (skip_without_gloo()) skip();
   run_ranks("mismatch", 2, 2, 60);
+}
+static void test_p2p_mismatch(void **state) {
+  (void)state;
+  if (skip_without_gloo()) skip();
+  run_ranks("p2p_mismatch", 2, 2, 60);
+}
+static void test_overlap(void **state) {
+  (void)state;
+  if (skip_without_gloo()) skip();
+  run_ranks("overlap", 2, 2, 60);
 }
 static void test_store(void **state) {
   (void)state;
@@ -1063,6 +1200,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_collectives_4),
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_mismatch),
+      cmocka_unit_test(test_p2p_mismatch),
+      cmocka_unit_test(test_overlap),
       cmocka_unit_test(test_env),
       cmocka_unit_test(test_sigpipe),
       cmocka_unit_test(test_peer_dies),
