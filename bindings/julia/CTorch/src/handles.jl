@@ -1,7 +1,8 @@
 # Every C handle type, defined in one loop (as Julia's LibGit2 does): a
 # mutable struct owning one pointer, a finalizer that frees it, `free!`,
 # `isfreed`, and `unsafe_convert` to the `Ptr{Cvoid}` the C calls take.
-# Finalizers only call the non-yielding `ct_*_free`. (`ct_op` handles are
+# Finalizers only call the non-yielding `ct_*_free` (Tensor's is the C function
+# `ct_tensor_free_slot` itself: `_tensor_finalizer`). (`ct_op` handles are
 # cached for the life of the process and never freed: `Op` in ops.jl.)
 
 @noinline _freed_error(what::String) = throw(CTorchError(CT_ERR_INVALID_ARGUMENT, "use of a freed CTorch.$what"))
@@ -21,7 +22,7 @@ for (T, params, super, cfree) in (
     sig = isempty(params) ? call : Expr(:where, call, params...)
     ctor = Expr(:function, sig, quote
         x = new(p)
-        finalizer(_finalize, x)
+        $(T === :Tensor ? :(_tensor_finalizer(x)) : :(finalizer(_finalize, x)))
         $(T === :Tensor ? :(_in_scope(x)) : nothing)
         return x
     end)
@@ -44,6 +45,19 @@ for (T, params, super, cfree) in (
 end
 
 _after_free(x) = nothing
+
+# A Tensor's finalizer is C: `ct_tensor_free_slot` gets the dead object's
+# address, whose first (only) field is the handle, frees it and clears the
+# field (an object freed earlier with `free!` holds C_NULL: nothing to do).
+# No Julia function is called for it when the GC collects the object (a
+# Julia finalizer is a dynamic call per dead object); it runs where Julia
+# runs finalizers, as the Julia one did. A library without the function
+# (older than the binding) gets the Julia finalizer.
+@inline function _tensor_finalizer(x)
+    f = _fp_ct_tensor_free_slot[]
+    f == C_NULL ? finalizer(_finalize, x) : finalizer(f, x)
+    return nothing
+end
 
 """
     free!(x)
