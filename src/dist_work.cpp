@@ -256,8 +256,8 @@ ct_status adopt(const char *fn, ct_work &w, ms timeout, bool poll, bool wait) {
       ms limit = poll ? timeout : timeout + ms(30000);
       if (!j.cv.wait_for(lk, limit, [&] { return j.resolved; }))
         return ct::set_error(CT_ERR_TIMEOUT,
-                             "%s: %s on rank %d of %d (%s) did not start within %.1f s; it goes "
-                             "on (wait again)",
+                             "%s: %s on rank %d of %d (%s) did not finish within %.1f s (its "
+                             "check is not in yet); it goes on (wait again)",
                              fn, w.op.c_str(), w.group->rank, w.group->size,
                              w.group->backend.c_str(), limit.count() / 1000.0);
     }
