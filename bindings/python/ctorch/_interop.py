@@ -188,13 +188,17 @@ class _ArrayMemory:
 _new_memory = object.__new__
 
 
-def to_numpy(t: Any, bfloat16: str, m: Any, generation: Any) -> Any:
+def to_numpy(t: Any, bfloat16: str, generation: Any) -> Any:
     """A numpy array on the tensor's memory. The array's base is a ctypes
     char array over exactly the bytes the view reaches, which holds a new
     handle to the tensor (so the memory lives while the array does). The
     handle comes with the metadata in one C call (ct_tensor_ref_info) when
-    the Tensor has none cached (m None; then cached on t for `generation`),
-    else with ct_tensor_ref."""
+    the Tensor has none cached or it is stale (`generation`: tensor.py's
+    counter of in-place changes; the new metadata is cached on t), else with
+    ct_tensor_ref."""
+    m = t._m
+    if m is not None and t._g != generation[0]:
+        m = None
     if m is None:
         st = _ref_info(tls.out_ref, _info_ref(), t._h or t._ptr())
     else:

@@ -421,10 +421,7 @@ class Tensor(_TensorOps):
         uint16 view of the raw bits, and ``bfloat16="float32"`` returns a
         float32 copy. Requires a CPU tensor that does not require grad (as in
         torch; use .detach() / .cpu())."""
-        m = self._m
-        if m is not None and self._g != generation[0]:
-            m = None  # stale: to_numpy reads it again with the new handle (one C call)
-        return _interop.to_numpy(self, bfloat16, m, generation)
+        return _interop.to_numpy(self, bfloat16, generation)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         a = self.numpy(bfloat16="float32")
