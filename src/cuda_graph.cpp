@@ -1,17 +1,14 @@
 // CUDA events and CUDA graphs (ct_cuda_event_*, ct_cuda_graph_*):
-// at::cuda::CUDAEvent and at::cuda::CUDAGraph behind handles. Without CUDA
-// every function returns CT_ERR_NOT_SUPPORTED (ct::no_cuda).
-#if defined(CTORCH_WITH_CUDA)
+// at::cuda::CUDAEvent and at::cuda::CUDAGraph behind handles. CUDA builds
+// only; src/cuda_unavailable.cpp has the same functions for the others.
 #if defined(__has_include)
 #if !__has_include(<c10/cuda/impl/cuda_cmake_macros.h>) && !defined(C10_CUDA_NO_CMAKE_CONFIGURE_FILE)
 #define C10_CUDA_NO_CMAKE_CONFIGURE_FILE 1  // the compile check (src/cuda.cpp says why)
 #endif
 #endif
-#endif
 
 #include "cuda_internal.h"
 
-#if defined(CTORCH_WITH_CUDA)
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -206,33 +203,3 @@ ct_status ct_cuda_graph_reset(ct_cuda_graph *g) {
 }
 
 }  // extern "C"
-
-#else  // !CTORCH_WITH_CUDA
-
-struct ct_cuda_event {};
-struct ct_cuda_graph {};
-
-extern "C" {
-
-ct_status ct_cuda_event_new(ct_cuda_event **out, int32_t enable_timing) {
-  return ct::no_cuda(__func__);
-}
-void ct_cuda_event_free(ct_cuda_event *e) { delete e; }
-ct_status ct_cuda_event_record(ct_cuda_event *e, void *stream) { return ct::no_cuda(__func__); }
-ct_status ct_cuda_event_synchronize(ct_cuda_event *e) { return ct::no_cuda(__func__); }
-ct_status ct_cuda_event_query(int32_t *done, ct_cuda_event *e) { return ct::no_cuda(__func__); }
-ct_status ct_cuda_event_elapsed_ms(double *out, ct_cuda_event *start, ct_cuda_event *end) {
-  return ct::no_cuda(__func__);
-}
-ct_status ct_cuda_graph_new(ct_cuda_graph **out) { return ct::no_cuda(__func__); }
-void ct_cuda_graph_free(ct_cuda_graph *g) { delete g; }
-ct_status ct_cuda_graph_capture_begin(ct_cuda_graph *g, int32_t device) {
-  return ct::no_cuda(__func__);
-}
-ct_status ct_cuda_graph_capture_end(ct_cuda_graph *g) { return ct::no_cuda(__func__); }
-ct_status ct_cuda_graph_replay(ct_cuda_graph *g) { return ct::no_cuda(__func__); }
-ct_status ct_cuda_graph_reset(ct_cuda_graph *g) { return ct::no_cuda(__func__); }
-
-}  // extern "C"
-
-#endif  // CTORCH_WITH_CUDA

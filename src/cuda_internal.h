@@ -1,15 +1,17 @@
 // Internal CUDA interface of ctorch (not installed).
 //
-// src/device.cpp owns the exported ct_cuda_* / ct_tensor_pin_memory /
-// ct_tensor_is_pinned functions. In a CUDA build (CTORCH_WITH_CUDA) they wrap
-// the functions of ct::cudaimpl (src/cuda.cpp) in the exception barrier; in a
-// CPU-only build they return CT_ERR_NOT_SUPPORTED and src/cuda.cpp is not part
-// of the library (CMake only compile-checks it).
+// The CUDA part is src/cuda.cpp (ct::cudaimpl, below), src/device.cpp (the
+// exported ct_cuda_* / ct_tensor_pin_memory / ct_tensor_is_pinned functions,
+// wrapping ct::cudaimpl in the exception barrier) and src/cuda_graph.cpp
+// (events, graphs). CMake compiles them in CUDA builds (CTORCH_WITH_CUDA) and
+// src/cuda_unavailable.cpp in the others: the same exported functions, each
+// returning CT_ERR_NOT_SUPPORTED (ct::no_cuda) or its CPU-only answer. In a
+// CPU-only build CMake only compile-checks the CUDA part.
 //
 // The DLPack export stream helper below exists in every build (defined in
-// device.cpp), so src/dlpack.cpp can call it without #ifdefs. (Imports need
-// no helper: a consumer hands its stream to the producer's __dlpack__, which
-// makes the data safe for it.)
+// device.cpp and in cuda_unavailable.cpp), so src/dlpack.cpp can call it
+// without #ifdefs. (Imports need no helper: a consumer hands its stream to the
+// producer's __dlpack__, which makes the data safe for it.)
 #pragma once
 
 #include "internal.h"
@@ -41,11 +43,11 @@ namespace ct {
 ct_status cuda_make_safe_for_stream(const at::Tensor &t, int64_t stream);
 
 // CT_ERR_NOT_SUPPORTED "<func>: CUDA is not supported in this build of
-// ctorch (LibTorch <ver> has no CUDA)" (device.cpp; CPU-only builds).
+// ctorch (LibTorch <ver> has no CUDA)" (cuda_unavailable.cpp: builds without
+// CUDA only).
 ct_status no_cuda(const char *func);
 
-#if defined(CTORCH_WITH_CUDA)
-// ---- The CUDA implementation (src/cuda.cpp), CUDA builds only -------------
+// ---- The CUDA implementation (src/cuda.cpp), defined in CUDA builds only ----
 // These may throw (ct::Error with a status code, c10::Error for CUDA/torch
 // failures); callers wrap them in ct::guard, which adds the function name to
 // the message. `device` arguments: -1 means torch's current CUDA device,
@@ -81,6 +83,5 @@ void *stream_from_pool(int32_t device, bool high_priority);
 at::Generator default_generator(int32_t device);
 at::Generator new_generator(int32_t device);
 }  // namespace cudaimpl
-#endif
 
 }  // namespace ct

@@ -1,59 +1,17 @@
-// CUDA feature queries, devices, caching-allocator statistics, streams,
-// pinned memory, and the DLPack stream helpers.
-//
-// Every function exists in every build. Without CUDA (CTORCH_WITH_CUDA
-// undefined: LibTorch has no CUDA) each ct_status function returns
-// CT_ERR_NOT_SUPPORTED with the message
-//   "<func>: CUDA is not supported in this build of ctorch (LibTorch <ver> has no CUDA)"
-// and the int-returning queries return 0. With CUDA the bodies forward to
-// ct::cudaimpl (src/cuda.cpp) inside the exception barrier.
+// The exported CUDA functions: feature queries, devices, caching-allocator
+// statistics, streams, pinned memory, and the DLPack export stream helper.
+// Each wraps ct::cudaimpl (src/cuda.cpp) in the exception barrier. CMake
+// compiles this file in CUDA builds (CTORCH_WITH_CUDA) and
+// src/cuda_unavailable.cpp, with the same functions, in the others.
 #include "cuda_internal.h"
-
-#include <torch/version.h>
-
-#include <cstring>
-
-namespace ct {
-
-ct_status no_cuda(const char *func) {
-  const char *ver = ct_torch_version();
-  if (ver == nullptr || *ver == '\0' || std::strcmp(ver, "unknown") == 0) ver = TORCH_VERSION;
-  return set_error(CT_ERR_NOT_SUPPORTED,
-                   "%s: CUDA is not supported in this build of ctorch (LibTorch %s has no CUDA)",
-                   func, ver);
-}
-
-}  // namespace ct
-
-using ct::no_cuda;
 
 extern "C" {
 
-int32_t ct_cuda_is_compiled(void) {
-#if defined(CTORCH_WITH_CUDA)
-  return 1;
-#else
-  return 0;
-#endif
-}
+int32_t ct_cuda_is_compiled(void) { return 1; }
 
-int32_t ct_cuda_is_available(void) {
-#if defined(CTORCH_WITH_CUDA)
-  return ct::cudaimpl::is_available() ? 1 : 0;
-#else
-  return 0;
-#endif
-}
+int32_t ct_cuda_is_available(void) { return ct::cudaimpl::is_available() ? 1 : 0; }
 
-int32_t ct_cuda_device_count(void) {
-#if defined(CTORCH_WITH_CUDA)
-  return ct::cudaimpl::device_count();
-#else
-  return 0;
-#endif
-}
-
-#if defined(CTORCH_WITH_CUDA)
+int32_t ct_cuda_device_count(void) { return ct::cudaimpl::device_count(); }
 
 ct_status ct_cuda_current_device(int32_t *out) {
   const char *const ct_fn_ = __func__;
@@ -216,37 +174,6 @@ int32_t ct_tensor_is_pinned(const ct_tensor *t) {
   return ct::guard_value<int32_t>(0, [&] { return ct::cudaimpl::is_pinned(t->t) ? 1 : 0; });
 }
 
-#else  // !CTORCH_WITH_CUDA
-
-ct_status ct_cuda_current_device(int32_t *out) { return no_cuda(__func__); }
-ct_status ct_cuda_set_device(int32_t device) { return no_cuda(__func__); }
-ct_status ct_cuda_synchronize(int32_t device) { return no_cuda(__func__); }
-ct_status ct_cuda_memory_allocated(size_t *out, int32_t device) { return no_cuda(__func__); }
-ct_status ct_cuda_memory_reserved(size_t *out, int32_t device) { return no_cuda(__func__); }
-ct_status ct_cuda_empty_cache(void) { return no_cuda(__func__); }
-ct_status ct_cuda_manual_seed_all(uint64_t seed) { return no_cuda(__func__); }
-ct_status ct_cuda_current_stream(void **out, int32_t device) { return no_cuda(__func__); }
-ct_status ct_cuda_set_stream(void **previous, int32_t device, void *stream) {
-  return no_cuda(__func__);
-}
-ct_status ct_cuda_stream_synchronize(int32_t device, void *stream) { return no_cuda(__func__); }
-ct_status ct_cuda_stream_wait_stream(int32_t device, void *waiting, void *producer) {
-  return no_cuda(__func__);
-}
-ct_status ct_cuda_max_memory_allocated(size_t *out, int32_t device) { return no_cuda(__func__); }
-ct_status ct_cuda_max_memory_reserved(size_t *out, int32_t device) { return no_cuda(__func__); }
-ct_status ct_cuda_reset_peak_memory_stats(int32_t device) { return no_cuda(__func__); }
-ct_status ct_cuda_memory_stats(ct_value **out, int32_t device) { return no_cuda(__func__); }
-ct_status ct_cuda_set_memory_fraction(int32_t device, double fraction) { return no_cuda(__func__); }
-ct_status ct_cuda_stream_from_pool(void **out, int32_t device, int32_t high_priority) {
-  return no_cuda(__func__);
-}
-ct_status ct_tensor_pin_memory(ct_tensor **out, const ct_tensor *t) { return no_cuda(__func__); }
-// Nothing can be pinned without CUDA.
-int32_t ct_tensor_is_pinned(const ct_tensor *t) { return 0; }
-
-#endif  // CTORCH_WITH_CUDA
-
 }  // extern "C"
 
 // ---- DLPack export stream helper (declared in cuda_internal.h / internal.h) ------
@@ -259,14 +186,10 @@ ct_status cuda_make_safe_for_stream(const at::Tensor &t, int64_t stream) {
   } catch (...) {
     return set_error_from_current_exception(F);
   }
-#if defined(CTORCH_WITH_CUDA)
   return guard(F, [&]() -> ct_status {
     cudaimpl::make_safe_for_stream(t, stream);
     return CT_OK;
   });
-#else
-  return no_cuda(F);
-#endif
 }
 
 }  // namespace ct

@@ -1,9 +1,8 @@
 // What every distributed call (ct_store_*, ct_process_group_*, collectives,
-// ct_work_*, ct_ddp_*) returns where ctorch is built without c10d (LibTorch
-// without Gloo's headers beside its own, such as PyPI wheels): CT_ERR_NOT_SUPPORTED.
-#include "distributed.h"
-
-#if !CT_HAS_C10D
+// ct_work_*, ct_ddp_*) returns where ctorch is built without c10d (no Gloo or
+// NCCL headers for this LibTorch, or CTORCH_WITH_DISTRIBUTED=OFF; CMake
+// compiles this file instead of the distributed ones): CT_ERR_NOT_SUPPORTED.
+#include "internal.h"
 
 #define CT_NO_C10D(...)                                                            \
   return ct::set_error(CT_ERR_NOT_SUPPORTED,                                       \
@@ -89,5 +88,3 @@ ct_status ct_ddp_prepare_backward(ct_ddp *, const ct_tensor *const *, size_t) {
 }
 void ct_ddp_free(ct_ddp *) {}
 }
-
-#endif  // !CT_HAS_C10D

@@ -1,6 +1,6 @@
 // AOTInductor packages (.pt2) behind a ct_package handle:
-// torch::inductor::AOTIModelPackageLoader (LibTorch >= 2.6). Older LibTorch
-// builds get the same functions, each returning CT_ERR_NOT_SUPPORTED.
+// torch::inductor::AOTIModelPackageLoader (LibTorch >= 2.6). CMake compiles
+// this file where LibTorch has the loader, src/package_unavailable.cpp elsewhere.
 #include "file_io.h"
 #include "internal.h"
 
@@ -19,13 +19,7 @@
 
 #include <unistd.h>
 
-#if (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)) && \
-    __has_include(<torch/csrc/inductor/aoti_package/model_package_loader.h>)
-#define CTORCH_HAVE_AOTI 1
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
-#else
-#define CTORCH_HAVE_AOTI 0
-#endif
 
 // LibTorch 2.6's AOTInductor runtime (compiled into every package it makes)
 // keeps a constant that is already set: its update_constant_buffer emplace()s,
@@ -35,15 +29,13 @@
 // aborts the same way). Later releases insert_or_assign and copy into their own
 // blob (checked in the current source; 2.7 itself not tried). See
 // replace_constants_2_6 below.
-#if CTORCH_HAVE_AOTI && TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 7
+#if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 7
 #define CTORCH_AOTI_EMPLACE_RUNTIME 1
 #else
 #define CTORCH_AOTI_EMPLACE_RUNTIME 0
 #endif
 
 namespace {
-
-#if CTORCH_HAVE_AOTI
 
 // (path, model_name) is a constructor in 2.6 and, with defaulted trailing
 // arguments (single-threaded runner, number of runners, device index), in
@@ -90,12 +82,9 @@ std::string first_line(const char *what) {
   return nl == std::string::npos ? s : s.substr(0, nl);
 }
 
-#endif
-
 }  // namespace
 
 struct ct_package {
-#if CTORCH_HAVE_AOTI
   std::unique_ptr<Loader> loader;
   std::unordered_map<std::string, std::string> metadata;
   std::vector<std::string> call_spec;
@@ -110,19 +99,9 @@ struct ct_package {
   int32_t device_type = CT_DEVICE_CPU;
   int32_t device_index = -1;
   size_t num_runners = 1;
-#endif
 };
 
 namespace {
-
-[[maybe_unused]] ct_status not_supported(const char *func) {
-  return ct::set_error(CT_ERR_NOT_SUPPORTED,
-                       "%s: AOTInductor packages need LibTorch >= 2.6 "
-                       "(AOTIModelPackageLoader); this ctorch was built against LibTorch %s",
-                       func, TORCH_VERSION);
-}
-
-#if CTORCH_HAVE_AOTI
 
 // Leaves of a serialized pytree spec: one `"type": null` per leaf.
 size_t count_leaves(const std::string &spec) {
@@ -288,28 +267,21 @@ ct_status replace_constants_2_6(const char *func, ct_package *p,
 }
 #endif
 
-#endif
-
-[[maybe_unused]] c10::IValue string_list_value(const std::vector<std::string> &strings) {
+c10::IValue string_list_value(const std::vector<std::string> &strings) {
   c10::List<std::string> l;
   for (const auto &s : strings) l.push_back(s);
   return c10::IValue(std::move(l));
 }
 
 // The accessors that return one new value made from the package (make takes
-// the package; generic, so that it is compiled only with AOTInductor).
+// the package).
 template <class Make>
 ct_status package_value(const char *ct_fn_, ct_value **out, const ct_package *p, Make make) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(p);
-#if CTORCH_HAVE_AOTI
     *out = ct::new_value(make(*p));
     return CT_OK;
-#else
-    (void)make;
-    return not_supported(ct_fn_);
-#endif
   });
 }
 
@@ -321,7 +293,6 @@ ct_status run_package(const char *ct_fn_, ct_tensor **outputs, size_t n_outputs,
     CT_CHECK_NOT_NULL(p);
     CT_CHECK_ARG(outputs != nullptr || n_outputs == 0, "%s: argument 'outputs' is NULL", ct_fn_);
     CT_CHECK_ARG(inputs != nullptr || n_inputs == 0, "%s: argument 'inputs' is NULL", ct_fn_);
-#if CTORCH_HAVE_AOTI
     if (p->n_inputs != static_cast<size_t>(-1) && n_inputs != p->n_inputs)
       return ct::set_error(CT_ERR_INVALID_ARGUMENT,
                            "%s: the package's model takes %zu input tensors, got %zu", ct_fn_,
@@ -350,11 +321,6 @@ ct_status run_package(const char *ct_fn_, ct_tensor **outputs, size_t n_outputs,
     for (size_t i = 0; i < res.size(); ++i) outputs[i] = ct::new_tensor(std::move(res[i]));
     if (n_returned) *n_returned = res.size();
     return CT_OK;
-#else
-    (void)n_returned;
-    (void)stream;
-    return not_supported(ct_fn_);
-#endif
   });
 }
 
@@ -367,12 +333,7 @@ ct_status ct_package_load(ct_package **out, const char *path, const char *model_
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(path);
-#if CTORCH_HAVE_AOTI
     return load_file(ct_fn_, out, path, model_name, path);
-#else
-    (void)model_name;
-    return not_supported(ct_fn_);
-#endif
   });
 }
 
@@ -382,7 +343,6 @@ ct_status ct_package_load_buffer(ct_package **out, const void *data, size_t len,
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_ARG(data != nullptr || len == 0, "%s: argument 'data' is NULL", ct_fn_);
-#if CTORCH_HAVE_AOTI
     const char *tmp = std::getenv("TMPDIR");
     std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/ctorch-package-XXXXXX.pt2";
     int fd = mkstemps(&path[0], 4);
@@ -414,10 +374,6 @@ ct_status ct_package_load_buffer(ct_package **out, const void *data, size_t len,
     }
     ::unlink(path.c_str());
     return st;
-#else
-    (void)model_name;
-    return not_supported(ct_fn_);
-#endif
   });
 }
 
@@ -448,7 +404,6 @@ ct_status ct_package_load_ext(ct_package **out, const char *path, const char *mo
                  "%s: num_runners must be between 1 and 1024, not %zu", ct_fn_, num_runners);
     CT_CHECK_ARG(device_index >= -1, "%s: device_index must be -1 or a device, not %d", ct_fn_,
                  device_index);
-#if CTORCH_HAVE_AOTI
     if (!kLoaderHasRunners && (num_runners != 1 || device_index != -1))
       return ct::set_error(CT_ERR_NOT_SUPPORTED,
                            "%s: LibTorch %s's package loader has one runner on the package's "
@@ -456,10 +411,6 @@ ct_status ct_package_load_ext(ct_package **out, const char *path, const char *mo
                            "LibTorch (2.11 has both)",
                            ct_fn_, TORCH_VERSION);
     return load_file(ct_fn_, out, path, model_name, path, num_runners, device_index);
-#else
-    (void)model_name;
-    return not_supported(ct_fn_);
-#endif
   });
 }
 
@@ -468,12 +419,8 @@ ct_status ct_package_num_runners(size_t *out, const ct_package *p) {
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);
     CT_CHECK_NOT_NULL(p);
-#if CTORCH_HAVE_AOTI
     *out = p->num_runners;
     return CT_OK;
-#else
-    return not_supported(ct_fn_);
-#endif
   });
 }
 
@@ -505,7 +452,6 @@ ct_status ct_package_update_constants(ct_package *p, const char *const *names,
     CT_CHECK_NOT_NULL(p);
     CT_CHECK_ARG((names != nullptr && tensors != nullptr) || n == 0,
                  "%s: 'names' and 'tensors' must not be NULL when n > 0", ct_fn_);
-#if CTORCH_HAVE_AOTI
     std::unordered_map<std::string, at::Tensor> map;
     for (size_t i = 0; i < n; ++i) {
       if (!names[i] || !tensors[i])
@@ -536,9 +482,6 @@ ct_status ct_package_update_constants(ct_package *p, const char *const *names,
     p->loader->load_constants(map, /*use_inactive=*/false, /*check_full_update=*/false);
     return CT_OK;
 #endif
-#else
-    return not_supported(ct_fn_);
-#endif
   });
 }
 
@@ -548,13 +491,9 @@ ct_status ct_package_device(int32_t *device_type, int32_t *device_index, const c
     CT_CHECK_NOT_NULL(device_type);
     CT_CHECK_NOT_NULL(device_index);
     CT_CHECK_NOT_NULL(p);
-#if CTORCH_HAVE_AOTI
     *device_type = p->device_type;
     *device_index = p->device_index;
     return CT_OK;
-#else
-    return not_supported(ct_fn_);
-#endif
   });
 }
 
