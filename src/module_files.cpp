@@ -15,6 +15,7 @@
 #include <caffe2/serialize/read_adapter_interface.h>
 #include <torch/csrc/jit/serialization/import.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/source_range_serialization.h>
 
 #include <memory>
 #include <sstream>
@@ -24,6 +25,56 @@ namespace {
 
 using c10::IValue;
 using ct::with_code;
+
+// Why a code file's unpickled source ranges (.debug_pkl) would make
+// LibTorch's SourceRangeDeserializer throw or read out of bounds (it indexes
+// tuples and its string table unchecked), or "" when they are sound: a tuple
+// of (byte offset, (source, start, end)[, ...]) records, optionally after
+// ("FORMAT_WITH_STRING_TABLE", (strings...), ...) where a source is
+// ([text indices], filename index, line); else a source is (text,
+// filename or None, line).
+std::string source_ranges_problem(const IValue &v) {
+  if (!v.isTuple() || v.toTupleRef().elements().empty()) return "not a tuple of source ranges";
+  auto items = v.toTupleRef().elements();
+  std::vector<size_t> table;  // the string table's entries' lengths
+  bool with_table = items[0].isString() &&
+                    items[0].toStringRef() == std::string(torch::jit::kFormatWithStringTable);
+  if (with_table) {
+    if (items.size() < 3 || !items[1].isTuple() || !items[2].isTuple())
+      return "a string-table header without its table and records";
+    for (const IValue &x : items[1].toTupleRef().elements()) {
+      if (!x.isString()) return "a string table entry that is not a string";
+      table.push_back(x.toStringRef().size());
+    }
+    items = items[2].toTupleRef().elements();
+  }
+  auto index = [&](const IValue &x) {
+    return x.isInt() && x.toInt() >= 0 && static_cast<uint64_t>(x.toInt()) < table.size();
+  };
+  for (const IValue &rec : items) {
+    if (!rec.isTuple() || rec.toTupleRef().elements().size() < 2)
+      return "a record that is not (offset, range)";
+    const auto &re = rec.toTupleRef().elements();
+    if (!re[0].isInt() || !re[1].isTuple() || re[1].toTupleRef().elements().size() != 3)
+      return "a record that is not (offset, (source, start, end))";
+    const auto &range = re[1].toTupleRef().elements();
+    if (!range[0].isTuple() || range[0].toTupleRef().elements().size() != 3 || !range[1].isInt() ||
+        !range[2].isInt())
+      return "a source range that is not ((text, file, line), start, end)";
+    const auto &src = range[0].toTupleRef().elements();
+    // (start and end are not compared with the text: LibTorch's own files
+    // have ranges past the text pieces a record lists.)
+    if (with_table) {
+      if (!src[0].isIntList() || !index(src[1]) || !src[2].isInt())
+        return "a source that is not ([text indices], file index, line)";
+      for (int64_t i : src[0].toIntVector())
+        if (!index(IValue(i))) return "a text index outside the string table";
+    } else if (!src[0].isString() || !(src[1].isNone() || src[1].isString()) || !src[2].isInt()) {
+      return "a source that is not (text, file, line)";
+    }
+  }
+  return std::string();
+}
 
 ct_status load_impl(const char *func, ct_module **out,
                     std::shared_ptr<caffe2::serialize::ReadAdapterInterface> rai,
@@ -61,12 +112,18 @@ ct_status load_impl(const char *func, ct_module **out,
         // A code file's source ranges (code/X.py.debug_pkl) are read lazily,
         // inside ErrorReport::what() when the code has an error: an exception
         // there ends the process (what() is noexcept). Read them here once.
-        if (debug) try {
-            ct::release_value(torch::jit::unpickle(static_cast<const char *>(pkl.get()), n));
+        if (debug) {
+          std::string why;
+          try {
+            IValue ranges = torch::jit::unpickle(static_cast<const char *>(pkl.get()), n);
+            why = source_ranges_problem(ranges);
+            ct::release_value(std::move(ranges));
           } catch (const std::exception &e) {
-            ct::raise(CT_ERR_IO, "cannot load %s: %s is not a valid pickle (%s)", what.c_str(),
-                      r.c_str(), ct::exception_text(e).c_str());
+            why = "not a valid pickle (" + ct::exception_text(e) + ")";
           }
+          if (!why.empty())
+            ct::raise(CT_ERR_IO, "cannot load %s: %s: %s", what.c_str(), r.c_str(), why.c_str());
+        }
       }
     }
     // LibTorch compares tensor constants with at::equal while it compiles

@@ -112,6 +112,20 @@ static void test_corrupt_debug_pkl(void **state) {
   assert_null(m);
 }
 
+/* debug_pkl_range.pt (found by the mutator on the fixed library): a code
+ * error and a .debug_pkl that unpickles but whose records index outside
+ * their string table; LibTorch's SourceRangeDeserializer indexes unchecked
+ * and died (SIGSEGV in Source::findSourceRangeThatGenerated, inside
+ * SourceRange::highlight while the parser reported the error). The records'
+ * structure is checked first. */
+static void test_debug_pkl_bad_ranges(void **state) {
+  (void)state;
+  ct_module *m = NULL;
+  CT_EXPECT_ERROR(ct_module_load(&m, corpus("debug_pkl_range.pt"), CT_DEVICE_CPU, -1), CT_ERR_IO,
+                  "code/__torch__.py.debug_pkl");
+  assert_null(m);
+}
+
 /* class_constant.pt: a class body assignment without a type
  * ("__param65535eters__ = []") that LibTorch takes for a class constant and
  * dies in ScriptTypeParser::parseClassConstant (KNOWN_CRASHES.md, not
@@ -134,6 +148,7 @@ int main(void) {
       cmocka_unit_test(test_constant_offset_outside_storage),
       cmocka_unit_test(test_constant_stride_outside_storage),
       cmocka_unit_test(test_corrupt_debug_pkl),
+      cmocka_unit_test(test_debug_pkl_bad_ranges),
       cmocka_unit_test(test_class_constant_verify),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
