@@ -106,7 +106,8 @@ if [ "$mode" = cpu ]; then
   path=$(printf %s "$PATH" | tr : '\n' | grep -vi cuda | paste -sd: -)
   unset CUDA_HOME CUDA_PATH CUDACXX CUDAToolkit_ROOT LIBRARY_PATH CPATH
   export PATH="$path" CUDA_TOOLKIT_ROOT_DIR=/nonexistent
-  if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  # Run, not looked up: a shell's `command -v` names a non-executable file too.
+  if nvcc --version >/dev/null 2>&1 || /usr/local/cuda/bin/nvcc --version >/dev/null 2>&1; then
     echo "ci-pypi: the CUDA toolkit is still visible (nvcc: $(command -v nvcc))" >&2; exit 1
   fi
   log "CPU-only build without the CUDA toolkit (hidden by ${CTORCH_PYPI_HIDDEN:-the environment}, CTORCH_CPU_ONLY=$cpu_only)"
