@@ -39,6 +39,12 @@
 extern "C" {
 #endif
 
+/* Marks a function that may run long (file I/O, large allocations and copies,
+ * model code, collectives) or call back into the caller's code (deleters,
+ * kernels, autograd functions): a binding lets its runtime's other threads
+ * run meanwhile (Python: the GIL is released). Expands to nothing. */
+#define CT_MAY_BLOCK
+
 #if defined(_WIN32)
 #define CT_API __declspec(dllimport)
 #elif defined(__GNUC__)
@@ -118,7 +124,7 @@ CT_API void ct_warnings_clear(void);
 
 /* Frees a string or buffer that ctorch returned as caller-owned (char **,
  * void ** out-parameters). Accepts NULL. Any thread. */
-CT_API void ct_free(void *p);
+CT_API CT_MAY_BLOCK void ct_free(void *p);
 
 /* LibTorch 1.13+ symbolizes a full C++ backtrace for every error it raises,
  * costing milliseconds. ctorch disables that when it loads (process-wide, via
@@ -182,7 +188,7 @@ CT_API ct_status ct_set_float32_matmul_precision(const char *precision);
  * registers custom TorchScript operators (e.g. torchvision's). Models that
  * need those ops load afterwards. path: not NULL. Errors: CT_ERR_INVALID_ARGUMENT,
  * CT_ERR_IO (with dlerror()'s message). The library is never unloaded. */
-CT_API ct_status ct_load_library(const char *path);
+CT_API CT_MAY_BLOCK ct_status ct_load_library(const char *path);
 
 /* Grad mode and inference mode are per thread, as in torch. Setting grad
  * mode never fails (CT_OK); enabled: 0 or nonzero. */
@@ -249,7 +255,7 @@ CT_API int32_t ct_lstm_guard_route(void);
  * the probe's small LSTMs; the first probe also decides mode -1. max_error: not
  * NULL, untouched on failure. Errors: CT_ERR_INVALID_ARGUMENT,
  * CT_ERR_NOT_SUPPORTED (nothing to guard). Any thread. */
-CT_API ct_status ct_lstm_guard_check(double *max_error);
+CT_API CT_MAY_BLOCK ct_status ct_lstm_guard_check(double *max_error);
 
 /* ===================================================================== */
 /* Dtypes and devices                                                    */
@@ -352,12 +358,15 @@ typedef struct ct_ddp ct_ddp;                     /* data-parallel state (c10d's
  * Errors: CT_ERR_INVALID_ARGUMENT (NULL out, negative size, bad device),
  * CT_ERR_TYPE (unknown dtype), CT_ERR_NOT_SUPPORTED (CUDA in CPU build),
  * CT_ERR_OUT_OF_MEMORY. Any thread. */
-CT_API ct_status ct_tensor_empty(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
-                                 int32_t device_type, int32_t device_index, int32_t requires_grad);
-CT_API ct_status ct_tensor_zeros(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
-                                 int32_t device_type, int32_t device_index, int32_t requires_grad);
-CT_API ct_status ct_tensor_ones(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
-                                int32_t device_type, int32_t device_index, int32_t requires_grad);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_empty(ct_tensor **out, const int64_t *sizes, size_t ndim,
+                                              int32_t dtype, int32_t device_type,
+                                              int32_t device_index, int32_t requires_grad);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_zeros(ct_tensor **out, const int64_t *sizes, size_t ndim,
+                                              int32_t dtype, int32_t device_type,
+                                              int32_t device_index, int32_t requires_grad);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_ones(ct_tensor **out, const int64_t *sizes, size_t ndim,
+                                             int32_t dtype, int32_t device_type,
+                                             int32_t device_index, int32_t requires_grad);
 /* A new uninitialised contiguous tensor with t's sizes and device, and dtype
  * (CT_DTYPE_KEEP: t's); it does not require grad. The usual output of a
  * kernel. *out: free with ct_tensor_free. Errors: CT_ERR_INVALID_ARGUMENT
@@ -365,9 +374,9 @@ CT_API ct_status ct_tensor_ones(ct_tensor **out, const int64_t *sizes, size_t nd
  * Any thread. */
 CT_API ct_status ct_tensor_empty_like(ct_tensor **out, const ct_tensor *t, int32_t dtype);
 /* Every element set to `value` (converted to dtype). */
-CT_API ct_status ct_tensor_full(ct_tensor **out, const int64_t *sizes, size_t ndim, double value,
-                                int32_t dtype, int32_t device_type, int32_t device_index,
-                                int32_t requires_grad);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_full(ct_tensor **out, const int64_t *sizes, size_t ndim,
+                                             double value, int32_t dtype, int32_t device_type,
+                                             int32_t device_index, int32_t requires_grad);
 /* A 0-dim CPU tensor standing for a host-language number where an operator
  * takes a Tensor, marked as torch marks a Python scalar ("wrapped number"):
  * type promotion counts it as a number (x + n keeps x's dtype within its
@@ -379,24 +388,27 @@ CT_API ct_status ct_tensor_full(ct_tensor **out, const int64_t *sizes, size_t nd
  * an integer with |value| <= 2^53), CT_ERR_TYPE (another dtype). Any thread. */
 CT_API ct_status ct_tensor_wrapped_number(ct_tensor **out, double value, int32_t dtype);
 /* Uniform [0,1) and standard normal; floating dtypes only (CT_ERR_TYPE). */
-CT_API ct_status ct_tensor_rand(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
-                                int32_t device_type, int32_t device_index, int32_t requires_grad);
-CT_API ct_status ct_tensor_randn(ct_tensor **out, const int64_t *sizes, size_t ndim, int32_t dtype,
-                                 int32_t device_type, int32_t device_index, int32_t requires_grad);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_rand(ct_tensor **out, const int64_t *sizes, size_t ndim,
+                                             int32_t dtype, int32_t device_type,
+                                             int32_t device_index, int32_t requires_grad);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_randn(ct_tensor **out, const int64_t *sizes, size_t ndim,
+                                              int32_t dtype, int32_t device_type,
+                                              int32_t device_index, int32_t requires_grad);
 /* [start, end) with `step` (non-zero, with the sign of end - start). */
-CT_API ct_status ct_tensor_arange(ct_tensor **out, double start, double end, double step,
-                                  int32_t dtype, int32_t device_type, int32_t device_index,
-                                  int32_t requires_grad);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_arange(ct_tensor **out, double start, double end,
+                                               double step, int32_t dtype, int32_t device_type,
+                                               int32_t device_index, int32_t requires_grad);
 /* n x m identity (m < 0 means m = n). */
-CT_API ct_status ct_tensor_eye(ct_tensor **out, int64_t n, int64_t m, int32_t dtype,
-                               int32_t device_type, int32_t device_index, int32_t requires_grad);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_eye(ct_tensor **out, int64_t n, int64_t m, int32_t dtype,
+                                            int32_t device_type, int32_t device_index,
+                                            int32_t requires_grad);
 
 /* Copies prod(sizes) * element_size(dtype) bytes of contiguous row-major host
  * memory at `data` into a new tensor on the given device. data: borrowed, not
  * kept; may be NULL only when the tensor has no elements. */
-CT_API ct_status ct_tensor_from_data(ct_tensor **out, const void *data, const int64_t *sizes,
-                                     size_t ndim, int32_t dtype, int32_t device_type,
-                                     int32_t device_index);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_from_data(ct_tensor **out, const void *data,
+                                                  const int64_t *sizes, size_t ndim, int32_t dtype,
+                                                  int32_t device_type, int32_t device_index);
 
 /* Deleter for memory that torch borrows. Called exactly once, on any thread
  * (whichever frees the last tensor using the memory), at any time after the
@@ -451,26 +463,27 @@ CT_API void ct_tensor_free_slot(ct_tensor **slot);
 /* A new handle to the same tensor (same storage, same autograd identity). */
 CT_API ct_status ct_tensor_ref(ct_tensor **out, const ct_tensor *t);
 /* Deep copy (differentiable, like torch.clone). */
-CT_API ct_status ct_tensor_clone(ct_tensor **out, const ct_tensor *t);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_clone(ct_tensor **out, const ct_tensor *t);
 /* Shares storage, detached from autograd. */
 CT_API ct_status ct_tensor_detach(ct_tensor **out, const ct_tensor *t);
 /* The tensor itself (new handle) if already contiguous, else a contiguous copy. */
-CT_API ct_status ct_tensor_contiguous(ct_tensor **out, const ct_tensor *t);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_contiguous(ct_tensor **out, const ct_tensor *t);
 /* Converts device and/or dtype. device_type CT_DEVICE_KEEP and dtype
  * CT_DTYPE_KEEP leave that part alone. copy=0 returns the same tensor when
  * nothing changes; copy=1 always copies. non_blocking=1 allows asynchronous
  * host/device copies (pinned memory). */
-CT_API ct_status ct_tensor_to(ct_tensor **out, const ct_tensor *t, int32_t device_type,
-                              int32_t device_index, int32_t dtype, int32_t non_blocking,
-                              int32_t copy);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_to(ct_tensor **out, const ct_tensor *t, int32_t device_type,
+                                           int32_t device_index, int32_t dtype,
+                                           int32_t non_blocking, int32_t copy);
 /* dst.copy_(src): copies values, converting dtype and device, broadcasting
  * src to dst's shape. Errors: CT_ERR_INVALID_ARGUMENT/CT_ERR_TORCH. */
-CT_API ct_status ct_tensor_copy_(ct_tensor *dst, const ct_tensor *src, int32_t non_blocking);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_copy_(ct_tensor *dst, const ct_tensor *src,
+                                              int32_t non_blocking);
 /* t.fill_(value). */
-CT_API ct_status ct_tensor_fill_(ct_tensor *t, double value);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_fill_(ct_tensor *t, double value);
 /* A pinned (page-locked) host copy of a CPU tensor. CUDA only:
  * CT_ERR_NOT_SUPPORTED otherwise. */
-CT_API ct_status ct_tensor_pin_memory(ct_tensor **out, const ct_tensor *t);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_pin_memory(ct_tensor **out, const ct_tensor *t);
 /* 1 if the tensor lives in pinned host memory; 0 otherwise or for NULL. */
 CT_API int32_t ct_tensor_is_pinned(const ct_tensor *t);
 
@@ -565,7 +578,7 @@ CT_API ct_status ct_tensor_metadata(ct_tensor_info *out, const ct_tensor *t);
 /* The new tensor requires grad (a floating or complex dtype). */
 #define CT_BLOB_REQUIRES_GRAD 4
 
-/* Everything ct_tensor_from_blob_v2 needs, in one struct. The caller sets
+/* Everything ct_tensor_wrap needs, in one struct. The caller sets
  * `size` to sizeof(ct_blob); the library reads only the fields of the version
  * it knows. data, sizes, strides, dtype, device_type, device_index, deleter
  * and ctx mean what the arguments of ct_tensor_from_blob mean (sizes may be
@@ -600,7 +613,7 @@ typedef struct ct_blob {
  * (unknown dtype; CT_BLOB_REQUIRES_GRAD with a non-floating dtype),
  * CT_ERR_NOT_SUPPORTED (device not in this build). Thread-safe; the
  * deleter runs on whichever thread frees the last tensor using the memory. */
-CT_API ct_status ct_tensor_from_blob_v2(ct_tensor **out, ct_tensor_info *info, const ct_blob *blob);
+CT_API ct_status ct_tensor_wrap(ct_tensor **out, ct_tensor_info *info, const ct_blob *blob);
 
 /* A new handle to the same tensor (as ct_tensor_ref) and its metadata (as
  * ct_tensor_metadata), in one call: what a host needs to lend a tensor's
@@ -617,10 +630,11 @@ CT_API ct_status ct_tensor_ref_info(ct_tensor **out, ct_tensor_info *info, const
  * free with ct_free. */
 CT_API ct_status ct_tensor_to_string(char **out, const ct_tensor *t);
 /* torch.equal: same shape and same values (1/0). */
-CT_API ct_status ct_tensor_equal(int32_t *out, const ct_tensor *a, const ct_tensor *b);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_equal(int32_t *out, const ct_tensor *a, const ct_tensor *b);
 /* torch.allclose. Errors: CT_ERR_TORCH if shapes do not broadcast. */
-CT_API ct_status ct_tensor_allclose(int32_t *out, const ct_tensor *a, const ct_tensor *b,
-                                    double rtol, double atol, int32_t equal_nan);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_allclose(int32_t *out, const ct_tensor *a,
+                                                 const ct_tensor *b, double rtol, double atol,
+                                                 int32_t equal_nan);
 
 /* ===================================================================== */
 /* Tensors: layouts, memory formats, quantized and sparse tensors        */
@@ -733,8 +747,8 @@ CT_API ct_status ct_tensor_set_requires_grad(ct_tensor *t, int32_t requires_grad
  * t. Errors raised by foreign backward callbacks come back here with code
  * CT_ERR_CALLBACK and the callback's message. Runs CPU backward on the
  * calling thread. */
-CT_API ct_status ct_tensor_backward(const ct_tensor *t, const ct_tensor *grad, int32_t retain_graph,
-                                    int32_t create_graph);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_backward(const ct_tensor *t, const ct_tensor *grad,
+                                                 int32_t retain_graph, int32_t create_graph);
 /* t.grad: *out is a new handle, or NULL when t has no gradient. */
 CT_API ct_status ct_tensor_grad(ct_tensor **out, const ct_tensor *t);
 /* Sets t.grad (grad NULL clears it). */
@@ -749,10 +763,12 @@ CT_API ct_status ct_tensor_grad_fn_name(char **out, const ct_tensor *t);
 /* torch.autograd.grad. grads: caller array of n_inputs slots; each receives a
  * new handle (NULL for an unused input when allow_unused=1). grad_outputs:
  * NULL or an array of n_outputs handles (each may be NULL). */
-CT_API ct_status ct_autograd_grad(ct_tensor **grads, const ct_tensor *const *outputs,
-                                  size_t n_outputs, const ct_tensor *const *inputs, size_t n_inputs,
-                                  const ct_tensor *const *grad_outputs, int32_t retain_graph,
-                                  int32_t create_graph, int32_t allow_unused);
+CT_API CT_MAY_BLOCK ct_status ct_autograd_grad(ct_tensor **grads, const ct_tensor *const *outputs,
+                                               size_t n_outputs, const ct_tensor *const *inputs,
+                                               size_t n_inputs,
+                                               const ct_tensor *const *grad_outputs,
+                                               int32_t retain_graph, int32_t create_graph,
+                                               int32_t allow_unused);
 
 /* Custom autograd functions written in the host language.
  *
@@ -783,11 +799,12 @@ typedef void (*ct_ctx_destroy_fn)(void *ctx);
  * slots, each receives a new handle connected to the graph. name: node name
  * reported by ct_tensor_grad_fn_name (NULL gives "CTorchFunction").
  * Errors: CT_ERR_INVALID_ARGUMENT, CT_ERR_CALLBACK. */
-CT_API ct_status ct_autograd_function_apply(ct_tensor **outputs, size_t n_outputs,
-                                            const ct_tensor *const *inputs, size_t n_inputs,
-                                            const char *name, ct_autograd_forward_fn forward,
-                                            ct_autograd_backward_fn backward, void *ctx,
-                                            ct_ctx_destroy_fn destroy);
+CT_API CT_MAY_BLOCK ct_status ct_autograd_function_apply(ct_tensor **outputs, size_t n_outputs,
+                                                         const ct_tensor *const *inputs,
+                                                         size_t n_inputs, const char *name,
+                                                         ct_autograd_forward_fn forward,
+                                                         ct_autograd_backward_fn backward,
+                                                         void *ctx, ct_ctx_destroy_fn destroy);
 
 /* ===================================================================== */
 /* DLPack (layout-compatible declarations of DLPack 1.1)                 */
@@ -884,10 +901,11 @@ typedef struct DLManagedTensorVersioned {
  * Errors: CT_ERR_INVALID_ARGUMENT, CT_ERR_TYPE (dtype DLPack cannot describe),
  * CT_ERR_NOT_SUPPORTED (tensor that requires grad: detach it first; sparse
  * or other non-strided layouts). */
-CT_API ct_status ct_tensor_to_dlpack(DLManagedTensor **out, const ct_tensor *t, int32_t copy,
-                                     int64_t stream);
-CT_API ct_status ct_tensor_to_dlpack_versioned(DLManagedTensorVersioned **out, const ct_tensor *t,
-                                               int32_t copy, int64_t stream);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_to_dlpack(DLManagedTensor **out, const ct_tensor *t,
+                                                  int32_t copy, int64_t stream);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_to_dlpack_versioned(DLManagedTensorVersioned **out,
+                                                            const ct_tensor *t, int32_t copy,
+                                                            int64_t stream);
 /* Imports a DLPack tensor, taking ownership of `src` in every case: on
  * success its deleter runs exactly once, when the last tensor using the
  * memory is freed; on failure it runs before this call returns. src may be
@@ -898,8 +916,9 @@ CT_API ct_status ct_tensor_to_dlpack_versioned(DLManagedTensorVersioned **out, c
  * space, and data + byte_offset not aligned to the element type. A READ_ONLY versioned tensor is
  * copied (and its deleter run at once), since torch tensors are always writable. Versions with a
  * major other than 1 are refused (CT_ERR_NOT_SUPPORTED). */
-CT_API ct_status ct_tensor_from_dlpack(ct_tensor **out, DLManagedTensor *src);
-CT_API ct_status ct_tensor_from_dlpack_versioned(ct_tensor **out, DLManagedTensorVersioned *src);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_from_dlpack(ct_tensor **out, DLManagedTensor *src);
+CT_API CT_MAY_BLOCK ct_status ct_tensor_from_dlpack_versioned(ct_tensor **out,
+                                                              DLManagedTensorVersioned *src);
 
 /* ===================================================================== */
 /* Values (TorchScript arguments and results)                            */
@@ -1009,10 +1028,11 @@ CT_API ct_status ct_value_type_str(char **out, const ct_value *v);
  * fits the file. Errors: CT_ERR_IO. ct_pickle_save refuses a value nested
  * deeper than 256 or containing itself (CT_ERR_INVALID_ARGUMENT).
  * Buffers: data borrowed; *data_out caller-owned (ct_free). */
-CT_API ct_status ct_pickle_load(ct_value **out, const char *path);
-CT_API ct_status ct_pickle_load_buffer(ct_value **out, const void *data, size_t size);
-CT_API ct_status ct_pickle_save(const ct_value *v, const char *path);
-CT_API ct_status ct_pickle_save_buffer(void **data_out, size_t *size_out, const ct_value *v);
+CT_API CT_MAY_BLOCK ct_status ct_pickle_load(ct_value **out, const char *path);
+CT_API CT_MAY_BLOCK ct_status ct_pickle_load_buffer(ct_value **out, const void *data, size_t size);
+CT_API CT_MAY_BLOCK ct_status ct_pickle_save(const ct_value *v, const char *path);
+CT_API CT_MAY_BLOCK ct_status ct_pickle_save_buffer(void **data_out, size_t *size_out,
+                                                    const ct_value *v);
 /* Checks an untrusted torch.save file without risking this process: loads it
  * (and prints what it loaded) in a short-lived forked child. CT_OK if that
  * worked; the child's own error (code and message) if the load failed
@@ -1022,7 +1042,7 @@ CT_API ct_status ct_pickle_save_buffer(void **data_out, size_t *size_out, const 
  * file. Costs a fork and a full load; the file is not kept: load it again
  * afterwards (docs/conventions.md, "Untrusted files"). Call it from a
  * process that can fork (not between CUDA calls in the child's lifetime). */
-CT_API ct_status ct_pickle_verify(const char *path);
+CT_API CT_MAY_BLOCK ct_status ct_pickle_verify(const char *path);
 
 /* Objects (CT_VALUE_OBJECT): TorchScript objects and the Python objects of
  * loaded checkpoints. ct_value_object_class: *out = the qualified class name,
@@ -1045,18 +1065,18 @@ CT_API ct_status ct_value_object_args(ct_value **out, const ct_value *v);
  * in the archive is read (see ct_module_extra_files). Errors: CT_ERR_NOT_FOUND
  * (no such file), CT_ERR_IO (not a TorchScript archive: empty, corrupt,
  * truncated, a torch.save pickle), CT_ERR_TORCH. */
-CT_API ct_status ct_module_load(ct_module **out, const char *path, int32_t device_type,
-                                int32_t device_index);
+CT_API CT_MAY_BLOCK ct_status ct_module_load(ct_module **out, const char *path, int32_t device_type,
+                                             int32_t device_index);
 /* Same from memory; data is borrowed and not kept. */
-CT_API ct_status ct_module_load_buffer(ct_module **out, const void *data, size_t size,
-                                       int32_t device_type, int32_t device_index);
+CT_API CT_MAY_BLOCK ct_status ct_module_load_buffer(ct_module **out, const void *data, size_t size,
+                                                    int32_t device_type, int32_t device_index);
 /* Checks an untrusted TorchScript archive like ct_pickle_verify: loads it on
  * the CPU in a forked child and inspects it there (methods, attributes,
  * parameters, children, and saving it again, which prints every method's
  * code). Same results and costs as ct_pickle_verify. Threads: safe while
  * other threads use ctorch; the fork waits for ctorch's locks (a registration
  * in flight) so that the child never inherits one held. */
-CT_API ct_status ct_module_verify(const char *path);
+CT_API CT_MAY_BLOCK ct_status ct_module_verify(const char *path);
 CT_API void ct_module_free(ct_module *m);
 /* The archive's extra files (_extra_files) as a Dict[str, str] value (empty
  * for modules that were not loaded from an archive). */
@@ -1068,16 +1088,17 @@ CT_API ct_status ct_module_extra_files(ct_value **out, const ct_module *m);
  * the schema (message shows the schema), CT_ERR_TORCH for errors inside the
  * model (message has the TorchScript traceback after the first line).
  * Thread-safe: many threads may run the same module at once. */
-CT_API ct_status ct_module_forward(ct_value **out, ct_module *m, const ct_value *const *args,
-                                   size_t n);
+CT_API CT_MAY_BLOCK ct_status ct_module_forward(ct_value **out, ct_module *m,
+                                                const ct_value *const *args, size_t n);
 /* Runs any method with positional and keyword arguments. kwnames/kwvalues:
  * nkw names and values (may be NULL if nkw == 0). Arguments not given take the
  * schema's defaults. Arguments are matched by the same binder as ct_op_call's,
  * with its coercions: an int argument named dtype takes a ctorch dtype code.
  * CT_ERR_NOT_FOUND for an unknown method. */
-CT_API ct_status ct_module_call(ct_value **out, ct_module *m, const char *method,
-                                const ct_value *const *args, size_t n, const char *const *kwnames,
-                                const ct_value *const *kwvalues, size_t nkw);
+CT_API CT_MAY_BLOCK ct_status ct_module_call(ct_value **out, ct_module *m, const char *method,
+                                             const ct_value *const *args, size_t n,
+                                             const char *const *kwnames,
+                                             const ct_value *const *kwvalues, size_t nkw);
 /* Tensors in, tensors out: the module twin of ct_op_call_tensors, with no
  * value boxing. Runs `method` (NULL: "forward") with the n_inputs tensors as
  * its positional arguments (the others take their defaults; the same
@@ -1095,9 +1116,11 @@ CT_API ct_status ct_module_call(ct_value **out, ct_module *m, const char *method
  * CT_ERR_INVALID_ARGUMENT for NULL arguments, CT_ERR_NOT_FOUND (unknown
  * method), and the errors of ct_module_call. Thread-safe as
  * ct_module_forward. */
-CT_API ct_status ct_module_forward_tensors(ct_tensor **outputs, size_t n_outputs,
-                                           size_t *n_returned, ct_module *m, const char *method,
-                                           const ct_tensor *const *inputs, size_t n_inputs);
+CT_API CT_MAY_BLOCK ct_status ct_module_forward_tensors(ct_tensor **outputs, size_t n_outputs,
+                                                        size_t *n_returned, ct_module *m,
+                                                        const char *method,
+                                                        const ct_tensor *const *inputs,
+                                                        size_t n_inputs);
 /* What ct_module_forward_tensors gives for `method` (NULL: "forward"), read
  * from its schema without running it, so a binding asks once per method:
  * *kind is CT_RESULT_TENSOR (one Tensor; *count = 1), CT_RESULT_TUPLE (a
@@ -1110,8 +1133,8 @@ CT_API ct_status ct_module_forward_tensors(ct_tensor **outputs, size_t n_outputs
 #define CT_RESULT_TENSOR 1
 #define CT_RESULT_TUPLE 2
 #define CT_RESULT_LIST 3
-CT_API ct_status ct_module_method_results(int32_t *kind, int64_t *count, const ct_module *m,
-                                          const char *method);
+CT_API CT_MAY_BLOCK ct_status ct_module_method_results(int32_t *kind, int64_t *count,
+                                                       const ct_module *m, const char *method);
 /* Methods as a Dict[str, str] value: name -> schema string. */
 CT_API ct_status ct_module_methods(ct_value **out, const ct_module *m);
 /* Dict[str, Tensor] with Python's dotted names; recurse=1 includes children.
@@ -1133,7 +1156,7 @@ CT_API ct_status ct_module_state_dict(ct_value **out, const ct_module *m);
  * CT_ERR_INVALID_ARGUMENT. incompatible (may be NULL): a tuple value
  * (missing_keys, unexpected_keys), lists of str, free with ct_value_free.
  * Not concurrently with other use of m. */
-CT_API ct_status ct_module_load_state_dict(ct_value **incompatible, ct_module *m,
+CT_API CT_MAY_BLOCK ct_status ct_module_load_state_dict(ct_value **incompatible, ct_module *m,
                                            const ct_value *state_dict, int32_t strict);
 /* torch.nn.Module.zero_grad: every parameter's gradient set to none
  * (set_to_none=1, torch's default) or detached and zeroed. */
@@ -1150,24 +1173,26 @@ CT_API ct_status ct_module_get_attr(ct_value **out, const ct_module *m, const ch
 CT_API ct_status ct_module_set_attr(ct_module *m, const char *name, const ct_value *v);
 /* In place: moves parameters and buffers (device and/or dtype, see
  * ct_tensor_to). dtype must be floating; only floating tensors change dtype. */
-CT_API ct_status ct_module_to(ct_module *m, int32_t device_type, int32_t device_index,
-                              int32_t dtype, int32_t non_blocking);
+CT_API CT_MAY_BLOCK ct_status ct_module_to(ct_module *m, int32_t device_type, int32_t device_index,
+                                           int32_t dtype, int32_t non_blocking);
 /* train(on) / eval() in place, recursively. */
 CT_API ct_status ct_module_train(ct_module *m, int32_t on);
 CT_API ct_status ct_module_eval(ct_module *m);
 /* 1 if training, 0 if eval, -1 for NULL. */
 CT_API int32_t ct_module_is_training(const ct_module *m);
 /* Deep copy: parameters and buffers are copied. */
-CT_API ct_status ct_module_clone(ct_module **out, const ct_module *m);
+CT_API CT_MAY_BLOCK ct_status ct_module_clone(ct_module **out, const ct_module *m);
 /* Saves a TorchScript archive that Python's torch.jit.load reads.
  * extra_files: NULL or a Dict[str, str] value stored as _extra_files. */
-CT_API ct_status ct_module_save(const ct_module *m, const char *path, const ct_value *extra_files);
-CT_API ct_status ct_module_save_buffer(void **data_out, size_t *size_out, const ct_module *m,
-                                       const ct_value *extra_files);
+CT_API CT_MAY_BLOCK ct_status ct_module_save(const ct_module *m, const char *path,
+                                             const ct_value *extra_files);
+CT_API CT_MAY_BLOCK ct_status ct_module_save_buffer(void **data_out, size_t *size_out,
+                                                    const ct_module *m,
+                                                    const ct_value *extra_files);
 /* torch.jit.freeze (module is put in eval mode first; the input is left
  * unchanged) and torch.jit.optimize_for_inference; both give new modules. */
-CT_API ct_status ct_module_freeze(ct_module **out, const ct_module *m);
-CT_API ct_status ct_module_optimize_for_inference(ct_module **out, const ct_module *m);
+CT_API CT_MAY_BLOCK ct_status ct_module_freeze(ct_module **out, const ct_module *m);
+CT_API CT_MAY_BLOCK ct_status ct_module_optimize_for_inference(ct_module **out, const ct_module *m);
 
 /* Building modules without Python. ct_module_new makes an empty module of
  * class `__torch__.<class_name>`; register tensors and submodules on it,
@@ -1184,7 +1209,7 @@ CT_API ct_status ct_module_register_parameter(ct_module *m, const char *name, co
                                               int32_t requires_grad);
 CT_API ct_status ct_module_register_buffer(ct_module *m, const char *name, const ct_tensor *t);
 CT_API ct_status ct_module_register_module(ct_module *m, const char *name, const ct_module *child);
-CT_API ct_status ct_module_define(ct_module *m, const char *source);
+CT_API CT_MAY_BLOCK ct_status ct_module_define(ct_module *m, const char *source);
 
 /* torch.nn's layers and losses, as TorchScript modules. ct_module_new_nn
  * makes the layer `layer` ("Linear", "Conv2d", "Sequential", ...) with
@@ -1252,17 +1277,18 @@ CT_API ct_status ct_tensor_nn_init_methods(ct_value **out);
  * Errors: CT_ERR_INVALID_ARGUMENT (NULL), CT_ERR_NOT_SUPPORTED naming every
  * operator that has no twin (nothing is made). Not concurrently with
  * ct_library_set_twin for the same operators. */
-CT_API ct_status ct_module_to_pytorch(ct_module **out, const ct_module *m);
+CT_API CT_MAY_BLOCK ct_status ct_module_to_pytorch(ct_module **out, const ct_module *m);
 
 /* TorchScript functions compiled from source (no module). */
-CT_API ct_status ct_script_compile(ct_script **out, const char *source);
+CT_API CT_MAY_BLOCK ct_status ct_script_compile(ct_script **out, const char *source);
 CT_API void ct_script_free(ct_script *s);
 /* List[str] of the function names. */
 CT_API ct_status ct_script_functions(ct_value **out, const ct_script *s);
 /* Calls a function by name, like ct_module_call. */
-CT_API ct_status ct_script_call(ct_value **out, const ct_script *s, const char *function,
-                                const ct_value *const *args, size_t n, const char *const *kwnames,
-                                const ct_value *const *kwvalues, size_t nkw);
+CT_API CT_MAY_BLOCK ct_status ct_script_call(ct_value **out, const ct_script *s,
+                                             const char *function, const ct_value *const *args,
+                                             size_t n, const char *const *kwnames,
+                                             const ct_value *const *kwvalues, size_t nkw);
 
 /* ===================================================================== */
 /* Operators by name                                                     */
@@ -1303,9 +1329,10 @@ CT_API ct_status ct_op_return(const char **name, const char **type, const ct_op 
  * in-place op returns a value referring to the same tensor it mutated.
  * Errors: CT_ERR_TYPE / CT_ERR_INVALID_ARGUMENT (message names the op and
  * shows its schema), CT_ERR_TORCH, CT_ERR_CALLBACK (foreign op failed). */
-CT_API ct_status ct_op_call(ct_value **out, const ct_op *op, const ct_value *const *args, size_t n,
-                            const char *const *kwnames, const ct_value *const *kwvalues,
-                            size_t nkw);
+CT_API CT_MAY_BLOCK ct_status ct_op_call(ct_value **out, const ct_op *op,
+                                         const ct_value *const *args, size_t n,
+                                         const char *const *kwnames,
+                                         const ct_value *const *kwvalues, size_t nkw);
 /* Fast path for the common case: tensors in, tensors out. inputs: the first
  * n_inputs arguments (all the others take their defaults); outputs: a caller
  * array of n_outputs slots, each receiving a new handle, where n_outputs must
@@ -1313,8 +1340,9 @@ CT_API ct_status ct_op_call(ct_value **out, const ct_op *op, const ct_value *con
  * (CT_ERR_INVALID_ARGUMENT / CT_ERR_TYPE otherwise, slots untouched). Saves
  * the value wrapping of ct_op_call (bindings' a + b). Same resolution and
  * errors as ct_op_call otherwise. */
-CT_API ct_status ct_op_call_tensors(ct_tensor **outputs, size_t n_outputs, const ct_op *op,
-                                    const ct_tensor *const *inputs, size_t n_inputs);
+CT_API CT_MAY_BLOCK ct_status ct_op_call_tensors(ct_tensor **outputs, size_t n_outputs,
+                                                 const ct_op *op, const ct_tensor *const *inputs,
+                                                 size_t n_inputs);
 /* *out = 1 when ct_op_call_tensors(op, n_inputs tensors) resolves to an
  * overload whose first n_inputs arguments accept tensors, whose other
  * arguments have defaults, and which returns one or more results that are
@@ -1340,12 +1368,15 @@ CT_API ct_status ct_op_tensors_only(int32_t *out, const ct_op *op, size_t n_inpu
  * when n_outputs or a result type is wrong: check ct_op_num_returns and
  * ct_op_return first. Threads: as ct_op_call (any number of threads may call
  * one op handle). */
-CT_API ct_status ct_op_call_tensors_values(ct_tensor **outputs, size_t n_outputs, const ct_op *op,
-                                           const ct_tensor *const *tensors, size_t n_tensors,
-                                           const ct_value *const *values, size_t n_values);
+CT_API CT_MAY_BLOCK ct_status ct_op_call_tensors_values(ct_tensor **outputs, size_t n_outputs,
+                                                        const ct_op *op,
+                                                        const ct_tensor *const *tensors,
+                                                        size_t n_tensors,
+                                                        const ct_value *const *values,
+                                                        size_t n_values);
 /* One-shot call by qualified name: "aten::add.Tensor", "aten::add" (overload
  * set) or "myns::scale". Lookups are cached. */
-CT_API ct_status ct_op_call_name(ct_value **out, const char *qualified_name,
+CT_API CT_MAY_BLOCK ct_status ct_op_call_name(ct_value **out, const char *qualified_name,
                                  const ct_value *const *args, size_t n, const char *const *kwnames,
                                  const ct_value *const *kwvalues, size_t nkw);
 /* List[str] of every registered operator, as "ns::name" or
@@ -1365,7 +1396,7 @@ CT_API ct_status ct_op_list(ct_value **out);
  * "myns::scale(Tensor x, float a) -> Tensor". Errors: CT_ERR_INVALID_ARGUMENT
  * (bad schema, op already registered). */
 typedef ct_status (*ct_op_fn)(void *ctx, const ct_value *const *args, size_t n, ct_value **out);
-CT_API ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx);
+CT_API CT_MAY_BLOCK ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx);
 
 /* Operators in torch's dispatcher (torch.library), with kernels written in
  * the host language. A library handle is a registration scope for one
@@ -1391,14 +1422,14 @@ CT_API ct_status ct_op_register(const char *schema, ct_op_fn fn, void *ctx);
 /* A registration scope for namespace ns (letters, digits, '_'; not "aten"
  * or "prim"). Several libraries may share a namespace. *out: free with
  * ct_library_free. Errors: CT_ERR_INVALID_ARGUMENT. Any thread. */
-CT_API ct_status ct_library_new(ct_library **out, const char *ns);
+CT_API CT_MAY_BLOCK ct_status ct_library_new(ct_library **out, const char *ns);
 
 /* Removes every kernel and definition the library added (NULL is a no-op).
  * Afterwards its operators are no longer listed or found; a handle or a
  * compiled TorchScript function that still refers to one fails with
  * CT_ERR_NOT_FOUND ("... was removed") instead of running a freed kernel.
  * Defining the name again (in any library) makes it callable again. */
-CT_API void ct_library_free(ct_library *lib);
+CT_API CT_MAY_BLOCK void ct_library_free(ct_library *lib);
 
 /* Defines an operator from a schema, "scale(Tensor x, float a) -> Tensor"
  * (the library's namespace is added) or "myns::scale(...)" (it must match).
@@ -1407,8 +1438,8 @@ CT_API void ct_library_free(ct_library *lib);
  * kernel until ct_library_impl gives it one. Errors: CT_ERR_INVALID_ARGUMENT
  * (bad schema, other namespace, name already defined in the dispatcher or by
  * ct_op_register, unknown tag). */
-CT_API ct_status ct_library_define(ct_library *lib, const char *schema, const char *const *tags,
-                                   size_t n_tags);
+CT_API CT_MAY_BLOCK ct_status ct_library_define(ct_library *lib, const char *schema,
+                                                const char *const *tags, size_t n_tags);
 
 /* Flags of ct_library_impl and ct_library_impl_autograd. */
 /* The kernel may only run on the thread that registered it; a call from any
@@ -1426,9 +1457,9 @@ CT_API ct_status ct_library_define(ct_library *lib, const char *schema, const ch
  * key. The library takes ctx: destroy(ctx) also runs when this call fails.
  * Errors: CT_ERR_INVALID_ARGUMENT (unknown key, operator not defined, key
  * already has a ctorch kernel), CT_ERR_NOT_FOUND. */
-CT_API ct_status ct_library_impl(ct_library *lib, const char *name, const char *dispatch_key,
-                                 ct_op_fn kernel, void *ctx, ct_ctx_destroy_fn destroy,
-                                 int32_t flags);
+CT_API CT_MAY_BLOCK ct_status ct_library_impl(ct_library *lib, const char *name,
+                                              const char *dispatch_key, ct_op_fn kernel, void *ctx,
+                                              ct_ctx_destroy_fn destroy, int32_t flags);
 
 /* A tensors-only kernel: inputs are the operator's n_inputs Tensor arguments
  * in schema order (borrowed handles, valid during the call only; do not free
@@ -1448,7 +1479,7 @@ typedef ct_status (*ct_tensor_kernel_fn)(void *ctx, const ct_tensor *const *inpu
  * (Tensor?, Tensor[], numbers: use ct_library_impl). A kernel that stores
  * NULL in a slot, one handle in two slots, or an input handle fails the call
  * with CT_ERR_CALLBACK (nothing is freed twice). */
-CT_API ct_status ct_library_impl_tensors(ct_library *lib, const char *name,
+CT_API CT_MAY_BLOCK ct_status ct_library_impl_tensors(ct_library *lib, const char *name,
                                          const char *dispatch_key, ct_tensor_kernel_fn kernel,
                                          void *ctx, ct_ctx_destroy_fn destroy, int32_t flags);
 
@@ -1471,9 +1502,9 @@ typedef ct_status (*ct_op_backward_fn)(void *ctx, const ct_value *const *args, s
  * "<ns>::<name>" whose backward calls `backward`. The operator's returns must
  * all be Tensor. The node keeps ctx alive while it exists. Ownership, flags
  * and errors as ct_library_impl. */
-CT_API ct_status ct_library_impl_autograd(ct_library *lib, const char *name,
-                                          ct_op_backward_fn backward, void *ctx,
-                                          ct_ctx_destroy_fn destroy, int32_t flags);
+CT_API CT_MAY_BLOCK ct_status ct_library_impl_autograd(ct_library *lib, const char *name,
+                                                       ct_op_backward_fn backward, void *ctx,
+                                                       ct_ctx_destroy_fn destroy, int32_t flags);
 
 /* A TorchScript twin of operator `name` (defined by this library): source
  * defining a function named as the operator ("def psoftsign(x: Tensor) ->
@@ -1488,7 +1519,8 @@ CT_API ct_status ct_library_impl_autograd(ct_library *lib, const char *name,
  * function of that name among several, a different number of arguments or
  * results), CT_ERR_TORCH
  * (the compiler's message). Any thread. */
-CT_API ct_status ct_library_set_twin(ct_library *lib, const char *name, const char *source);
+CT_API CT_MAY_BLOCK ct_status ct_library_set_twin(ct_library *lib, const char *name,
+                                                  const char *source);
 
 /* ===================================================================== */
 /* Random generators                                                      */
@@ -1567,7 +1599,7 @@ CT_API ct_status ct_optimizer_algorithm(const char **out, const ct_optimizer *op
  * state that lacks what the options ask for, e.g. amsgrad turned on later),
  * CT_ERR_TORCH (a gradient whose shape or device differs from its
  * parameter's). On error some parameters may already be updated. */
-CT_API ct_status ct_optimizer_step(ct_optimizer *opt);
+CT_API CT_MAY_BLOCK ct_status ct_optimizer_step(ct_optimizer *opt);
 /* set_to_none 1: gradients become undefined (torch 2.x's default);
  * 0: zeroed in place (and detached, as torch does). */
 CT_API ct_status ct_optimizer_zero_grad(ct_optimizer *opt, int32_t set_to_none);
@@ -1618,8 +1650,9 @@ CT_API ct_status ct_optimizer_load_state_dict(ct_optimizer *opt, const ct_value 
  * no parameter has a gradient). error_if_nonfinite 1: a NaN or infinite
  * total norm gives CT_ERR_INVALID_ARGUMENT and leaves the gradients alone.
  * Errors: CT_ERR_INVALID_ARGUMENT (NULL params with n > 0, a NULL item). */
-CT_API ct_status ct_clip_grad_norm(ct_tensor **out, const ct_tensor *const *params, size_t n,
-                                   double max_norm, double norm_type, int32_t error_if_nonfinite);
+CT_API CT_MAY_BLOCK ct_status ct_clip_grad_norm(ct_tensor **out, const ct_tensor *const *params,
+                                                size_t n, double max_norm, double norm_type,
+                                                int32_t error_if_nonfinite);
 /* torch.nn.utils.clip_grad_value_: clamps every gradient into
  * [-clip_value, clip_value] in place. */
 CT_API ct_status ct_clip_grad_value(const ct_tensor *const *params, size_t n, double clip_value);
@@ -1667,7 +1700,8 @@ CT_API ct_status ct_grad_scaler_unscale(ct_grad_scaler *s, ct_optimizer *opt);
 /* Unscales (if not done yet) and steps opt unless an inf or NaN was found;
  * *stepped (may be NULL) says which. Errors: CT_ERR_INVALID_ARGUMENT (stepped
  * already since the last update), the step's own. */
-CT_API ct_status ct_grad_scaler_step(int32_t *stepped, ct_grad_scaler *s, ct_optimizer *opt);
+CT_API CT_MAY_BLOCK ct_status ct_grad_scaler_step(int32_t *stepped, ct_grad_scaler *s,
+                                                  ct_optimizer *opt);
 /* Updates the scale from the steps since the last update and forgets them.
  * Errors: CT_ERR_INVALID_ARGUMENT (no step or unscale since the last update). */
 CT_API ct_status ct_grad_scaler_update(ct_grad_scaler *s);
@@ -1695,11 +1729,11 @@ CT_API int32_t ct_cuda_device_count(void);
 CT_API ct_status ct_cuda_current_device(int32_t *out);
 CT_API ct_status ct_cuda_set_device(int32_t device);
 /* Waits for all work on a device (device -1: current). */
-CT_API ct_status ct_cuda_synchronize(int32_t device);
+CT_API CT_MAY_BLOCK ct_status ct_cuda_synchronize(int32_t device);
 /* Bytes allocated by / reserved in torch's caching allocator on a device. */
 CT_API ct_status ct_cuda_memory_allocated(size_t *out, int32_t device);
 CT_API ct_status ct_cuda_memory_reserved(size_t *out, int32_t device);
-CT_API ct_status ct_cuda_empty_cache(void);
+CT_API CT_MAY_BLOCK ct_status ct_cuda_empty_cache(void);
 CT_API ct_status ct_cuda_manual_seed_all(uint64_t seed);
 /* torch's current stream on a device (-1: current device), as a raw
  * cudaStream_t (borrowed; owned by torch). Per thread, as in torch. */
@@ -1712,7 +1746,7 @@ CT_API ct_status ct_cuda_current_stream(void **out, int32_t device);
  * torch. */
 CT_API ct_status ct_cuda_set_stream(void **previous, int32_t device, void *stream);
 /* Waits for all work queued on `stream` (a cudaStream_t on `device`). */
-CT_API ct_status ct_cuda_stream_synchronize(int32_t device, void *stream);
+CT_API CT_MAY_BLOCK ct_status ct_cuda_stream_synchronize(int32_t device, void *stream);
 /* Makes `waiting` wait (on the device) for all work queued so far on
  * `producer`: records an event on producer, cudaStreamWaitEvent on waiting.
  * No host synchronisation. */
@@ -1758,7 +1792,7 @@ CT_API void ct_cuda_event_free(ct_cuda_event *e);
 CT_API ct_status ct_cuda_event_record(ct_cuda_event *e, void *stream);
 /* Blocks until the work before the record has finished (at once if never
  * recorded). */
-CT_API ct_status ct_cuda_event_synchronize(ct_cuda_event *e);
+CT_API CT_MAY_BLOCK ct_status ct_cuda_event_synchronize(ct_cuda_event *e);
 /* *done: 1 if the work before the record has finished (or nothing was
  * recorded), else 0. Does not block. */
 CT_API ct_status ct_cuda_event_query(int32_t *done, ct_cuda_event *e);
@@ -1787,7 +1821,7 @@ CT_API void ct_cuda_graph_free(ct_cuda_graph *g);
 CT_API ct_status ct_cuda_graph_capture_begin(ct_cuda_graph *g, int32_t device);
 CT_API ct_status ct_cuda_graph_capture_end(ct_cuda_graph *g);
 /* Replays the captured work on torch's current stream (not waiting for it). */
-CT_API ct_status ct_cuda_graph_replay(ct_cuda_graph *g);
+CT_API CT_MAY_BLOCK ct_status ct_cuda_graph_replay(ct_cuda_graph *g);
 /* Drops the captured graph and its memory; the handle can capture again. */
 CT_API ct_status ct_cuda_graph_reset(ct_cuda_graph *g);
 
@@ -1809,7 +1843,8 @@ CT_API ct_status ct_cuda_graph_reset(ct_cuda_graph *g);
  * AOTInductor package / no such model in it: the message says which),
  * CT_ERR_NOT_SUPPORTED (a package compiled for a device this LibTorch cannot
  * run, e.g. CUDA on a CPU-only build; or LibTorch < 2.6). */
-CT_API ct_status ct_package_load(ct_package **out, const char *path, const char *model_name);
+CT_API CT_MAY_BLOCK ct_status ct_package_load(ct_package **out, const char *path,
+                                              const char *model_name);
 /* ct_package_load with the loader's options. num_runners (1 to 1024): model
  * instances, so that up to that many threads run the package at once (each
  * ct_package_run takes a free instance; more callers wait for one).
@@ -1819,17 +1854,18 @@ CT_API ct_status ct_package_load(ct_package **out, const char *path, const char 
  * CT_ERR_NOT_SUPPORTED (LibTorch 2.11 and 2.15 have both). Errors as
  * ct_package_load, and CT_ERR_INVALID_ARGUMENT (num_runners out of range,
  * device_index below -1). Ownership and threads as ct_package_load. */
-CT_API ct_status ct_package_load_ext(ct_package **out, const char *path, const char *model_name,
-                                      size_t num_runners, int32_t device_index);
+CT_API CT_MAY_BLOCK ct_status ct_package_load_ext(ct_package **out, const char *path,
+                                                  const char *model_name, size_t num_runners,
+                                                  int32_t device_index);
 /* How many runners the package was loaded with (1 for ct_package_load). */
-CT_API ct_status ct_package_num_runners(size_t *out, const ct_package *p);
+CT_API CT_MAY_BLOCK ct_status ct_package_num_runners(size_t *out, const ct_package *p);
 /* Same from memory (data borrowed, not kept): LibTorch loads packages only
  * from files, so the bytes are written to a private temporary file first,
  * removed again before this returns. */
-CT_API ct_status ct_package_load_buffer(ct_package **out, const void *data, size_t size,
-                                        const char *model_name);
+CT_API CT_MAY_BLOCK ct_status ct_package_load_buffer(ct_package **out, const void *data,
+                                                     size_t size, const char *model_name);
 /* Frees the package (and LibTorch's unpacked files). Accepts NULL. */
-CT_API void ct_package_free(ct_package *p);
+CT_API CT_MAY_BLOCK void ct_package_free(ct_package *p);
 /* Runs the model: n_inputs borrowed tensors (flattened in the exported
  * order; inputs may be NULL if n_inputs == 0) -> up to n_outputs new tensors
  * in outputs[0..]; *n_returned (may be NULL) receives the count. The inputs
@@ -1840,25 +1876,27 @@ CT_API void ct_package_free(ct_package *p);
  * by the model). Thread-safe: as many calls run at once as the package has
  * runners (ct_package_load_ext; one for ct_package_load), the others wait
  * inside LibTorch. A CUDA package runs on torch's current stream. */
-CT_API ct_status ct_package_run(ct_tensor **outputs, size_t n_outputs, size_t *n_returned,
-                                ct_package *p, const ct_tensor *const *inputs, size_t n_inputs);
+CT_API CT_MAY_BLOCK ct_status ct_package_run(ct_tensor **outputs, size_t n_outputs,
+                                             size_t *n_returned, ct_package *p,
+                                             const ct_tensor *const *inputs, size_t n_inputs);
 /* ct_package_run on a caller's CUDA stream (a cudaStream_t, borrowed; NULL:
  * torch's current stream): the model's kernels are queued there and the
  * call returns without waiting for them. Errors as ct_package_run, and
  * CT_ERR_INVALID_ARGUMENT (a stream for a CPU package), CT_ERR_NOT_SUPPORTED
  * (a LibTorch whose loader takes no stream). */
-CT_API ct_status ct_package_run_on_stream(ct_tensor **outputs, size_t n_outputs, size_t *n_returned,
-                                          ct_package *p, const ct_tensor *const *inputs,
-                                          size_t n_inputs, void *stream);
+CT_API CT_MAY_BLOCK ct_status ct_package_run_on_stream(ct_tensor **outputs, size_t n_outputs,
+                                                       size_t *n_returned, ct_package *p,
+                                                       const ct_tensor *const *inputs,
+                                                       size_t n_inputs, void *stream);
 /* The package's metadata as a Dict[str, str] value (AOTI_DEVICE_KEY and
  * what the exporter stored). */
-CT_API ct_status ct_package_metadata(ct_value **out, const ct_package *p);
+CT_API CT_MAY_BLOCK ct_status ct_package_metadata(ct_value **out, const ct_package *p);
 /* The call spec as a List[str] value: [in_spec, out_spec], torch.export's
  * serialized pytree specs (JSON). */
-CT_API ct_status ct_package_call_spec(ct_value **out, const ct_package *p);
+CT_API CT_MAY_BLOCK ct_status ct_package_call_spec(ct_value **out, const ct_package *p);
 /* Names of the constants (weights and buffers) as a List[str] value, with
  * the module's dotted names ("fc1.weight"), sorted. */
-CT_API ct_status ct_package_constant_names(ct_value **out, const ct_package *p);
+CT_API CT_MAY_BLOCK ct_status ct_package_constant_names(ct_value **out, const ct_package *p);
 /* Replaces constants without recompiling: names[i] gets tensors[i] (n pairs;
  * a subset is fine). The handles may be freed afterwards; whether LibTorch
  * copies the tensors or uses them in place depends on its version, so do not
@@ -1871,12 +1909,13 @@ CT_API ct_status ct_package_constant_names(ct_value **out, const ct_package *p);
  * update must give every constant; later ones may give a subset, which is
  * copied in place, except in packages with folded constants). Not thread-safe
  * against concurrent ct_package_run. */
-CT_API ct_status ct_package_update_constants(ct_package *p, const char *const *names,
-                                             const ct_tensor *const *tensors, size_t n);
+CT_API CT_MAY_BLOCK ct_status ct_package_update_constants(ct_package *p, const char *const *names,
+                                                          const ct_tensor *const *tensors,
+                                                          size_t n);
 /* The device the package runs on: CT_DEVICE_CPU / CT_DEVICE_CUDA and an
  * index (-1: the current device, and always for the CPU). */
-CT_API ct_status ct_package_device(int32_t *device_type, int32_t *device_index,
-                                   const ct_package *p);
+CT_API CT_MAY_BLOCK ct_status ct_package_device(int32_t *device_type, int32_t *device_index,
+                                                const ct_package *p);
 
 /* ===================================================================== */
 /* Distributed: stores, process groups, collectives, data parallel       */
@@ -1890,10 +1929,10 @@ CT_API ct_status ct_package_device(int32_t *device_type, int32_t *device_index,
  * world_size=...) does, and ct_process_group_new_from_env what it does with
  * init_method "env://" (torchrun).
  *
- * Backends: "gloo" (CPU tensors; builds against a LibTorch with Gloo's
- * headers, such as Debian's libtorch-dev with libgloo-dev) and "nccl" (CUDA
- * tensors; CUDA builds, such as against PyPI's torch wheel, which ships no
- * Gloo headers). ct_distributed_has_backend says which this build has;
+ * Backends: "gloo" (CPU tensors; Debian's libtorch-dev with libgloo-dev,
+ * and PyPI's torch wheels, whose Gloo ctorch reaches through src/shims/gloo)
+ * and "nccl" (CUDA tensors; CUDA builds against a torch wheel).
+ * ct_distributed_has_backend says which this build has;
  * ct_distributed_is_compiled() whether it has c10d at all; where it does
  * not, every function below returns CT_ERR_NOT_SUPPORTED.
  *
@@ -1941,15 +1980,16 @@ CT_API int32_t ct_distributed_has_backend(const char *backend);
  * (the master's server stops when its handle is freed). Errors: CT_ERR_INVALID_ARGUMENT (NULL host,
  * port out of 0..65535, timeout <= 0), CT_ERR_IO (port in use, host unknown, nothing listening
  * until the timeout: the message says which). Any thread. */
-CT_API ct_status ct_store_new_tcp(ct_store **out, const char *host, int32_t port, int32_t is_master,
-                                  int32_t world_size, double timeout_s);
+CT_API CT_MAY_BLOCK ct_status ct_store_new_tcp(ct_store **out, const char *host, int32_t port,
+                                               int32_t is_master, int32_t world_size,
+                                               double timeout_s);
 /* A FileStore on a shared file (created if missing) for world_size ranks;
  * the file is removed when the last rank frees its handle. timeout_s: how
  * long a ct_store_get waits for a missing key (LibTorch's default is 300 s).
  * Errors: CT_ERR_INVALID_ARGUMENT (NULL, world_size < 1, timeout <= 0),
  * CT_ERR_IO. */
-CT_API ct_status ct_store_new_file(ct_store **out, const char *path, int32_t world_size,
-                                   double timeout_s);
+CT_API CT_MAY_BLOCK ct_status ct_store_new_file(ct_store **out, const char *path,
+                                                int32_t world_size, double timeout_s);
 /* A view of store whose keys all start with prefix + "/" (c10d's
  * PrefixStore). store stays owned by the caller; the view keeps it alive. */
 CT_API ct_status ct_store_new_prefix(ct_store **out, ct_store *store, const char *prefix);
@@ -1957,18 +1997,21 @@ CT_API ct_status ct_store_new_prefix(ct_store **out, ct_store *store, const char
  * CT_ERR_INVALID_ARGUMENT (NULL), CT_ERR_NOT_SUPPORTED (not a TCP store). */
 CT_API ct_status ct_store_port(int32_t *out, const ct_store *store);
 /* Sets key to `size` bytes (data may be NULL when size is 0). */
-CT_API ct_status ct_store_set(ct_store *store, const char *key, const void *data, size_t size);
+CT_API CT_MAY_BLOCK ct_status ct_store_set(ct_store *store, const char *key, const void *data,
+                                           size_t size);
 /* Waits (up to the store's timeout) for key and returns its value: *data a
  * NEW buffer of *size bytes (free with ct_free; not NULL, even for an empty
  * value). data and size: not NULL; both untouched on failure. Errors:
  * CT_ERR_INVALID_ARGUMENT (NULL), CT_ERR_TIMEOUT (the key never came; the
  * message names it), CT_ERR_IO. */
-CT_API ct_status ct_store_get(void **data, size_t *size, ct_store *store, const char *key);
+CT_API CT_MAY_BLOCK ct_status ct_store_get(void **data, size_t *size, ct_store *store,
+                                           const char *key);
 /* Adds delta to the integer under key (created as 0) and writes the new
  * value into *out (may be NULL). Errors: CT_ERR_INVALID_ARGUMENT (NULL, or
  * the key holds a value that is not a decimal integer: refused before
  * anything is sent), CT_ERR_IO, CT_ERR_TIMEOUT. */
-CT_API ct_status ct_store_add(int64_t *out, ct_store *store, const char *key, int64_t delta);
+CT_API CT_MAY_BLOCK ct_status ct_store_add(int64_t *out, ct_store *store, const char *key,
+                                           int64_t delta);
 /* Frees the handle; NULL ok. Process groups made from it keep what they
  * need. */
 CT_API void ct_store_free(ct_store *store);
@@ -1984,15 +2027,16 @@ CT_API void ct_store_free(ct_store *store);
  * the same store), CT_ERR_NOT_SUPPORTED (a
  * backend this build lacks, "nccl" without a CUDA device), CT_ERR_TIMEOUT,
  * CT_ERR_IO. Collective: every rank calls it. */
-CT_API ct_status ct_process_group_new(ct_process_group **out, ct_store *store, const char *backend,
-                                      int32_t rank, int32_t world_size, double timeout_s);
+CT_API CT_MAY_BLOCK ct_status ct_process_group_new(ct_process_group **out, ct_store *store,
+                                                   const char *backend, int32_t rank,
+                                                   int32_t world_size, double timeout_s);
 /* The same from torchrun's environment (init_method "env://"): MASTER_ADDR,
  * MASTER_PORT, RANK and WORLD_SIZE must be set; under torchrun's agent store
  * (TORCHELASTIC_USE_AGENT_STORE) it joins that store as torch does, else
  * rank 0 runs the store server. Errors: as ct_process_group_new, and
  * CT_ERR_INVALID_ARGUMENT naming a missing or malformed variable. */
-CT_API ct_status ct_process_group_new_from_env(ct_process_group **out, const char *backend,
-                                               double timeout_s);
+CT_API CT_MAY_BLOCK ct_status ct_process_group_new_from_env(ct_process_group **out,
+                                                            const char *backend, double timeout_s);
 /* The same from an init_method URL, as torch.distributed.init_process_group
  * (backend, init_method=url, rank=rank, world_size=world_size) makes it,
  * with torch's store layout (every key under "default_pg/"), so PyTorch ranks
@@ -2005,16 +2049,19 @@ CT_API ct_status ct_process_group_new_from_env(ct_process_group **out, const cha
  * to check (the same init_method on every rank, the port, GLOO_SOCKET_IFNAME).
  * Errors: as ct_process_group_new, and CT_ERR_INVALID_ARGUMENT naming what in
  * the URL is malformed or missing. Collective: every rank calls it. */
-CT_API ct_status ct_process_group_new_from_url(ct_process_group **out, const char *init_method,
-                                               const char *backend, int32_t rank,
-                                               int32_t world_size, double timeout_s);
+CT_API CT_MAY_BLOCK ct_status ct_process_group_new_from_url(ct_process_group **out,
+                                                            const char *init_method,
+                                                            const char *backend, int32_t rank,
+                                                            int32_t world_size, double timeout_s);
 /* A subgroup of the ranks given (n ranks of pg, each once, in any order;
  * the subgroup's rank i is the i-th smallest): torch.distributed.new_group.
  * Collective over ALL ranks of the default group pg came from, members or
  * not; on a rank that is not a member, *out is NULL and the call returns
  * CT_OK. timeout_s <= 0: pg's timeout. Errors: as ct_process_group_new. */
-CT_API ct_status ct_process_group_new_subgroup(ct_process_group **out, ct_process_group *pg,
-                                               const int32_t *ranks, size_t n, double timeout_s);
+CT_API CT_MAY_BLOCK ct_status ct_process_group_new_subgroup(ct_process_group **out,
+                                                            ct_process_group *pg,
+                                                            const int32_t *ranks, size_t n,
+                                                            double timeout_s);
 /* This rank in the group, and the group's size; -1 for NULL. */
 CT_API int32_t ct_process_group_rank(const ct_process_group *pg);
 CT_API int32_t ct_process_group_size(const ct_process_group *pg);
@@ -2027,7 +2074,7 @@ CT_API int32_t ct_process_group_size(const ct_process_group *pg);
  * released without destroying the group (its threads are not in the child,
  * and joining them would never return): the child leaks that memory. The
  * same holds for ct_store_free, ct_work_free and ct_ddp_free. */
-CT_API void ct_process_group_free(ct_process_group *pg);
+CT_API CT_MAY_BLOCK void ct_process_group_free(ct_process_group *pg);
 
 /* Collectives. work, their first parameter, is optional: each is blocking
  * when work is NULL: it returns when this
@@ -2065,26 +2112,28 @@ CT_API void ct_process_group_free(ct_process_group *pg);
 #define CT_REDUCE_BOR 6
 #define CT_REDUCE_BXOR 7
 /* tensor becomes the reduction of every rank's tensor. */
-CT_API ct_status ct_process_group_all_reduce(ct_work **work, ct_process_group *pg, ct_tensor *tensor,
-                                             int32_t op);
+CT_API CT_MAY_BLOCK ct_status ct_process_group_all_reduce(ct_work **work, ct_process_group *pg,
+                                                          ct_tensor *tensor, int32_t op);
 /* tensor becomes root's tensor on every rank. */
-CT_API ct_status ct_process_group_broadcast(ct_work **work, ct_process_group *pg, ct_tensor *tensor,
-                                            int32_t root);
+CT_API CT_MAY_BLOCK ct_status ct_process_group_broadcast(ct_work **work, ct_process_group *pg,
+                                                         ct_tensor *tensor, int32_t root);
 /* outputs[r] becomes rank r's input (size outputs, each like input). */
-CT_API ct_status ct_process_group_all_gather(ct_work **work, ct_process_group *pg,
-                                             ct_tensor *const *outputs, const ct_tensor *input);
+CT_API CT_MAY_BLOCK ct_status ct_process_group_all_gather(ct_work **work, ct_process_group *pg,
+                                                          ct_tensor *const *outputs,
+                                                          const ct_tensor *input);
 /* output becomes the reduction over ranks of their inputs[this rank] (size
  * inputs, each like output). Gloo has no reduce_scatter: ctorch sends
  * inputs[r] to rank r (all_to_all) and reduces what arrives. */
-CT_API ct_status ct_process_group_reduce_scatter(ct_work **work, ct_process_group *pg,
-                                                 ct_tensor *output, const ct_tensor *const *inputs,
-                                                 int32_t op);
+CT_API CT_MAY_BLOCK ct_status ct_process_group_reduce_scatter(ct_work **work, ct_process_group *pg,
+                                                              ct_tensor *output,
+                                                              const ct_tensor *const *inputs,
+                                                              int32_t op);
 /* outputs[r] becomes rank r's inputs[this rank] (size of each list). */
-CT_API ct_status ct_process_group_all_to_all(ct_work **work, ct_process_group *pg,
-                                             ct_tensor *const *outputs,
-                                             const ct_tensor *const *inputs);
+CT_API CT_MAY_BLOCK ct_status ct_process_group_all_to_all(ct_work **work, ct_process_group *pg,
+                                                          ct_tensor *const *outputs,
+                                                          const ct_tensor *const *inputs);
 /* Returns (or completes) once every rank has reached it. */
-CT_API ct_status ct_process_group_barrier(ct_work **work, ct_process_group *pg);
+CT_API CT_MAY_BLOCK ct_status ct_process_group_barrier(ct_work **work, ct_process_group *pg);
 /* Point to point: tensor to rank dst, or from rank src (src -1: from any
  * rank; ct_work_source_rank tells which). tag: matches a send to a recv. On
  * a Gloo group whose ranks are all ctorch's (as for the collectives'
@@ -2095,16 +2144,17 @@ CT_API ct_status ct_process_group_barrier(ct_work **work, ct_process_group *pg);
  * recv has been posted. That exchange uses the tags tag ^ 2^30 and
  * tag ^ 2^29 on the same pair of ranks (do not use those for other
  * messages at the same time); CTORCH_DIST_CHECK=0 turns it off. */
-CT_API ct_status ct_process_group_send(ct_work **work, ct_process_group *pg, const ct_tensor *tensor,
-                                       int32_t dst, int32_t tag);
-CT_API ct_status ct_process_group_recv(ct_work **work, ct_process_group *pg, ct_tensor *tensor,
-                                       int32_t src, int32_t tag);
+CT_API CT_MAY_BLOCK ct_status ct_process_group_send(ct_work **work, ct_process_group *pg,
+                                                    const ct_tensor *tensor, int32_t dst,
+                                                    int32_t tag);
+CT_API CT_MAY_BLOCK ct_status ct_process_group_recv(ct_work **work, ct_process_group *pg,
+                                                    ct_tensor *tensor, int32_t src, int32_t tag);
 
 /* Waits for work: CT_OK once it succeeded (results are then in its
  * tensors), its error otherwise (as the blocking form would give; again on
  * every later wait). timeout_s <= 0: the group's timeout. A wait that runs
  * out returns CT_ERR_TIMEOUT and the work goes on. Any thread. */
-CT_API ct_status ct_work_wait(ct_work *work, double timeout_s);
+CT_API CT_MAY_BLOCK ct_status ct_work_wait(ct_work *work, double timeout_s);
 /* *out = 1 once the work has finished, successfully or not (ct_work_wait
  * then returns at once), else 0. Never blocks. */
 CT_API ct_status ct_work_is_completed(int32_t *out, ct_work *work);
@@ -2113,7 +2163,7 @@ CT_API ct_status ct_work_is_completed(int32_t *out, ct_work *work);
 CT_API ct_status ct_work_source_rank(int32_t *out, ct_work *work);
 /* Frees the handle; NULL ok. Work still running goes on (its tensors stay
  * alive until it ends); its error, if any, is dropped. */
-CT_API void ct_work_free(ct_work *work);
+CT_API CT_MAY_BLOCK void ct_work_free(ct_work *work);
 
 /* Data-parallel training (torch.nn.parallel.DistributedDataParallel's
  * engine, c10d's Reducer): gradients of the parameters are bucketed and
@@ -2134,20 +2184,21 @@ CT_API void ct_work_free(ct_work *work);
  * backward). One thread at a time per handle. */
 #define CT_DDP_FIND_UNUSED 1
 #define CT_DDP_GRAD_AS_BUCKET_VIEW 2
-CT_API ct_status ct_ddp_new(ct_ddp **out, ct_process_group *pg, const ct_tensor *const *params,
-                            size_t n_params, const ct_tensor *const *buffers, size_t n_buffers,
-                            double bucket_mb, int32_t flags);
+CT_API CT_MAY_BLOCK ct_status ct_ddp_new(ct_ddp **out, ct_process_group *pg,
+                                         const ct_tensor *const *params, size_t n_params,
+                                         const ct_tensor *const *buffers, size_t n_buffers,
+                                         double bucket_mb, int32_t flags);
 /* The same over a module's parameters (those that require grad) and
  * buffers, in the module's order. */
-CT_API ct_status ct_ddp_new_module(ct_ddp **out, ct_process_group *pg, ct_module *module,
-                                   double bucket_mb, int32_t flags);
+CT_API CT_MAY_BLOCK ct_status ct_ddp_new_module(ct_ddp **out, ct_process_group *pg,
+                                                ct_module *module, double bucket_mb, int32_t flags);
 /* Before each backward: outputs are the forward's outputs (tensors that
  * backward starts from, or from which the loss is computed; may be NULL when
  * n is 0 unless CT_DDP_FIND_UNUSED). Errors: CT_ERR_TORCH (the previous
  * step's reduction did not finish: a backward that did not reach every
  * parameter without CT_DDP_FIND_UNUSED; the message names the parameters). */
 CT_API ct_status ct_ddp_prepare_backward(ct_ddp *ddp, const ct_tensor *const *outputs, size_t n);
-CT_API void ct_ddp_free(ct_ddp *ddp);
+CT_API CT_MAY_BLOCK void ct_ddp_free(ct_ddp *ddp);
 
 #ifdef __cplusplus
 }

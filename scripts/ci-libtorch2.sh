@@ -158,7 +158,8 @@ if [ "$mode" = all ]; then
   cmake -S . -B build -G Ninja -DCTORCH_BUILD_BENCH=OFF >/dev/null
   ninja -C build
   cd build
-  ctest --output-on-failure -j2 --timeout 900'
+  ctest --output-on-failure -j2 --timeout 900
+  python3 ../scripts/ci/check_skips.py lt2 Testing/Temporary/LastTest.log'
 else
   steps='
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCTORCH_BUILD_TESTS=OFF \

@@ -8,7 +8,8 @@ only.
 
     import ctorch_header
     h = ctorch_header.parse("include/ctorch.h")
-    h.functions[0]  ->  Function(ret='const char *', name='ct_version', params=[])
+    h.functions[0]  ->  Function(ret='const char *', name='ct_version', params=[],
+                                 may_block=False)   (True: declared CT_MAY_BLOCK)
     h.constants     ->  [('CT_OK', 0), ...]
     h.handles       ->  ['ct_tensor', 'ct_value', ...]
     h.callbacks     ->  [Function(ret='void', name='ct_deleter', params=[...]), ...]
@@ -28,6 +29,7 @@ class Function(NamedTuple):
     ret: str
     name: str
     params: List[Param]
+    may_block: bool = False  # declared CT_MAY_BLOCK (bindings release the GIL)
 
 
 class Struct(NamedTuple):
@@ -100,7 +102,9 @@ def parse_text(raw: str) -> Header:
     functions = []
     code = re.sub(r"^\s*#.*$", " ", text, flags=re.M)  # no preprocessor lines
     for m in re.finditer(r"CT_API\s+([^;{]*?)\b(ct_\w+)\s*\(([^)]*)\)\s*;", code):
-        functions.append(Function(normalize(m.group(1)), m.group(2), _params(m.group(3))))
+        words = m.group(1).split()
+        functions.append(Function(normalize(" ".join(w for w in words if w != "CT_MAY_BLOCK")),
+                                  m.group(2), _params(m.group(3)), "CT_MAY_BLOCK" in words))
     callbacks = [Function(normalize(m.group(1)), m.group(2), _params(m.group(3)))
                  for m in re.finditer(r"\btypedef\s+([\w\s*]+?)\(\s*\*\s*(\w+)\s*\)\s*"
                                       r"\(([^)]*)\)\s*;", code)]

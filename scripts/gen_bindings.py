@@ -5,7 +5,10 @@ scripts/ctorch_header.py, the one header parser):
   bindings/python/ctorch/_capi.py           SIGNATURES (ctypes types by name), the constants,
                                             STATUS_NAMES, the structs (ctypes Structures) and
                                             the callback types (CFUNCTYPEs)
-  bindings/julia/CTorch/src/capi_generated.jl   one `@cfunc` per function, and the constants
+  bindings/julia/CTorch/src/capi_generated.jl   one `@cfunc` per function, the constants,
+                                            the header's structs (TensorInfo ...), STATUS_NAMES
+                                            and one `@cfunction` macro per callback type
+                                            (`@ct_op_fn(f)`)
 
   scripts/gen_bindings.py            write them
   scripts/gen_bindings.py --check    exit 1 (with a diff) if either is stale (ctest
@@ -176,7 +179,7 @@ def python_text(h):
            "fails when this file is stale). _lib.py gives the type names their ctypes types.",
            '"""', "from ctypes import (CFUNCTYPE, POINTER, Structure, c_double, c_int32, c_int64,",
            "                    c_size_t, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p)",
-           "from typing import Dict, List, Tuple", "",
+           "from typing import Dict, FrozenSet, List, Tuple", "",
            "#: name -> (result type, [argument types]), by the type names of _lib.py",
            "SIGNATURES: Dict[str, Tuple[str, List[str]]] = {"]
     for f in h.functions:
@@ -184,6 +187,10 @@ def python_text(h):
         args = ", ".join('"%s"' % binding_types(f.name, p)[0] for p in f.params)
         out.append('    "%s": ("%s", [%s]),' % (f.name, ret, args))
     out.append("}")
+    out += ["", "#: the functions declared CT_MAY_BLOCK: bound with the GIL released (_lib.C)",
+            "MAY_BLOCK: FrozenSet[str] = frozenset({"] + textwrap.wrap(
+                ", ".join('"%s"' % f.name for f in h.functions if f.may_block), 92,
+                initial_indent="    ", subsequent_indent="    ") + ["})"]
     out += python_types_text(h)
     out += ["", "# ---- constants (#define CT_* and enum members) ----", ""]
     names = []
@@ -195,6 +202,61 @@ def python_text(h):
             "__all__ = ["] + textwrap.wrap(", ".join('"%s"' % n for n in names), 92,
                                          initial_indent="    ", subsequent_indent="    ") + ["]"]
     return "\n".join(out) + "\n"
+
+
+JULIA_SCALARS = {"void": "Cvoid", "ct_status": "Int32", "size_t": "Csize_t", "int32_t": "Int32",
+                 "int64_t": "Int64", "uint64_t": "UInt64", "double": "Cdouble"}
+
+
+def julia_c_type(ty, where):
+    """The Julia type of a callback's result or parameter (handles are Ptr{Cvoid})."""
+    words = [w for w in ty.split() if w not in ("const", "struct")]
+    base, stars = words[0], words.count("*")
+    if stars == 0 and base in JULIA_SCALARS:
+        return JULIA_SCALARS[base]
+    if base == "void" or base in HANDLES:
+        return "Ptr{Cvoid}" if stars == 1 else "Ptr{Ptr{Cvoid}}" if stars == 2 else None
+    raise SystemExit("gen_bindings.py: %s: type '%s' has no Julia type yet" % (where, ty))
+
+
+def julia_field_type(ty, where):
+    """The Julia type of a struct field (same size and alignment as the C one)."""
+    words = [w for w in ty.split() if w not in ("const", "struct")]
+    base, stars = words[0], words.count("*")
+    if stars == 0 and base in CALLBACKS:
+        return "Ptr{Cvoid}"  # a function pointer: a @cfunction's address
+    if stars == 1 and base in JULIA_SCALARS and base != "void":
+        return "Ptr{%s}" % JULIA_SCALARS[base]
+    return julia_c_type(ty, where)
+
+
+def julia_types_text(h):
+    """The named structs (same layout as C), STATUS_NAMES, and one `@cfunction`
+    macro per callback type of the header."""
+    out = ["", "# ---- structs, status names and callback signatures ----"]
+    for st in h.structs:
+        if st.name not in STRUCT_NAMES:
+            continue  # DLPack's: bound as raw pointers
+        out += ["", "# %s (include/ctorch.h)" % st.name, "struct %s" % STRUCT_NAMES[st.name]]
+        out += ["    %s::%s" % (f.name, julia_field_type(f.type, st.name + "." + f.name))
+                for f in st.fields]
+        out.append("end")
+    out += ["",
+           '"Status code => its header name (`CT_ERR_TYPE`, ...)."',
+           "const STATUS_NAMES = Dict{Int32,String}("]
+    for name, v in h.constants:
+        if name == "CT_OK" or name.startswith("CT_ERR_"):
+            out.append('    Int32(%d) => "%s",' % (v, name))
+    out.append(")")
+    for cb in h.callbacks:
+        ret = julia_c_type(cb.ret, cb.name)
+        args = [julia_c_type(p.type, cb.name) for p in cb.params]
+        out += ["", '"`@%s(f)`: a C pointer to `f` callable as a `%s`."' % (cb.name, cb.name),
+                "macro %s(f)" % cb.name,
+                "    esc(:(@cfunction($f, %s, (%s%s))))" % (ret, ", ".join(args),
+                                                         "," if len(args) == 1 else ""),
+                "end"]
+    return out
 
 
 def julia_text(h):
@@ -213,6 +275,7 @@ def julia_text(h):
             out.append("const %s = %s(%d)" % (name, "Int32" if -2**31 <= v < 2**31 else "Int64",
                                               v))
             seen.add(name)
+    out += julia_types_text(h)
     return "\n".join(out) + "\n"
 
 

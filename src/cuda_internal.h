@@ -42,6 +42,11 @@ namespace ct {
 // (Same declaration as in internal.h.)
 ct_status cuda_make_safe_for_stream(const at::Tensor &t, int64_t stream);
 
+// The default CUDA generator of `device` (fresh: a new one) into *out, for
+// src/generator.cpp; CT_ERR_NOT_SUPPORTED (no_cuda) in a build without CUDA.
+// Throws what LibTorch throws (callers are inside ct::guard).
+ct_status cuda_generator(const char *func, int32_t device, bool fresh, at::Generator *out);
+
 // CT_ERR_NOT_SUPPORTED "<func>: CUDA is not supported in this build of
 // ctorch (LibTorch <ver> has no CUDA)" (cuda_unavailable.cpp: builds without
 // CUDA only).

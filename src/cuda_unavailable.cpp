@@ -30,6 +30,10 @@ ct_status cuda_make_safe_for_stream(const at::Tensor &t, int64_t stream) {
   return no_cuda(F);
 }
 
+ct_status cuda_generator(const char *func, int32_t, bool, at::Generator *) {
+  return no_cuda(func);
+}
+
 }  // namespace ct
 
 using ct::no_cuda;

@@ -11,8 +11,6 @@
 #include <unordered_map>
 #include <vector>
 
-#if CT_HAS_C10D
-
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/logger.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
@@ -259,4 +257,3 @@ void ct_ddp_free(ct_ddp *ddp) {
 
 }  // extern "C"
 
-#endif  // CT_HAS_C10D

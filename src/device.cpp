@@ -192,4 +192,9 @@ ct_status cuda_make_safe_for_stream(const at::Tensor &t, int64_t stream) {
   });
 }
 
+ct_status cuda_generator(const char *, int32_t device, bool fresh, at::Generator *out) {
+  *out = fresh ? cudaimpl::new_generator(device) : cudaimpl::default_generator(device);
+  return CT_OK;
+}
+
 }  // namespace ct

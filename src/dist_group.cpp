@@ -5,8 +5,6 @@
 // before a collective and the ct_work_* handles: dist_work.cpp).
 #include "distributed.h"
 
-#if CT_HAS_C10D
-
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -17,6 +15,7 @@
 #include <future>
 #include <sstream>
 #include <thread>
+#include <type_traits>
 
 #include <csignal>
 
@@ -33,6 +32,16 @@ const char *const kBarrierPrefix = "store_based_barrier_key";
 #if defined(CTORCH_WITH_GLOO)
 // Gloo devices as torch's Python makes them: one per GLOO_SOCKET_IFNAME
 // interface, else the default (this host's name, or loopback).
+// Sequence numbers start equal on every rank, as torch's
+// _new_process_group_helper makes them: the backend's own
+// setSequenceNumberForGroup where it declares one; where it only inherits
+// Backend's (torch 2.15: a deprecated no-op that warns), nothing to do.
+template <class B>
+void set_sequence_number(B &backend) {
+  if constexpr (std::is_same_v<decltype(&B::setSequenceNumberForGroup), void (B::*)()>)
+    backend.setSequenceNumberForGroup();
+}
+
 c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(ms timeout) {
   auto o = c10d::ProcessGroupGloo::Options::create(timeout);
   const char *ifnames = std::getenv("GLOO_SOCKET_IFNAME");
@@ -104,7 +113,7 @@ void make_backend(Group &g, const c10::intrusive_ptr<c10d::Store> &store) {
     auto opts = c10d::ProcessGroupNCCL::Options::create();
     opts->timeout = g.timeout;
     auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(backend_store, g.rank, g.size, opts);
-    nccl->setSequenceNumberForGroup();
+    set_sequence_number(*nccl);
     auto pg = c10::make_intrusive<c10d::ProcessGroup>(store, g.rank, g.size);
     pg->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
     c10::intrusive_ptr<c10d::Backend> backend = nccl;
@@ -125,7 +134,7 @@ void make_backend(Group &g, const c10::intrusive_ptr<c10d::Store> &store) {
   g.backend_store = backend_store;
   auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(backend_store, g.rank, g.size,
                                                           gloo_options(g.timeout));
-  gloo->setSequenceNumberForGroup();
+  set_sequence_number(*gloo);
   auto pg = c10::make_intrusive<c10d::ProcessGroup>(store, g.rank, g.size);
   pg->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
   c10::intrusive_ptr<c10d::Backend> backend = gloo;
@@ -586,4 +595,3 @@ ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll) {
 }  // namespace dist
 }  // namespace ct
 
-#endif  // CT_HAS_C10D

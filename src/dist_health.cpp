@@ -6,8 +6,6 @@
 // ranks that never joined.
 #include "distributed.h"
 
-#if CT_HAS_C10D
-
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
@@ -252,4 +250,3 @@ std::string missing_ranks(const Group &g) {
 }  // namespace dist
 }  // namespace ct
 
-#endif  // CT_HAS_C10D

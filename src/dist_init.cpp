@@ -5,8 +5,6 @@
 // ctorch ranks with the same URL meet.
 #include "distributed.h"
 
-#if CT_HAS_C10D
-
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
@@ -170,4 +168,3 @@ ct_status ct_process_group_new_from_url(ct_process_group **out, const char *init
 
 }  // extern "C"
 
-#endif  // CT_HAS_C10D

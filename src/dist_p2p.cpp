@@ -13,8 +13,6 @@
 // them.
 #include "distributed.h"
 
-#if CT_HAS_C10D
-
 #include <map>
 #include <thread>
 #include <tuple>
@@ -200,4 +198,3 @@ void p2p_submit(const char *fn, const std::shared_ptr<Group> &g, ct_work &w, boo
 }  // namespace dist
 }  // namespace ct
 
-#endif  // CT_HAS_C10D

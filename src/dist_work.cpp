@@ -10,8 +10,6 @@
 // ct_work_* handles that wait for it.
 #include "distributed.h"
 
-#if CT_HAS_C10D
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -277,7 +275,6 @@ ct_status adopt(const char *fn, ct_work &w, ms timeout, bool poll, bool wait) {
 }  // namespace dist
 }  // namespace ct
 
-
 // ---- the work handles ---------------------------------------------------------
 
 extern "C" {
@@ -336,4 +333,3 @@ void ct_work_free(ct_work *work) {
 
 }  // extern "C"
 
-#endif  // CT_HAS_C10D

@@ -18,8 +18,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#if CT_HAS_C10D
-
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -582,4 +580,3 @@ ct_status ct_process_group_recv(ct_work **work, ct_process_group *pg, ct_tensor 
 
 }  // extern "C"
 
-#endif  // CT_HAS_C10D

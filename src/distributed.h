@@ -5,8 +5,8 @@
 #include "internal.h"
 #include "torch_version.h"
 
-#if defined(CTORCH_WITH_DISTRIBUTED)  // CMakeLists.txt: Gloo's and/or NCCL's headers
-#define CT_HAS_C10D 1
+// Compiled only with the distributed part (CMakeLists.txt: Gloo's and/or NCCL's
+// headers); without it src/dist_unavailable.cpp stands in for every function.
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #if defined(CTORCH_WITH_GLOO)
 #ifndef USE_C10D_GLOO
@@ -264,7 +264,3 @@ ct_status work_wait(const char *fn, ct_work *w, ms timeout, bool poll);
 
 }  // namespace dist
 }  // namespace ct
-
-#else
-#define CT_HAS_C10D 0
-#endif

@@ -1,7 +1,7 @@
 // Tensors over caller memory: ct_tensor_from_blob (a deleter the caller
 // gives) and ct_tensor_from_blob_queued with the library-owned release queue
 // that garbage-collected hosts poll (ct_release_queue_poll). The memory is
-// checked first: sizes, strides and extent (check_extent). ct_tensor_from_blob_v2
+// checked first: sizes, strides and extent (check_extent). ct_tensor_wrap
 // takes all of it in one struct and returns the metadata too; ct_tensor_ref_info
 // is the reverse exchange (a new handle and its metadata in one call).
 #include "checks.h"
@@ -107,7 +107,7 @@ size_t ct_release_queue_length(void) {
   return release_queue().size();
 }
 
-ct_status ct_tensor_from_blob_v2(ct_tensor **out, ct_tensor_info *info, const ct_blob *blob) {
+ct_status ct_tensor_wrap(ct_tensor **out, ct_tensor_info *info, const ct_blob *blob) {
   const char *const ct_fn_ = __func__;
   return ct::guard(ct_fn_, [&] {
     CT_CHECK_NOT_NULL(out);

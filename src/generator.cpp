@@ -30,13 +30,7 @@ ct_status find_generator(const char *func, int32_t device_type, int32_t device_i
                          "%s: generators are for CT_DEVICE_CPU or CT_DEVICE_CUDA, not device "
                          "type %d",
                          func, device_type);
-#if defined(CTORCH_WITH_CUDA)
-  *out = fresh ? ct::cudaimpl::new_generator(device_index)
-               : ct::cudaimpl::default_generator(device_index);
-  return CT_OK;
-#else
-  return ct::no_cuda(func);
-#endif
+  return ct::cuda_generator(func, device_index, fresh, out);
 }
 
 ct_status new_handle(const char *ct_fn_, ct_generator **out, int32_t device_type,

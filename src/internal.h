@@ -121,8 +121,8 @@ c10::TypePtr value_type(const c10::IValue &v);
 }  // namespace ct
 
 namespace ct {
-// CUDA stream rule for DLPack export (device.cpp): make `t`'s data safe to use
-// on the consumer's `stream` (event on torch's current stream + wait, no device
-// sync). CT_ERR_NOT_SUPPORTED in builds without CUDA.
+// CUDA stream rule for DLPack export (device.cpp; cuda_unavailable.cpp without CUDA):
+// make `t`'s data safe on the consumer's `stream` (event on torch's current stream +
+// wait, no device sync). CT_ERR_NOT_SUPPORTED in builds without CUDA.
 ct_status cuda_make_safe_for_stream(const at::Tensor &t, int64_t stream);
 }  // namespace ct

@@ -21,7 +21,7 @@ endif()
 
 if(EXISTS ${CTORCH_TEST_PYTHON})
   add_test(NAME python.pytest
-    COMMAND ${CTORCH_TEST_PYTHON} -m pytest -q -p no:cacheprovider ${CTORCH_PY_DIR}/tests
+    COMMAND ${CTORCH_TEST_PYTHON} -m pytest -q -rs -p no:cacheprovider ${CTORCH_PY_DIR}/tests
     WORKING_DIRECTORY ${CTORCH_PY_DIR})
   set_tests_properties(python.pytest PROPERTIES
     ENVIRONMENT "${CTORCH_PY_ENV}"

@@ -11,4 +11,6 @@ ASAN_OPTIONS="detect_leaks=1:detect_odr_violation=0:allocator_may_return_null=1:
 LSAN_OPTIONS="suppressions=$PWD/../tests/lsan.supp:print_suppressions=0" \
 UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$PWD/../tests/ubsan.supp" \
   ctest --output-on-failure -j2 -R '^c\.'
+cd ..
+python3 scripts/ci/check_skips.py asan build-asan/Testing/Temporary/LastTest.log
 stage "C tests under ASan+UBSan"

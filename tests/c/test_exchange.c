@@ -1,4 +1,4 @@
-/* One-call exchanges: ct_tensor_from_blob_v2 (memory + deleter or release
+/* One-call exchanges: ct_tensor_wrap (memory + deleter or release
  * queue in one struct, handle + metadata out) and ct_tensor_ref_info (a new
  * handle + metadata); ct_tensor_free_slot. Zero copy by pointer equality and a write seen on the
  * other side; deleters counted; NULL and bad inputs give status + message
@@ -33,7 +33,7 @@ static ct_blob new_blob(void *data, const int64_t *sizes, int64_t ndim, int32_t 
   return b;
 }
 
-static void test_from_blob_v2_zero_copy_and_info(void **state) {
+static void test_wrap_zero_copy_and_info(void **state) {
   (void)state;
   float d[6] = {0, 1, 2, 3, 4, 5};
   int64_t sizes[2] = {2, 3};
@@ -43,7 +43,7 @@ static void test_from_blob_v2_zero_copy_and_info(void **state) {
   deleted = 0;
   ct_tensor *t = NULL;
   ct_tensor_info info = new_info();
-  CT_OK_OR_FAIL(ct_tensor_from_blob_v2(&t, &info, &b));
+  CT_OK_OR_FAIL(ct_tensor_wrap(&t, &info, &b));
   assert_ptr_equal(ct_tensor_data_ptr(t), d);
   assert_ptr_equal(info.data, d);
   assert_int_equal(info.dtype, CT_FLOAT32);
@@ -67,7 +67,7 @@ static void test_from_blob_v2_zero_copy_and_info(void **state) {
   assert_ptr_equal(deleted_ctx, &b);
 }
 
-static void test_from_blob_v2_byte_strides_grad_null_info(void **state) {
+static void test_wrap_byte_strides_grad_null_info(void **state) {
   (void)state;
   double d[6] = {0, 1, 2, 3, 4, 5};
   int64_t sizes[2] = {3, 2};
@@ -76,7 +76,7 @@ static void test_from_blob_v2_byte_strides_grad_null_info(void **state) {
   b.strides = bstrides;
   b.flags = CT_BLOB_BYTE_STRIDES | CT_BLOB_REQUIRES_GRAD;
   ct_tensor *t = NULL;
-  CT_OK_OR_FAIL(ct_tensor_from_blob_v2(&t, NULL, &b)); /* info may be NULL */
+  CT_OK_OR_FAIL(ct_tensor_wrap(&t, NULL, &b)); /* info may be NULL */
   assert_int_equal(ct_tensor_strides(t)[0], 1);
   assert_int_equal(ct_tensor_strides(t)[1], 3);
   assert_int_equal(ct_tensor_requires_grad(t), 1);
@@ -87,13 +87,13 @@ static void test_from_blob_v2_byte_strides_grad_null_info(void **state) {
   float one = 3;
   ct_blob s = new_blob(&one, NULL, 0, CT_FLOAT32);
   ct_tensor_info info = new_info();
-  CT_OK_OR_FAIL(ct_tensor_from_blob_v2(&t, &info, &s));
+  CT_OK_OR_FAIL(ct_tensor_wrap(&t, &info, &s));
   assert_int_equal(info.ndim, 0);
   assert_int_equal(info.numel, 1);
   ct_tensor_free(t);
 }
 
-static void test_from_blob_v2_queued(void **state) {
+static void test_wrap_queued(void **state) {
   (void)state;
   int32_t d[4] = {1, 2, 3, 4};
   int64_t n = 4;
@@ -104,7 +104,7 @@ static void test_from_blob_v2_queued(void **state) {
   b.flags = CT_BLOB_QUEUED;
   b.ctx = (void *)(uintptr_t)0x5151;
   ct_tensor *t = NULL;
-  CT_OK_OR_FAIL(ct_tensor_from_blob_v2(&t, NULL, &b));
+  CT_OK_OR_FAIL(ct_tensor_wrap(&t, NULL, &b));
   ct_tensor *r = NULL;
   CT_OK_OR_FAIL(ct_tensor_ref(&r, t));
   ct_tensor_free(t);
@@ -115,7 +115,7 @@ static void test_from_blob_v2_queued(void **state) {
   assert_ptr_equal(drained[0], (void *)(uintptr_t)0x5151);
 }
 
-static void test_from_blob_v2_errors(void **state) {
+static void test_wrap_errors(void **state) {
   (void)state;
   float d[4] = {0};
   int64_t sizes[1] = {4};
@@ -129,45 +129,45 @@ static void test_from_blob_v2_errors(void **state) {
   b.deleter = count_deleter;
   deleted = 0;
 
-  CT_EXPECT_ERROR(ct_tensor_from_blob_v2(NULL, &info, &b), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
-  CT_EXPECT_ERROR(ct_tensor_from_blob_v2(&t, &info, NULL), CT_ERR_INVALID_ARGUMENT, "'blob' is NULL");
+  CT_EXPECT_ERROR(ct_tensor_wrap(NULL, &info, &b), CT_ERR_INVALID_ARGUMENT, "'out' is NULL");
+  CT_EXPECT_ERROR(ct_tensor_wrap(&t, &info, NULL), CT_ERR_INVALID_ARGUMENT, "'blob' is NULL");
   ct_blob bad = b;
   bad.size = 8;
-  CT_EXPECT_ERROR(ct_tensor_from_blob_v2(&t, &info, &bad), CT_ERR_INVALID_ARGUMENT, "blob->size is 8");
+  CT_EXPECT_ERROR(ct_tensor_wrap(&t, &info, &bad), CT_ERR_INVALID_ARGUMENT, "blob->size is 8");
   ct_tensor_info small = new_info();
   small.size = 4;
-  CT_EXPECT_ERROR(ct_tensor_from_blob_v2(&t, &small, &b), CT_ERR_INVALID_ARGUMENT, "info->size is 4");
+  CT_EXPECT_ERROR(ct_tensor_wrap(&t, &small, &b), CT_ERR_INVALID_ARGUMENT, "info->size is 4");
   bad = b;
   bad.flags = 64;
-  CT_EXPECT_ERROR(ct_tensor_from_blob_v2(&t, &info, &bad), CT_ERR_INVALID_ARGUMENT, "unknown bits");
+  CT_EXPECT_ERROR(ct_tensor_wrap(&t, &info, &bad), CT_ERR_INVALID_ARGUMENT, "unknown bits");
   bad = b;
   bad.flags = CT_BLOB_QUEUED;
-  CT_EXPECT_ERROR(ct_tensor_from_blob_v2(&t, &info, &bad), CT_ERR_INVALID_ARGUMENT,
+  CT_EXPECT_ERROR(ct_tensor_wrap(&t, &info, &bad), CT_ERR_INVALID_ARGUMENT,
                   "must be NULL with CT_BLOB_QUEUED");
   bad = b;
   bad.ndim = -1;
-  CT_EXPECT_ERROR(ct_tensor_from_blob_v2(&t, &info, &bad), CT_ERR_INVALID_ARGUMENT, "ndim is negative");
+  CT_EXPECT_ERROR(ct_tensor_wrap(&t, &info, &bad), CT_ERR_INVALID_ARGUMENT, "ndim is negative");
   bad = b;
   bad.dtype = 9999;
-  CT_EXPECT_ERROR(ct_tensor_from_blob_v2(&t, &info, &bad), CT_ERR_TYPE, "dtype");
+  CT_EXPECT_ERROR(ct_tensor_wrap(&t, &info, &bad), CT_ERR_TYPE, "dtype");
   bad = b;
   bad.dtype = CT_INT64;
   bad.flags = CT_BLOB_REQUIRES_GRAD;
-  CT_EXPECT_ERROR(ct_tensor_from_blob_v2(&t, &info, &bad), CT_ERR_TYPE, "floating or complex");
+  CT_EXPECT_ERROR(ct_tensor_wrap(&t, &info, &bad), CT_ERR_TYPE, "floating or complex");
   bad = b;
   bad.sizes = neg;
-  CT_EXPECT_ERROR(ct_tensor_from_blob_v2(&t, &info, &bad), CT_ERR_INVALID_ARGUMENT, "negative");
+  CT_EXPECT_ERROR(ct_tensor_wrap(&t, &info, &bad), CT_ERR_INVALID_ARGUMENT, "negative");
   bad = b;
   bad.data = NULL;
-  CT_EXPECT_ERROR(ct_tensor_from_blob_v2(&t, &info, &bad), CT_ERR_INVALID_ARGUMENT, "'data' is NULL");
+  CT_EXPECT_ERROR(ct_tensor_wrap(&t, &info, &bad), CT_ERR_INVALID_ARGUMENT, "'data' is NULL");
   bad = b;
   bad.strides = odd_bytes;
   bad.flags = CT_BLOB_BYTE_STRIDES;
-  CT_EXPECT_ERROR(ct_tensor_from_blob_v2(&t, &info, &bad), CT_ERR_INVALID_ARGUMENT,
+  CT_EXPECT_ERROR(ct_tensor_wrap(&t, &info, &bad), CT_ERR_INVALID_ARGUMENT,
                   "not a multiple of the element size");
   bad = b;
   bad.strides = neg;
-  CT_EXPECT_ERROR(ct_tensor_from_blob_v2(&t, &info, &bad), CT_ERR_INVALID_ARGUMENT, "negative");
+  CT_EXPECT_ERROR(ct_tensor_wrap(&t, &info, &bad), CT_ERR_INVALID_ARGUMENT, "negative");
   /* Outputs untouched, the deleter never called: the caller still owns d. */
   assert_ptr_equal(t, sentinel);
   assert_int_equal(info.ndim, 1234);
@@ -218,7 +218,7 @@ static void test_free_slot(void **state) {
     ct_tensor *handle;
     int other;
   } obj = {NULL, 7};
-  CT_OK_OR_FAIL(ct_tensor_from_blob_v2(&obj.handle, NULL, &b));
+  CT_OK_OR_FAIL(ct_tensor_wrap(&obj.handle, NULL, &b));
   ct_tensor_free_slot(&obj.handle);
   assert_null(obj.handle);
   assert_int_equal(obj.other, 7);
@@ -230,10 +230,10 @@ static void test_free_slot(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_from_blob_v2_zero_copy_and_info),
-      cmocka_unit_test(test_from_blob_v2_byte_strides_grad_null_info),
-      cmocka_unit_test(test_from_blob_v2_queued),
-      cmocka_unit_test(test_from_blob_v2_errors),
+      cmocka_unit_test(test_wrap_zero_copy_and_info),
+      cmocka_unit_test(test_wrap_byte_strides_grad_null_info),
+      cmocka_unit_test(test_wrap_queued),
+      cmocka_unit_test(test_wrap_errors),
       cmocka_unit_test(test_ref_info),
       cmocka_unit_test(test_free_slot),
   };

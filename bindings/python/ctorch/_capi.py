@@ -4,7 +4,7 @@ fails when this file is stale). _lib.py gives the type names their ctypes types.
 """
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_double, c_int32, c_int64,
                     c_size_t, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p)
-from typing import Dict, List, Tuple
+from typing import Dict, FrozenSet, List, Tuple
 
 #: name -> (result type, [argument types]), by the type names of _lib.py
 SIGNATURES: Dict[str, Tuple[str, List[str]]] = {
@@ -87,7 +87,7 @@ SIGNATURES: Dict[str, Tuple[str, List[str]]] = {
     "ct_tensor_requires_grad": ("I32", ["P"]),
     "ct_tensor_is_defined": ("I32", ["P"]),
     "ct_tensor_metadata": ("S", ["PINFO", "P"]),
-    "ct_tensor_from_blob_v2": ("S", ["PP", "PINFO", "P"]),
+    "ct_tensor_wrap": ("S", ["PP", "PINFO", "P"]),
     "ct_tensor_ref_info": ("S", ["PP", "PINFO", "P"]),
     "ct_tensor_to_string": ("S", ["PP", "P"]),
     "ct_tensor_equal": ("S", ["PI32", "P", "P"]),
@@ -348,6 +348,41 @@ SIGNATURES: Dict[str, Tuple[str, List[str]]] = {
     "ct_ddp_prepare_backward": ("S", ["P", "PA", "SZ"]),
     "ct_ddp_free": ("None", ["P"]),
 }
+
+#: the functions declared CT_MAY_BLOCK: bound with the GIL released (_lib.C)
+MAY_BLOCK: FrozenSet[str] = frozenset({
+    "ct_free", "ct_load_library", "ct_lstm_guard_check", "ct_tensor_empty",
+    "ct_tensor_zeros", "ct_tensor_ones", "ct_tensor_full", "ct_tensor_rand",
+    "ct_tensor_randn", "ct_tensor_arange", "ct_tensor_eye", "ct_tensor_from_data",
+    "ct_tensor_clone", "ct_tensor_contiguous", "ct_tensor_to", "ct_tensor_copy_",
+    "ct_tensor_fill_", "ct_tensor_pin_memory", "ct_tensor_equal", "ct_tensor_allclose",
+    "ct_tensor_backward", "ct_autograd_grad", "ct_autograd_function_apply",
+    "ct_tensor_to_dlpack", "ct_tensor_to_dlpack_versioned", "ct_tensor_from_dlpack",
+    "ct_tensor_from_dlpack_versioned", "ct_pickle_load", "ct_pickle_load_buffer",
+    "ct_pickle_save", "ct_pickle_save_buffer", "ct_pickle_verify", "ct_module_load",
+    "ct_module_load_buffer", "ct_module_verify", "ct_module_forward", "ct_module_call",
+    "ct_module_forward_tensors", "ct_module_method_results", "ct_module_load_state_dict",
+    "ct_module_to", "ct_module_clone", "ct_module_save", "ct_module_save_buffer",
+    "ct_module_freeze", "ct_module_optimize_for_inference", "ct_module_define",
+    "ct_module_to_pytorch", "ct_script_compile", "ct_script_call", "ct_op_call",
+    "ct_op_call_tensors", "ct_op_call_tensors_values", "ct_op_call_name", "ct_op_register",
+    "ct_library_new", "ct_library_free", "ct_library_define", "ct_library_impl",
+    "ct_library_impl_tensors", "ct_library_impl_autograd", "ct_library_set_twin",
+    "ct_optimizer_step", "ct_clip_grad_norm", "ct_grad_scaler_step", "ct_cuda_synchronize",
+    "ct_cuda_empty_cache", "ct_cuda_stream_synchronize", "ct_cuda_event_synchronize",
+    "ct_cuda_graph_replay", "ct_package_load", "ct_package_load_ext",
+    "ct_package_num_runners", "ct_package_load_buffer", "ct_package_free", "ct_package_run",
+    "ct_package_run_on_stream", "ct_package_metadata", "ct_package_call_spec",
+    "ct_package_constant_names", "ct_package_update_constants", "ct_package_device",
+    "ct_store_new_tcp", "ct_store_new_file", "ct_store_set", "ct_store_get", "ct_store_add",
+    "ct_process_group_new", "ct_process_group_new_from_env",
+    "ct_process_group_new_from_url", "ct_process_group_new_subgroup",
+    "ct_process_group_free", "ct_process_group_all_reduce", "ct_process_group_broadcast",
+    "ct_process_group_all_gather", "ct_process_group_reduce_scatter",
+    "ct_process_group_all_to_all", "ct_process_group_barrier", "ct_process_group_send",
+    "ct_process_group_recv", "ct_work_wait", "ct_work_free", "ct_ddp_new",
+    "ct_ddp_new_module", "ct_ddp_free"
+})
 
 # ---- status names, structs and callback types ----
 

@@ -6,7 +6,7 @@ from ctypes import byref, c_double, c_int32, c_void_p
 from typing import Any, Optional
 
 from . import _release
-from ._lib import G, check, int_arg
+from ._lib import C, G, check, int_arg
 
 
 def _stream_arg(stream: Any) -> Optional[int]:
@@ -35,7 +35,7 @@ class Event(_release.Handle):
         check(G.cuda_event_record(self._ptr(), _stream_arg(stream)))
 
     def synchronize(self) -> None:
-        check(G.cuda_event_synchronize(self._ptr()))
+        check(C.cuda_event_synchronize(self._ptr()))
 
     def query(self) -> bool:
         done = c_int32()
@@ -81,7 +81,7 @@ class CUDAGraph(_release.Handle):
         return _Capture(self, device)
 
     def replay(self) -> None:
-        check(G.cuda_graph_replay(self._ptr()))
+        check(C.cuda_graph_replay(self._ptr()))
 
     def reset(self) -> None:
         check(G.cuda_graph_reset(self._ptr()))

@@ -56,7 +56,7 @@ def _blob_deleter(data: Any, ctx: Any, _refs: Dict[int, Any] = _blob_refs,
 _BLOB_DELETER = leak(DELETER(_blob_deleter))
 _BLOB_DELETER_ADDR = ctypes.cast(_BLOB_DELETER, c_void_p).value
 _BLOB_SIZE = ctypes.sizeof(Blob)
-_from_blob_v2 = G.tensor_from_blob_v2  # cheap: the GIL stays held
+_wrap_blob = G.tensor_wrap  # cheap: the GIL stays held
 
 
 def from_numpy(a: Any) -> Any:
@@ -69,7 +69,7 @@ def from_numpy(a: Any) -> Any:
     freeing the tensor calls no Python; one ctorch call, ct_tensor_from_dlpack,
     and no argument arrays), and, for what numpy does not export or ctorch
     does not import (read-only arrays, other byte orders, bool on older numpy,
-    negative strides, ...), ``ct_tensor_from_blob_v2`` with a Python deleter,
+    negative strides, ...), ``ct_tensor_wrap`` with a Python deleter,
     which also gives the errors and warnings."""
     if type(a) is (_NDARRAY or _ndarray()):
         # the DLPack route inline (this is the hot path: no helper calls)
@@ -147,7 +147,7 @@ def _from_numpy_blob(a: Any) -> Any:
     b.dtype = d.code
     b.ctx = key
     out = tls.out
-    st = _from_blob_v2(tls.out_ref, None, byref(b))
+    st = _wrap_blob(tls.out_ref, None, byref(b))
     if st:
         _blob_refs.pop(key, None)  # the deleter is not called on failure
         raise error_from_status(st)

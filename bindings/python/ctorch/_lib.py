@@ -185,15 +185,22 @@ class _Funcs:
         raise AttributeError(name)
 
 
-#: Functions that release the GIL while they run (CDLL); a Python exception
+#: Functions that release the GIL while they run (CDLL): those the header
+#: declares CT_MAY_BLOCK (_capi.MAY_BLOCK), and only those; a Python exception
 #: that Python code run by LibTorch inside them left set (a torch dispatch
 #: mode's: FakeTensorMode, torch.compile's tracers) comes out as itself
 #: (passing_python_errors), except from the hot functions of RAISE_OWN, whose
 #: callers do that (python_error).
 C = _Funcs()
-#: The same functions called with the GIL held (PyDLL: ctypes raises such an
-#: exception itself).
+#: Every function called with the GIL held (PyDLL: ctypes raises such an
+#: exception itself). A CT_MAY_BLOCK function goes through G only where
+#: HELD_ON_PURPOSE says why (tests/test_structure.py checks the package's calls).
 G = _Funcs()
+HELD_ON_PURPOSE = {
+    "ct_tensor_empty": "the generator state buffer: one byte, no callback",
+    "ct_tensor_from_dlpack": "a producer's deleter that runs on failure takes the GIL itself "
+                             "(numpy's, torch's); releasing it costs more than the import",
+}
 #: C functions bound bare (op calls, forward): their call sites catch SystemError.
 RAISE_OWN = frozenset({"op_call", "op_call_tensors", "op_call_tensors_values",
                        "module_forward_tensors"})
@@ -247,6 +254,8 @@ def _bind() -> None:
             "built from the same ctorch version" % (LIBRARY_PATH, ", ".join(sorted(missing))))
     for name, (res, args) in SIGNATURES.items():
         for dll, ns in ((lib, C), (plib, G)):
+            if ns is C and name not in _capi.MAY_BLOCK:
+                continue  # C has only what the header marks CT_MAY_BLOCK
             f = getattr(dll, name)
             f.restype = res
             f.argtypes = args

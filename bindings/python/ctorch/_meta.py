@@ -54,7 +54,7 @@ def read(h: int) -> Meta:
 
 def from_info(info: TensorInfo) -> Meta:
     """The record of a filled ct_tensor_info (by ct_tensor_metadata, or by the
-    one-call exchanges ct_tensor_ref_info and ct_tensor_from_blob_v2)."""
+    one-call exchanges ct_tensor_ref_info and ct_tensor_wrap)."""
     nd = info.ndim
     dt, di = info.device_type, info.device_index
     dev = _DEVICES.get((dt, di)) or device_of(dt, di)

@@ -222,7 +222,7 @@ class Module(_release.Handle):
             if _:
                 owned.append(d)
             out = c_void_p()
-            check(G.module_load_state_dict(byref(out), self._ptr(), d, 1 if strict else 0))
+            check(C.module_load_state_dict(byref(out), self._ptr(), d, 1 if strict else 0))
             missing, unexpected = from_value(out.value)
             return IncompatibleKeys(missing, unexpected)
         finally:
@@ -296,7 +296,7 @@ class Module(_release.Handle):
         (``CustomOp.register_twin``): saved, it opens with torch.jit.load
         without ctorch. NotSupportedError names the operators without one."""
         out = c_void_p()
-        check(G.module_to_pytorch(byref(out), self._ptr()))
+        check(C.module_to_pytorch(byref(out), self._ptr()))
         return Module._wrap(out.value)
 
     def freeze(self) -> "Module":

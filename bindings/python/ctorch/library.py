@@ -286,8 +286,9 @@ class Library(_release.Handle):
         self.close()
 
     def __del__(self, _free: Any = C.library_free, _reset: Any = ops._reset_index) -> None:
-        # close() with its functions bound here: at exit module globals may be None
-        h, self._handle = self._handle, None
+        # close() with its functions bound here: at exit module globals may be None;
+        # no _handle when __init__ failed
+        h, self._handle = getattr(self, "_handle", None), None
         if h:
             _free(h)
             try:

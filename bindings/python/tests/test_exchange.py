@@ -345,7 +345,7 @@ def test_numpy_takes_handle_and_metadata_in_one_call():
 
 
 def test_from_numpy_blob_route_byte_strides_checked_in_c():
-    """The blob route passes numpy's byte strides to ct_tensor_from_blob_v2
+    """The blob route passes numpy's byte strides to ct_tensor_wrap
     (CT_BLOB_BYTE_STRIDES); a stride that is not a whole number of elements is
     refused there, and the array is not kept."""
     raw = np.zeros(64, dtype=np.uint8)

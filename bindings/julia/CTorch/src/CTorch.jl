@@ -32,7 +32,6 @@ export Tensor, CTorchError, Device, BFloat16, ScriptModule, AutogradFunction, Fu
        withscope, @scoped, keep!, Optimizer, step!, autocast, nn
 
 include("capi.jl")
-include("constants.jl")
 include("errors.jl")
 include("library.jl")
 include("handles.jl")

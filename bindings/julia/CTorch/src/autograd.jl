@@ -183,10 +183,9 @@ const _FWD_CFUNC = Ref{Ptr{Cvoid}}(C_NULL)
 const _BWD_CFUNC = Ref{Ptr{Cvoid}}(C_NULL)
 
 function _init_callbacks!()
-    _FWD_CFUNC[] = @cfunction(_forward_trampoline, Int32,
-                              (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}, Csize_t))
-    _BWD_CFUNC[] = @cfunction(_backward_trampoline, Int32,
-                              (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}, Csize_t))
+    # the C signatures come from the header (capi_generated.jl's macros)
+    _FWD_CFUNC[] = @ct_autograd_forward_fn(_forward_trampoline)
+    _BWD_CFUNC[] = @ct_autograd_backward_fn(_backward_trampoline)
 end
 
 """

@@ -81,7 +81,7 @@
 @cfunc ct_tensor_requires_grad Int32 (P,)
 @cfunc ct_tensor_is_defined Int32 (P,)
 @cfunc ct_tensor_metadata Int32 (P, P)
-@cfunc ct_tensor_from_blob_v2 Int32 (Ptr{P}, P, P)
+@cfunc ct_tensor_wrap Int32 (Ptr{P}, P, P)
 @cfunc ct_tensor_ref_info Int32 (Ptr{P}, P, P)
 @cfunc ct_tensor_to_string Int32 (Ptr{Ptr{UInt8}}, P)
 @cfunc ct_tensor_equal Int32 (Ptr{Int32}, P, P)
@@ -495,3 +495,87 @@ const kDLFloat8_e8m0fnu = Int32(14)
 const kDLFloat6_e2m3fn = Int32(15)
 const kDLFloat6_e3m2fn = Int32(16)
 const kDLFloat4_e2m1fn = Int32(17)
+
+# ---- structs, status names and callback signatures ----
+
+# ct_tensor_info (include/ctorch.h)
+struct TensorInfo
+    size::Csize_t
+    dtype::Int32
+    device_type::Int32
+    device_index::Int32
+    ndim::Int32
+    requires_grad::Int32
+    is_contiguous::Int32
+    numel::Int64
+    storage_offset::Int64
+    data::Ptr{Cvoid}
+    sizes::Ptr{Int64}
+    strides::Ptr{Int64}
+end
+
+# ct_blob (include/ctorch.h)
+struct Blob
+    size::Csize_t
+    data::Ptr{Cvoid}
+    sizes::Ptr{Int64}
+    strides::Ptr{Int64}
+    ndim::Int64
+    dtype::Int32
+    device_type::Int32
+    device_index::Int32
+    flags::Int32
+    deleter::Ptr{Cvoid}
+    ctx::Ptr{Cvoid}
+end
+
+"Status code => its header name (`CT_ERR_TYPE`, ...)."
+const STATUS_NAMES = Dict{Int32,String}(
+    Int32(0) => "CT_OK",
+    Int32(1) => "CT_ERR_INVALID_ARGUMENT",
+    Int32(2) => "CT_ERR_TYPE",
+    Int32(3) => "CT_ERR_INDEX",
+    Int32(4) => "CT_ERR_NOT_FOUND",
+    Int32(5) => "CT_ERR_IO",
+    Int32(6) => "CT_ERR_OUT_OF_MEMORY",
+    Int32(7) => "CT_ERR_NOT_SUPPORTED",
+    Int32(8) => "CT_ERR_TORCH",
+    Int32(9) => "CT_ERR_CALLBACK",
+    Int32(10) => "CT_ERR_INTERNAL",
+    Int32(11) => "CT_ERR_TIMEOUT",
+)
+
+"`@ct_deleter(f)`: a C pointer to `f` callable as a `ct_deleter`."
+macro ct_deleter(f)
+    esc(:(@cfunction($f, Cvoid, (Ptr{Cvoid}, Ptr{Cvoid}))))
+end
+
+"`@ct_autograd_forward_fn(f)`: a C pointer to `f` callable as a `ct_autograd_forward_fn`."
+macro ct_autograd_forward_fn(f)
+    esc(:(@cfunction($f, Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}, Csize_t))))
+end
+
+"`@ct_autograd_backward_fn(f)`: a C pointer to `f` callable as a `ct_autograd_backward_fn`."
+macro ct_autograd_backward_fn(f)
+    esc(:(@cfunction($f, Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}, Csize_t))))
+end
+
+"`@ct_ctx_destroy_fn(f)`: a C pointer to `f` callable as a `ct_ctx_destroy_fn`."
+macro ct_ctx_destroy_fn(f)
+    esc(:(@cfunction($f, Cvoid, (Ptr{Cvoid},))))
+end
+
+"`@ct_op_fn(f)`: a C pointer to `f` callable as a `ct_op_fn`."
+macro ct_op_fn(f)
+    esc(:(@cfunction($f, Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}))))
+end
+
+"`@ct_tensor_kernel_fn(f)`: a C pointer to `f` callable as a `ct_tensor_kernel_fn`."
+macro ct_tensor_kernel_fn(f)
+    esc(:(@cfunction($f, Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}, Csize_t))))
+end
+
+"`@ct_op_backward_fn(f)`: a C pointer to `f` callable as a `ct_op_backward_fn`."
+macro ct_op_backward_fn(f)
+    esc(:(@cfunction($f, Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}))))
+end

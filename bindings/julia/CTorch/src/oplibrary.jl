@@ -737,12 +737,9 @@ const _OPB_CFUNC = Ref{Ptr{Cvoid}}(C_NULL)
 const _OPT_CFUNC = Ref{Ptr{Cvoid}}(C_NULL)
 
 function _init_op_callbacks!()
-    _OPK_CFUNC[] = @cfunction(_op_kernel_trampoline, Int32,
-                              (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}))
-    _OPT_CFUNC[] = @cfunction(_op_tensor_kernel_trampoline, Int32,
-                              (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}, Csize_t))
-    _OPB_CFUNC[] = @cfunction(_op_backward_trampoline, Int32,
-                              (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t,
-                               Ptr{Ptr{Cvoid}}))
+    # the C signatures come from the header (capi_generated.jl's macros)
+    _OPK_CFUNC[] = @ct_op_fn(_op_kernel_trampoline)
+    _OPT_CFUNC[] = @ct_tensor_kernel_fn(_op_tensor_kernel_trampoline)
+    _OPB_CFUNC[] = @ct_op_backward_fn(_op_backward_trampoline)
     return nothing
 end

@@ -112,24 +112,12 @@ pin_memory(t::Tensor) = @_newtensor ct_tensor_pin_memory(out, t)
 """
     CTorch.TensorInfo
 
-Every piece of a tensor's metadata, as `ct_tensor_metadata` fills it (same
-layout as the C struct). `sizes`/`strides` are borrowed: valid while the
-tensor lives and its metadata does not change.
+Every piece of a tensor's metadata, as `ct_tensor_metadata` fills it (the C
+struct's layout, generated from the header into capi_generated.jl).
+`sizes`/`strides` are borrowed: valid while the tensor lives and its metadata
+does not change.
 """
-struct TensorInfo
-    size::Csize_t
-    dtype::Int32
-    device_type::Int32
-    device_index::Int32
-    ndim::Int32
-    requires_grad::Int32
-    is_contiguous::Int32
-    numel::Int64
-    storage_offset::Int64
-    data::Ptr{Cvoid}
-    sizes::Ptr{Int64}
-    strides::Ptr{Int64}
-end
+TensorInfo
 
 "`CTorch.tensor_info(t)`: a [`TensorInfo`](@ref), in one C call."
 @inline function tensor_info(t::Tensor)

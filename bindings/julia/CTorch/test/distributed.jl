@@ -67,13 +67,13 @@ const D = CTorch.Distributed
 
 @testset "distributed" begin
 if !D.is_available()
-    @test_skip "libctorch without c10d: ct_distributed_is_compiled() == 0"
+    @skip_test "libctorch without c10d: ct_distributed_is_compiled() == 0"
     @test !D.is_gloo_available() && !D.is_nccl_available()
     e = _dist_err(() -> D.TCPStore("127.0.0.1", 0; is_master = true))
     @test e[1] == CTorch.CT_ERR_NOT_SUPPORTED
 elseif !D.is_gloo_available()
     # c10d with NCCL only (a PyPI wheel's LibTorch): the groups here are Gloo's.
-    @test_skip "libctorch without Gloo: ct_distributed_has_backend(\"gloo\") == 0"
+    @skip_test "libctorch without Gloo: ct_distributed_has_backend(\"gloo\") == 0"
     @test D.is_nccl_available()
 else
 

@@ -331,7 +331,7 @@ end
         path = joinpath(dir, "softsign_model.pt")
         made = isfile(py) && success(pipeline(`$py $src $path`; stdout = devnull, stderr = devnull))
         if !made
-            @test_skip "no /usr/bin/python3 with torch.library to make the model"
+            @skip_test "no /usr/bin/python3 with torch.library to make the model"
         else
             tslib = C.Library("myjlts")
             ncalls = Ref(0)

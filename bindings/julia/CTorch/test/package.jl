@@ -25,7 +25,7 @@
     else
         dir = get(ENV, "CTORCH_TEST_PACKAGES", "")
         if isempty(dir) || !isfile(joinpath(dir, "mlp.pt2"))
-            @test_skip "no packages in CTORCH_TEST_PACKAGES=$(repr(dir))"
+            @skip_test "no packages in CTORCH_TEST_PACKAGES=$(repr(dir))"
         else
             p = CTorch.load_package(joinpath(dir, "mlp.pt2"))
             @test CTorch.metadata(p)["AOTI_DEVICE_KEY"] == "cpu"

@@ -191,7 +191,7 @@ end
             out = read(`$py $script $path $(joinpath(dir, "x.pt")) $(joinpath(dir, "y.pt")) $(joinpath(dir, "model_ctorch.pt"))`, String)
             @test strip(out) == "refused"
         else
-            @test_skip "no /usr/bin/python3 with torch"
+            @skip_test "no /usr/bin/python3 with torch"
         end
     end
 end

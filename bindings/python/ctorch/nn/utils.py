@@ -5,7 +5,7 @@ from ctypes import byref, c_void_p
 from typing import Any, List
 
 from .._handle import new_tensor
-from .._lib import G, check
+from .._lib import C, G, check
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
 
@@ -25,7 +25,7 @@ def clip_grad_norm_(parameters: Any, max_norm: float, norm_type: float = 2.0,
     float("inf") for the max-norm."""
     ps = _params(parameters)
     out = c_void_p()
-    check(G.clip_grad_norm(byref(out), _array(ps), len(ps), float(max_norm), float(norm_type),
+    check(C.clip_grad_norm(byref(out), _array(ps), len(ps), float(max_norm), float(norm_type),
                            1 if error_if_nonfinite else 0))
     return new_tensor(out.value)
 
