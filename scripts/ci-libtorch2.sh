@@ -173,6 +173,7 @@ else
   cat build/package.txt'
 fi
 chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+  CTORCH_SKIPS_REPORT_ONLY="${CTORCH_SKIPS_REPORT_ONLY:-0}" \
   CCACHE_DIR=/ccache CCACHE_BASEDIR=/src sh -eu -c "
   cd /src
   python3 -c 'import torch, numpy; print(\"ci-libtorch2: torch\", torch.__version__, \"numpy\", numpy.__version__)'

@@ -31,6 +31,7 @@
 # (the build directory, default build-pypi-VERSION, -cpu appended for cpu).
 set -eu
 cd "$(dirname "$0")/.."
+repo=$(pwd)
 version="${1:?usage: ci-pypi.sh VERSION full|c|prepare}"
 mode="${2:-full}"
 cache="${CTORCH_PYPI_CACHE:-/var/cache/ctorch}"
@@ -164,4 +165,6 @@ else
   # The fixtures these need (models, packages) run first on their own.
   ctest --output-on-failure -j2 --timeout 900 -R '^(c\.|header\.|install\.|example\.c_|cuda\.)'
 fi
+# Every skip is one this mode expects (tests/skips/pypi-MODE.txt), and each listed one happened.
+python3 "$repo/scripts/ci/check_skips.py" "pypi-$mode" Testing/Temporary/LastTest.log
 log "passed in $(( $(date +%s) - t0 )) s"

@@ -60,7 +60,10 @@ assert ctorch.BUILT_WITH_TORCH.startswith('$version'), ctorch.BUILT_WITH_TORCH
 print('wheel: import ctorch from', os.path.dirname(ctorch.__file__), 'built with torch', ctorch.BUILT_WITH_TORCH)"
 "$work/venv/bin/ctorch" info | head -3
 CTORCH_TEST_INSTALLED=1 CTORCH_TEST_MODELS="$root/$build/models" \
-  "$work/venv/bin/python" -m pytest -q -p no:cacheprovider -x "$root/bindings/python/tests"
+  "$work/venv/bin/python" -m pytest -q -rs -p no:cacheprovider -x "$root/bindings/python/tests" \
+  >"$work/pytest.log" 2>&1 || { cat "$work/pytest.log"; exit 1; }
+cat "$work/pytest.log"
+python3 "$root/scripts/ci/check_skips.py" wheel "$work/pytest.log"
 stage "Python suite against the installed wheel"
 # moved: the RUNPATH is relative, the package finds its library
 mv "$work/venv" "$work/moved"

@@ -19,11 +19,11 @@ class dtype:
     __slots__ = ("name", "code", "itemsize", "typestr", "is_floating_point", "is_complex",
                  "is_signed", "is_quantized")
 
-    def __init__(self, name: str, code: int, itemsize: int, typestr: Optional[str],
-                 kind: str) -> None:
-        self.name = name
+    def __init__(self, code: int, typestr: Optional[str], kind: str) -> None:
+        # name and size from the library, as every binding reads them
+        self.name = _lib.G.dtype_name(code).decode()
         self.code = code
-        self.itemsize = itemsize
+        self.itemsize = int(_lib.G.dtype_element_size(code))
         self.typestr = typestr
         self.is_floating_point = kind == "f"
         self.is_complex = kind == "c"
@@ -47,31 +47,31 @@ class dtype:
         return numpy.dtype(self.typestr)
 
 
-bool_ = dtype("bool", CT_BOOL, 1, "|b1", "b")
-uint8 = dtype("uint8", CT_UINT8, 1, "|u1", "u")
-int8 = dtype("int8", CT_INT8, 1, "|i1", "i")
-int16 = dtype("int16", CT_INT16, 2, "<i2", "i")
-int32 = dtype("int32", CT_INT32, 4, "<i4", "i")
-int64 = dtype("int64", CT_INT64, 8, "<i8", "i")
-float16 = dtype("float16", CT_FLOAT16, 2, "<f2", "f")
-bfloat16 = dtype("bfloat16", CT_BFLOAT16, 2, None, "f")
-float32 = dtype("float32", CT_FLOAT32, 4, "<f4", "f")
-float64 = dtype("float64", CT_FLOAT64, 8, "<f8", "f")
-complex64 = dtype("complex64", CT_COMPLEX64, 8, "<c8", "c")
-complex128 = dtype("complex128", CT_COMPLEX128, 16, "<c16", "c")
+bool_ = dtype(CT_BOOL, "|b1", "b")
+uint8 = dtype(CT_UINT8, "|u1", "u")
+int8 = dtype(CT_INT8, "|i1", "i")
+int16 = dtype(CT_INT16, "<i2", "i")
+int32 = dtype(CT_INT32, "<i4", "i")
+int64 = dtype(CT_INT64, "<i8", "i")
+float16 = dtype(CT_FLOAT16, "<f2", "f")
+bfloat16 = dtype(CT_BFLOAT16, None, "f")
+float32 = dtype(CT_FLOAT32, "<f4", "f")
+float64 = dtype(CT_FLOAT64, "<f8", "f")
+complex64 = dtype(CT_COMPLEX64, "<c8", "c")
+complex128 = dtype(CT_COMPLEX128, "<c16", "c")
 # unsigned wider ints (LibTorch 2.3+; ctorch codes 13-15)
-uint16 = dtype("uint16", CT_UINT16, 2, "<u2", "u")
-uint32 = dtype("uint32", CT_UINT32, 4, "<u4", "u")
-uint64 = dtype("uint64", CT_UINT64, 8, "<u8", "u")
+uint16 = dtype(CT_UINT16, "<u2", "u")
+uint32 = dtype(CT_UINT32, "<u4", "u")
+uint64 = dtype(CT_UINT64, "<u8", "u")
 # 8-bit floats and quantized types (LibTorch 2.x; no numpy equivalent)
-float8_e4m3fn = dtype("float8_e4m3fn", _lib.CT_FLOAT8_E4M3FN, 1, None, "f")
-float8_e5m2 = dtype("float8_e5m2", _lib.CT_FLOAT8_E5M2, 1, None, "f")
-float8_e4m3fnuz = dtype("float8_e4m3fnuz", _lib.CT_FLOAT8_E4M3FNUZ, 1, None, "f")
-float8_e5m2fnuz = dtype("float8_e5m2fnuz", _lib.CT_FLOAT8_E5M2FNUZ, 1, None, "f")
-qint8 = dtype("qint8", _lib.CT_QINT8, 1, None, "q")
-quint8 = dtype("quint8", _lib.CT_QUINT8, 1, None, "q")
-qint32 = dtype("qint32", _lib.CT_QINT32, 4, None, "q")
-quint4x2 = dtype("quint4x2", _lib.CT_QUINT4X2, 1, None, "q")
+float8_e4m3fn = dtype(_lib.CT_FLOAT8_E4M3FN, None, "f")
+float8_e5m2 = dtype(_lib.CT_FLOAT8_E5M2, None, "f")
+float8_e4m3fnuz = dtype(_lib.CT_FLOAT8_E4M3FNUZ, None, "f")
+float8_e5m2fnuz = dtype(_lib.CT_FLOAT8_E5M2FNUZ, None, "f")
+qint8 = dtype(_lib.CT_QINT8, None, "q")
+quint8 = dtype(_lib.CT_QUINT8, None, "q")
+qint32 = dtype(_lib.CT_QINT32, None, "q")
+quint4x2 = dtype(_lib.CT_QUINT4X2, None, "q")
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64,
        complex128, uint16, uint32, uint64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz,

@@ -56,7 +56,8 @@ using ..CTorch: CTorch, P, Tensor, ScriptModule, CTorchError, check,
                 ct_process_group_all_to_all, ct_process_group_barrier, ct_process_group_send,
                 ct_process_group_recv, ct_work_wait, ct_work_is_completed, ct_work_source_rank,
                 ct_work_free, ct_ddp_new, ct_ddp_new_module, ct_ddp_prepare_backward, ct_ddp_free
-import ..CTorch: free!, isfreed
+import ..CTorch: free!, isfreed, _cfree
+using ..CTorch: _Handle, _own
 
 export is_available, is_gloo_available, is_nccl_available, Store, TCPStore, FileStore, PrefixStore, port, add!,
        ProcessGroup, init_process_group, new_group, world_size,
@@ -86,29 +87,11 @@ _i32(x::Integer, what) = typemin(Int32) <= x <= typemax(Int32) ? Int32(x) :
 
 # ---- handle types ---------------------------------------------------------------
 
-abstract type _Handle end
-
-Base.unsafe_convert(::Type{P}, x::_Handle) =
-    (p = x.ptr; p == C_NULL && CTorch._freed_error("Distributed." * string(nameof(typeof(x)))); p)
-isfreed(x::_Handle) = x.ptr == C_NULL
-free!(x::_Handle) = (_finalize(x); nothing)
-"`close(x)`: frees the handle now (as the finalizer would); closing twice is allowed."
-Base.close(x::_Handle) = free!(x)
+# Their lifecycle (free!, isfreed, close, the finalizer) is CTorch._Handle's
+# (handles.jl); each type names its C free function (_cfree, below).
+CTorch._handle_name(x::_Handle) = "Distributed." * string(nameof(typeof(x)))
 Base.copy(x::_Handle) = throw(ArgumentError("a $(nameof(typeof(x))) is a live connection and cannot be copied"))
 Base.deepcopy_internal(x::_Handle, ::IdDict) = copy(x)
-
-# Pure C and non-yielding: safe in a finalizer.
-function _finalize(x::_Handle)
-    p = x.ptr
-    x.ptr = C_NULL
-    _cfree(x)(p)
-    return nothing
-end
-
-function _own(x)
-    finalizer(_finalize, x)
-    return x
-end
 
 # ---- stores ---------------------------------------------------------------------
 

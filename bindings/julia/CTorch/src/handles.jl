@@ -16,7 +16,8 @@ for (T, params, super, cfree) in (
         (:CUDAEvent, (), :Any, :ct_cuda_event_free),
         (:CUDAGraph, (), :Any, :ct_cuda_graph_free),
         (:Optimizer, (), :Any, :ct_optimizer_free),
-        (:GradScaler, (), :Any, :ct_grad_scaler_free))
+        (:GradScaler, (), :Any, :ct_grad_scaler_free),
+        (:AOTIPackage, (), :Any, :ct_package_free))
     head = isempty(params) ? T : Expr(:curly, T, params...)
     call = :($head(::Val{:own}, p::Ptr{Cvoid}))
     sig = isempty(params) ? call : Expr(:where, call, params...)
@@ -45,6 +46,32 @@ for (T, params, super, cfree) in (
 end
 
 _after_free(x) = nothing
+
+# Handle types that hold more than the pointer (the distributed ones): a
+# `ptr` field, `_cfree(x)` naming their C free function, the same lifecycle.
+abstract type _Handle end
+function _cfree end  # _cfree(x::T): T's C free function
+
+_handle_name(x::_Handle) = string(nameof(typeof(x)))
+Base.unsafe_convert(::Type{Ptr{Cvoid}}, x::_Handle) =
+    (p = x.ptr; p == C_NULL && _freed_error(_handle_name(x)); p)
+isfreed(x::_Handle) = x.ptr == C_NULL
+free!(x::_Handle) = (_finalize(x); nothing)
+"`close(x)`: frees the handle now (as the finalizer would); closing twice is allowed."
+Base.close(x::_Handle) = free!(x)
+
+# Pure C and non-yielding: safe in a finalizer.
+function _finalize(x::_Handle)
+    p = x.ptr
+    x.ptr = C_NULL
+    _cfree(x)(p)
+    return nothing
+end
+
+function _own(x::_Handle)
+    finalizer(_finalize, x)
+    return x
+end
 
 # A Tensor's finalizer is C: `ct_tensor_free_slot` gets the dead object's
 # address, whose first (only) field is the handle, frees it and clears the

@@ -11,19 +11,7 @@ exported order), one `Tensor` out, or a tuple for several outputs.
 `metadata(p)`, `call_spec(p)`, `constant_names(p)`, `update_constants!(p, d)`,
 `device(p)`. Freed by a finalizer or [`free!`](@ref).
 """
-mutable struct AOTIPackage
-    ptr::Ptr{Cvoid}
-    function AOTIPackage(::Val{:own}, p::Ptr{Cvoid})
-        pkg = new(p)
-        finalizer(pkg) do pkg
-            ct_package_free(pkg.ptr)
-            pkg.ptr = C_NULL
-        end
-        return pkg
-    end
-end
-Base.unsafe_convert(::Type{Ptr{Cvoid}}, p::AOTIPackage) = (q = p.ptr; q == C_NULL && _freed_error(); q)
-free!(p::AOTIPackage) = (ct_package_free(p.ptr); p.ptr = C_NULL; nothing)
+AOTIPackage  # (the type and its lifecycle: handles.jl)
 
 """
     CTorch.load_package(path; model_name=nothing, num_runners=1, device_index=-1) -> AOTIPackage
