@@ -52,7 +52,7 @@ _after_free(x) = nothing
 abstract type _Handle end
 function _cfree end  # _cfree(x::T): T's C free function
 
-_handle_name(x::_Handle) = string(nameof(typeof(x)))
+_handle_name(x) = string(nameof(typeof(x)))
 Base.unsafe_convert(::Type{Ptr{Cvoid}}, x::_Handle) =
     (p = x.ptr; p == C_NULL && _freed_error(_handle_name(x)); p)
 isfreed(x::_Handle) = x.ptr == C_NULL
