@@ -1,8 +1,9 @@
 // Loading and saving TorchScript modules (ct_module_load, _load_buffer,
 // _save, _save_buffer): files and buffers, map_location, extra files, and
 // the checks around LibTorch's loader -- every pickle of the archive for
-// nesting and constants.pkl's tensors against their storages before, every
-// tensor against its storage after.
+// nesting and constants.pkl's tensors against their storages before (code
+// files' source ranges that would crash LibTorch's error messages left out),
+// every tensor against its storage after.
 #include "checks.h"
 #include "file_io.h"
 #include "internal.h"
@@ -17,6 +18,7 @@
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/csrc/jit/serialization/source_range_serialization.h>
 
+#include <algorithm>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -76,10 +78,51 @@ std::string source_ranges_problem(const IValue &v) {
   return std::string();
 }
 
+// Why a code file's source ranges (a .debug_pkl record) cannot be used,
+// or "" when they can: its nesting, LibTorch's unpickle, then their shape.
+std::string debug_pkl_problem(const char *data, size_t n) {
+  ct::PickleScan scan = ct::scan_pickle_nesting(data, n);
+  if (scan == ct::PickleScan::kTooDeep) return ct::nesting_too_deep();
+  if (scan == ct::PickleScan::kUnsure) return "not a pickle as TorchScript writes them";
+  try {
+    IValue ranges = torch::jit::unpickle(data, n);
+    std::string why = source_ranges_problem(ranges);
+    ct::release_value(std::move(ranges));
+    return why;
+  } catch (const std::exception &e) {
+    return "not a valid pickle (" + ct::exception_text(e) + ")";
+  }
+}
+
+// The archive without the records in `drop`, as bytes (the format version
+// kept; the writer writes the version record itself).
+std::string archive_without(caffe2::serialize::PyTorchStreamReader &reader,
+                            const std::vector<std::string> &drop) {
+  std::string bytes;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void *buf, size_t n) {
+    bytes.append(static_cast<const char *>(buf), n);
+    return n;
+  });
+  writer.setMinVersion(reader.version());
+  for (const std::string &r : reader.getAllRecords()) {
+    if (std::find(drop.begin(), drop.end(), r) != drop.end() || r == "version" ||
+        r == ".data/version" || r == ".data/serialization_id")
+      continue;
+    at::DataPtr data;
+    size_t n = 0;
+    std::tie(data, n) = reader.getRecord(r);
+    writer.writeRecord(r, data.get(), n);
+  }
+  writer.writeEndOfFile();
+  return bytes;
+}
+
 ct_status load_impl(const char *func, ct_module **out,
                     std::shared_ptr<caffe2::serialize::ReadAdapterInterface> rai,
                     const std::string &what, c10::optional<c10::Device> device) {
   torch::jit::ExtraFilesMap extra;
+  // The archive without its unusable source ranges, when it has any.
+  std::string repaired;
   ct_status st = with_code(func, CT_ERR_IO, "", [&] {
     if (rai->size() == 0) ct::raise(CT_ERR_IO, "%s is empty", what.c_str());
     caffe2::serialize::PyTorchStreamReader reader(rai);
@@ -91,40 +134,35 @@ ct_status load_impl(const char *func, ct_module **out,
                   what.c_str());
       ct::raise(CT_ERR_IO, "%s is not a TorchScript archive (no constants.pkl)", what.c_str());
     }
+    std::vector<std::string> bad_debug;
     for (const std::string &r : reader.getAllRecords()) {
       if (r.compare(0, 6, "extra/") == 0 && r.size() > 6) extra.emplace(r.substr(6), std::string());
-      // LibTorch's Unpickler crashes on deep pickles (its destructor and dict
-      // keys recurse per level): every pickle of the archive is checked first.
       const bool debug = r.size() > 10 && r.compare(r.size() - 10, 10, ".debug_pkl") == 0;
-      if (debug || (r.size() > 4 && r.compare(r.size() - 4, 4, ".pkl") == 0)) {
-        at::DataPtr pkl;
-        size_t n = 0;
-        std::tie(pkl, n) = reader.getRecord(r);
-        ct::PickleScan scan = ct::scan_pickle_nesting(static_cast<const char *>(pkl.get()), n);
-        if (scan == ct::PickleScan::kTooDeep)
-          ct::raise(CT_ERR_IO, "cannot load %s: %s: %s", what.c_str(), r.c_str(),
-                    ct::nesting_too_deep().c_str());
-        if (scan == ct::PickleScan::kUnsure)
-          ct::raise(CT_ERR_IO,
-                    "cannot load %s: %s is not a pickle as TorchScript writes them (a container "
-                    "filled after it was used, or an inconsistent stack)",
-                    what.c_str(), r.c_str());
-        // A code file's source ranges (code/X.py.debug_pkl) are read lazily,
-        // inside ErrorReport::what() when the code has an error: an exception
-        // there ends the process (what() is noexcept). Read them here once.
-        if (debug) {
-          std::string why;
-          try {
-            IValue ranges = torch::jit::unpickle(static_cast<const char *>(pkl.get()), n);
-            why = source_ranges_problem(ranges);
-            ct::release_value(std::move(ranges));
-          } catch (const std::exception &e) {
-            why = "not a valid pickle (" + ct::exception_text(e) + ")";
-          }
-          if (!why.empty())
-            ct::raise(CT_ERR_IO, "cannot load %s: %s: %s", what.c_str(), r.c_str(), why.c_str());
-        }
+      if (!debug && !(r.size() > 4 && r.compare(r.size() - 4, 4, ".pkl") == 0)) continue;
+      at::DataPtr pkl;
+      size_t n = 0;
+      std::tie(pkl, n) = reader.getRecord(r);
+      const char *bytes = static_cast<const char *>(pkl.get());
+      // A code file's source ranges (code/X.py.debug_pkl) only serve error
+      // messages, and LibTorch reads them lazily, inside the noexcept
+      // ErrorReport::what() when the code has an error: a corrupt one would
+      // end the process there. They are read here; unusable ones are left out
+      // (the model loads, its code errors without source lines).
+      if (debug) {
+        if (!debug_pkl_problem(bytes, n).empty()) bad_debug.push_back(r);
+        continue;
       }
+      // LibTorch's Unpickler crashes on deep pickles (its destructor and dict
+      // keys recurse per level): every other pickle of the archive is checked first.
+      ct::PickleScan scan = ct::scan_pickle_nesting(bytes, n);
+      if (scan == ct::PickleScan::kTooDeep)
+        ct::raise(CT_ERR_IO, "cannot load %s: %s: %s", what.c_str(), r.c_str(),
+                  ct::nesting_too_deep().c_str());
+      if (scan == ct::PickleScan::kUnsure)
+        ct::raise(CT_ERR_IO,
+                  "cannot load %s: %s is not a pickle as TorchScript writes them (a container "
+                  "filled after it was used, or an inconsistent stack)",
+                  what.c_str(), r.c_str());
     }
     // LibTorch compares tensor constants with at::equal while it compiles
     // the code (constant pooling), before any check after the load could
@@ -134,9 +172,11 @@ ct_status load_impl(const char *func, ct_module **out,
     } catch (const ct::Error &e) {
       ct::raise(e.code, "cannot load %s: constants.pkl: %s", what.c_str(), e.msg.c_str());
     }
+    if (!bad_debug.empty()) repaired = archive_without(reader, bad_debug);
     return CT_OK;
   });
   if (st != CT_OK) return st;
+  if (!repaired.empty()) rai = std::make_shared<ct::BorrowedReader>(repaired.data(), repaired.size());
   std::string prefix = "cannot load " + what + ": ";
   return with_code(func, CT_ERR_IO, prefix.c_str(), [&] {
     ct::RegistryRead registry_read;

@@ -429,6 +429,151 @@ static void case_p2p_mismatch(void) {
   ct_process_group_free(pg);
 }
 
+/* The abuse family for mismatched ranks: random collectives and send/recv
+ * pairs where the second rank's dtype, number of elements, reduce op, root
+ * or kind of collective differs from the first's in about half the cases
+ * (both ranks draw the same sequence from one seed). A matching case must
+ * give the right values; a mismatched one CT_ERR_INVALID_ARGUMENT on both
+ * ranks, at once, with the group usable for the next case (issue 40).
+ * CTORCH_TEST_SWEEP_CASES sets the number of cases (default 400). */
+enum {
+  SW_ALL_REDUCE,
+  SW_BROADCAST,
+  SW_ALL_GATHER,
+  SW_REDUCE_SCATTER,
+  SW_ALL_TO_ALL,
+  SW_P2P,
+  SW_KINDS
+};
+typedef struct {
+  int kind, dtype, op, root;
+  int64_t n;
+} sweep_desc;
+
+static uint64_t g_sweep_state;
+static int sweep_draw(int bound) {
+  g_sweep_state = g_sweep_state * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (int)((g_sweep_state >> 33) % (uint64_t)bound);
+}
+
+static ct_tensor *sweep_full(const sweep_desc *d, double v) {
+  ct_tensor *t = NULL;
+  int64_t sz[1] = {d->n};
+  RK_OK(ct_tensor_full(&t, sz, 1, v, d->dtype, CT_DEVICE_CPU, -1, 0));
+  return t;
+}
+
+/* Every element of t equals want (t converted to double). */
+static int sweep_all_equal(const ct_tensor *t, double want) {
+  ct_tensor *d = NULL;
+  RK_OK(ct_tensor_to(&d, t, CT_DEVICE_KEEP, -1, CT_FLOAT64, 0, 1));
+  const double *p = (const double *)ct_tensor_data_ptr(d);
+  int ok = 1;
+  for (int64_t i = 0; i < ct_tensor_numel(d); i++) ok = ok && p[i] == want;
+  ct_tensor_free(d);
+  return ok;
+}
+
+static void case_mismatch_sweep(void) {
+  static const int dtypes[] = {CT_FLOAT32, CT_FLOAT64, CT_INT32, CT_INT64, CT_UINT8};
+  static const char *const kinds[] = {"all_reduce",     "broadcast",  "all_gather",
+                                      "reduce_scatter", "all_to_all", "send/recv"};
+  ct_process_group *pg = tcp_group(20);
+  const int r = g_rank, w = g_world;
+  const char *env = getenv("CTORCH_TEST_SWEEP_CASES");
+  const int cases = env && atoi(env) > 0 ? atoi(env) : 400;
+  g_sweep_state = (uint64_t)g_port; /* the same on every rank, another per run */
+  int mismatched = 0;
+  double t0 = now_s(), slowest_refusal = 0;
+  for (int c = 0; c < cases; c++) {
+    sweep_desc base; /* drawn one by one: the order is the same on every rank */
+    base.kind = sweep_draw(SW_KINDS);
+    base.dtype = dtypes[sweep_draw(5)];
+    base.op = sweep_draw(2) ? CT_REDUCE_SUM : CT_REDUCE_MAX;
+    base.root = sweep_draw(w);
+    base.n = 1 + sweep_draw(6);
+    sweep_desc other = base;
+    switch (sweep_draw(10)) { /* 0-4: rank 1 passes something else */
+      case 0: other.dtype = dtypes[sweep_draw(5)]; break;
+      case 1: other.n = sweep_draw(9); break;
+      case 2: other.op = sweep_draw(2) ? CT_REDUCE_SUM : CT_REDUCE_MAX; break;
+      case 3: other.root = sweep_draw(w); break;
+      case 4: /* another collective (a send/recv against a collective would wait: not drawn) */
+        if (base.kind != SW_P2P) other.kind = sweep_draw(SW_P2P);
+        break;
+      default: break;
+    }
+    const int async = sweep_draw(2);
+    /* what differs in fact (an op only matters to the reducing kinds, a root to broadcast) */
+    const int reduces = base.kind == SW_ALL_REDUCE || base.kind == SW_REDUCE_SCATTER;
+    const int differs = other.kind != base.kind || other.dtype != base.dtype || other.n != base.n ||
+                        (reduces && other.op != base.op) ||
+                        (base.kind == SW_BROADCAST && other.root != base.root);
+    mismatched += differs;
+    const sweep_desc *d = r == 1 ? &other : &base;
+    const double mine = r + 1;
+    ct_tensor *t = sweep_full(d, mine), *list_out[8] = {0}, *list_in[8] = {0};
+    for (int k = 0; k < w; k++) list_out[k] = sweep_full(d, 0), list_in[k] = sweep_full(d, mine);
+    ct_work *wk = NULL, **wp = async ? &wk : NULL;
+    ct_status st = CT_OK;
+    double tc = now_s();
+    switch (d->kind) {
+      case SW_ALL_REDUCE: st = ct_process_group_all_reduce(wp, pg, t, d->op); break;
+      case SW_BROADCAST: st = ct_process_group_broadcast(wp, pg, t, d->root); break;
+      case SW_ALL_GATHER: st = ct_process_group_all_gather(wp, pg, list_out, t); break;
+      case SW_REDUCE_SCATTER:
+        st = ct_process_group_reduce_scatter(wp, pg, t, (const ct_tensor *const *)list_in, d->op);
+        break;
+      case SW_ALL_TO_ALL:
+        st = ct_process_group_all_to_all(wp, pg, list_out, (const ct_tensor *const *)list_in);
+        break;
+      default: /* rank 0 sends to rank 1 on the case's own tag */
+        st = r == 0 ? ct_process_group_send(wp, pg, t, 1, 100 + c)
+                    : ct_process_group_recv(wp, pg, t, 0, 100 + c);
+        break;
+    }
+    if (st == CT_OK && wk) st = ct_work_wait(wk, 0);
+    ct_work_free(wk);
+    if (differs) {
+      R_CHECK(st == CT_ERR_INVALID_ARGUMENT && strstr(ct_last_error(), "rank") != NULL,
+              "case %d (%s, dtype %d, n %lld; rank 1: %s, dtype %d, n %lld, op %d/%d, root %d/%d, "
+              "%s): status %d",
+              c, kinds[base.kind], base.dtype, (long long)base.n, kinds[other.kind], other.dtype,
+              (long long)other.n, base.op, other.op, base.root, other.root,
+              async ? "async" : "blocking", (int)st);
+      if (now_s() - tc > slowest_refusal) slowest_refusal = now_s() - tc;
+    } else {
+      R_CHECK(st == CT_OK, "case %d (%s, dtype %d, n %lld, %s): status %d", c, kinds[base.kind],
+              base.dtype, (long long)base.n, async ? "async" : "blocking", (int)st);
+      int right = 1;
+      const double sum = w * (w + 1) / 2.0, max = w;
+      switch (d->kind) {
+        case SW_ALL_REDUCE: right = sweep_all_equal(t, d->op == CT_REDUCE_SUM ? sum : max); break;
+        case SW_BROADCAST: right = sweep_all_equal(t, d->root + 1); break;
+        case SW_REDUCE_SCATTER:
+          right = sweep_all_equal(t, d->op == CT_REDUCE_SUM ? sum : max);
+          break;
+        case SW_ALL_GATHER:
+        case SW_ALL_TO_ALL:
+          for (int k = 0; k < w; k++) right = right && sweep_all_equal(list_out[k], k + 1);
+          break;
+        default: right = sweep_all_equal(t, r == 1 ? 1 : mine); break;
+      }
+      R_CHECK(right, "case %d (%s, dtype %d, n %lld): wrong values", c, kinds[base.kind],
+              base.dtype, (long long)base.n);
+    }
+    ct_tensor_free(t);
+    for (int k = 0; k < w; k++) ct_tensor_free(list_out[k]), ct_tensor_free(list_in[k]);
+  }
+  R_CHECK(slowest_refusal < 5, "the slowest refusal took %.1f s", slowest_refusal);
+  if (r == 0)
+    fprintf(stderr,
+            "mismatch_sweep: %d cases (%d mismatched between the ranks, %d matching) in %.1f s, "
+            "slowest refusal %.2f s\n",
+            cases, mismatched, cases - mismatched, now_s() - t0, slowest_refusal);
+  ct_process_group_free(pg);
+}
+
 /* An asynchronous collective of a checking group runs while its caller
  * computes: it is done before the caller calls any ct_work_* function (the
  * check's first version started it only at ct_work_wait / is_completed /
@@ -1020,6 +1165,8 @@ static int rank_main(const char *name) {
     case_mismatch();
   else if (!strcmp(name, "p2p_mismatch"))
     case_p2p_mismatch();
+  else if (!strcmp(name, "mismatch_sweep"))
+    case_mismatch_sweep();
   else if (!strcmp(name, "overlap"))
     case_overlap();
   else if (!strcmp(name, "store"))
@@ -1077,6 +1224,11 @@ static void test_p2p_mismatch(void **state) {
   (void)state;
   if (skip_without_gloo()) skip();
   run_ranks("p2p_mismatch", 2, 2, 60);
+}
+static void test_mismatch_sweep(void **state) {
+  (void)state;
+  if (skip_without_gloo()) skip();
+  run_ranks("mismatch_sweep", 2, 2, 180);
 }
 static void test_overlap(void **state) {
   (void)state;
@@ -1201,6 +1353,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_mismatch),
       cmocka_unit_test(test_p2p_mismatch),
+      cmocka_unit_test(test_mismatch_sweep),
       cmocka_unit_test(test_overlap),
       cmocka_unit_test(test_env),
       cmocka_unit_test(test_sigpipe),

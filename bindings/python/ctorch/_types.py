@@ -21,7 +21,7 @@ class dtype:
 
     def __init__(self, code: int, typestr: Optional[str], kind: str) -> None:
         # name and size from the library, as every binding reads them
-        self.name = _lib.G.dtype_name(code).decode()
+        self.name: str = _lib.G.dtype_name(code).decode()
         self.code = code
         self.itemsize = int(_lib.G.dtype_element_size(code))
         self.typestr = typestr
