@@ -363,9 +363,15 @@ ct_status ct_module_set_attr(ct_module *m, const char *name, const ct_value *v) 
     if (st != CT_OK) return st;
     const TypePtr &t = owner->type()->getAttribute(last);
     IValue c;
-    if (!ct::coerce(v->v, t, &c))
-      return ct::set_error(CT_ERR_TYPE, "%s: attribute '%s' has type %s, got %s", ct_fn_, name,
-                           t->annotation_str().c_str(), ct::value_type_name(v->v).c_str());
+    if (!ct::coerce(v->v, t, &c)) {
+      const std::string want = t->annotation_str(), got = ct::value_type_name(v->v);
+      return ct::set_error(CT_ERR_TYPE, "%s: attribute '%s' has type %s, got %s%s", ct_fn_, name,
+                           want.c_str(), got.c_str(),
+                           want == got ? " (another class of the same name: TorchScript compares "
+                                         "classes, and each ct_module_new and ct_module_clone "
+                                         "makes a new one)"
+                                       : "");
+    }
     owner->setAttr(last, std::move(c));
     return CT_OK;
   });
