@@ -132,6 +132,7 @@ def rank_torch(rank: int, port: int) -> list:
     x, y = data()
     torch_train(model, model.parameters(), x[my_rows(rank)], y[my_rows(rank)])
     out = [p.detach().tolist() for p in net.parameters()]
+    del model
     dist.destroy_process_group()
     return out
 
@@ -162,6 +163,13 @@ def main() -> int:
     if a.role:
         out = (rank_ctorch if a.role == "ctorch" else rank_torch)(a.rank, a.port)
         print(json.dumps(out), flush=True)
+        if a.role == "torch":
+            # torch 2.15's own ranks (no ctorch in them) end now and then with "terminate
+            # called without an active exception" while the interpreter tears down, after
+            # DDP and destroy_process_group returned (1 run in 8 here): torch's exit is not
+            # this test's subject, so its ranks leave without the teardown
+            sys.stderr.flush()
+            os._exit(0)
         return 0
 
     try:

@@ -510,11 +510,16 @@ def test_errors_bad_arguments(group):
 
 
 def test_errors_backend_and_rank(store):
-    if not ctorch.cuda.is_available():  # "nccl" needs a CUDA build with NCCL (and a GPU)
+    # "nccl" needs a build with NCCL (PyPI's CUDA torch) and a CUDA device
+    if not dist.is_nccl_available():
         with pytest.raises(ctorch.NotSupportedError, match=r"backend 'nccl' is not in this "
                            r"ctorch build") as e:
             dist.init_process_group("nccl", store=store, rank=0, world_size=1, timeout=5)
         assert isinstance(e.value, NotImplementedError)
+    elif not ctorch.cuda.is_available():
+        with pytest.raises(ctorch.NotSupportedError, match=r"backend 'nccl' needs a CUDA "
+                           r"device, and none is visible"):
+            dist.init_process_group("nccl", store=store, rank=0, world_size=1, timeout=5)
     with pytest.raises(ctorch.InvalidArgumentError, match=r"unknown backend 'mpi-ish'"):
         dist.init_process_group("mpi-ish", store=store, rank=0, world_size=1, timeout=5)
     with pytest.raises(ctorch.InvalidArgumentError, match=r"rank 1 is outside 0\.\.0"):
