@@ -159,6 +159,8 @@ def main():
     ap.add_argument("--work", help="scratch directory (emptied first)")
     ap.add_argument("--require", action="append", default=[], metavar="FEATURE",
                     help="fail when a block skips for lack of FEATURE (the build has it)")
+    ap.add_argument("--torchrun", help="the torchrun of the torch this build is linked against "
+                    "(a PyPI venv's): first on the blocks' PATH, as `torchrun` (else the system's)")
     ap.add_argument("--source", default=str(pathlib.Path(__file__).resolve().parents[2]),
                     help="repository root (default: this checkout)")
     a = ap.parse_args()
@@ -180,9 +182,16 @@ def main():
                    stdout=subprocess.DEVNULL)
     pcdir = next(prefix.glob("lib*/**/pkgconfig"))
     env = dict(os.environ)
+    path = [str(prefix / "bin"), "/usr/bin", "/bin"]
+    if a.torchrun:
+        # torch's rendezvous store speaks one torch version's protocol: ranks linked against
+        # a PyPI torch meet that torch's torchrun, not Debian's (its 1.13 server resets them)
+        tools = work / "tools"
+        tools.mkdir()
+        (tools / "torchrun").symlink_to(os.path.abspath(a.torchrun))
+        path.insert(0, str(tools))
     env.update(PKG_CONFIG_PATH=str(pcdir), LD_LIBRARY_PATH=str(pcdir.parent),
-               PATH=os.pathsep.join([str(prefix / "bin"), "/usr/bin", "/bin"]),
-               CTORCH_PREFIX=str(prefix))
+               PATH=os.pathsep.join(path), CTORCH_PREFIX=str(prefix))
     for k in ("CTORCH_LIBRARY", "PYTHONPATH", "VIRTUAL_ENV", "JULIA_LOAD_PATH", "JULIA_PROJECT"):
         env.pop(k, None)
     failed = skipped = 0
