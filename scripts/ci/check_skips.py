@@ -28,7 +28,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECTION = re.compile(r"^\d+/\d+ Testing: (\S+)")
 FORMS = [
-    (re.compile(r"^\[ {1,2}SKIPPED \] (?!\d+ test\(s\), listed below)(.+?)\s*$"), "{0}"),
+    (re.compile(r"^\[ {1,2}SKIPPED \] (?!(?:\S+: )?\d+ test\(s\), listed below)(.+?)\s*$"), "{0}"),
     (re.compile(r"^SKIPPED \[\d+\] ([^:]+):\d+: (.*?)\s*$"), "{0}: {1}"),
     (re.compile(r"^(\S+) \((\S+)\) \.\.\. skipped '(.*)'\s*$"), "{1}: {2}"),
     (re.compile(r"^SKIP: (.+?)\s*$"), "{0}"),

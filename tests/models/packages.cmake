@@ -6,7 +6,7 @@
 add_test(NAME packages.make COMMAND ${CTORCH_TEST_PYTHON}
   ${CMAKE_CURRENT_LIST_DIR}/make_packages.py ${CMAKE_BINARY_DIR}/packages)
 set_tests_properties(packages.make PROPERTIES FIXTURES_SETUP packages TIMEOUT 1200)
-foreach(_t c.test_package c.test_op_library python.pytest tools.ctorch_cli abuse.generated julia.runtests)
+foreach(_t c.test_package c.test_op_library python.pytest abuse.generated julia.runtests)
   if(TEST ${_t})
     set_property(TEST ${_t} APPEND PROPERTY FIXTURES_REQUIRED packages)
     set_property(TEST ${_t} APPEND PROPERTY ENVIRONMENT
