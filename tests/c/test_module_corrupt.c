@@ -38,19 +38,6 @@ static const char *crasher(const char *name) {
   return path;
 }
 
-static void *read_all(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  void *p = malloc((size_t)len);
-  assert_int_equal(fread(p, 1, (size_t)len, f), (size_t)len);
-  fclose(f);
-  *n = (size_t)len;
-  return p;
-}
-
 /* The uncorrupted archive loads, and its two constants are what PyTorch
  * traced: forward(x) = x + arange(4) + 2 * arange(4). */
 static void test_seed_loads(void **state) {
@@ -90,7 +77,7 @@ static void refused(const char *name, const char *geometry) {
   assert_non_null(strstr(ct_last_error(), geometry));
   assert_non_null(strstr(ct_last_error(), "but its storage has 16"));
   size_t n = 0;
-  void *bytes = read_all(corpus(name), &n);
+  void *bytes = test_read_file(corpus(name), &n);
   CT_EXPECT_ERROR(ct_module_load_buffer(&m, bytes, n, CT_DEVICE_CPU, -1), CT_ERR_IO,
                   "ct_module_load_buffer: cannot load the buffer: constants.pkl: a tensor does "
                   "not fit its storage");
@@ -128,7 +115,7 @@ static void test_corrupt_debug_pkl(void **state) {
                   "code/__torch__/torch/nn/functional.py\"");
   assert_null(m);
   size_t n = 0;
-  void *bytes = read_all(corpus("debug_pkl_opcode.pt"), &n);
+  void *bytes = test_read_file(corpus("debug_pkl_opcode.pt"), &n);
   CT_EXPECT_ERROR(ct_module_load_buffer(&m, bytes, n, CT_DEVICE_CPU, -1), CT_ERR_IO,
                   "code/__torch__/torch/nn/functional.py\"");
   assert_null(m);

@@ -335,16 +335,10 @@ static void test_run_errors(void **state) {
 static void test_load_buffer(void **state) {
   (void)state;
   require_packages();
-  FILE *f = fopen(pkg_path("mlp.pt2"), "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)len);
-  assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-  fclose(f);
+  size_t len = 0;
+  char *buf = test_read_file(pkg_path("mlp.pt2"), &len);
   ct_package *p = NULL;
-  CT_OK_OR_FAIL(ct_package_load_buffer(&p, buf, (size_t)len, NULL));
+  CT_OK_OR_FAIL(ct_package_load_buffer(&p, buf, len, NULL));
   free(buf); /* borrowed, not kept */
   ct_value *io = load_io("mlp");
   ct_value *in = io_get(io, "inputs"), *want = io_get(io, "outputs");

@@ -17,26 +17,6 @@ static const char *pk_path(const char *prefix, const char *name, const char *suf
   return buf;
 }
 
-static char *read_all(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) fail_msg("cannot open %s", path);
-  size_t cap = 1 << 16, n = 0, k;
-  char *buf = malloc(cap + 1);
-  assert_non_null(buf);
-  while ((k = fread(buf + n, 1, cap - n, f)) > 0) {
-    n += k;
-    if (n == cap) {
-      cap *= 2;
-      buf = realloc(buf, cap + 1);
-      assert_non_null(buf);
-    }
-  }
-  fclose(f);
-  buf[n] = '\0';
-  *size = n;
-  return buf;
-}
-
 static void write_all(const char *path, const void *data, size_t size) {
   FILE *f = fopen(path, "wb");
   assert_non_null(f);
@@ -184,7 +164,7 @@ static void expect_canon(const ct_value *v, const char *ref, const char *what) {
  * that both read back the same. Returns the loaded value. */
 static ct_value *check_file(const char *name) {
   size_t ref_size = 0, size = 0;
-  char *ref = read_all(pk_path("", name, ".ref"), &ref_size);
+  char *ref = test_read_file(pk_path("", name, ".ref"), &ref_size);
   char path[4400];
   snprintf(path, sizeof path, "%s", pk_path("", name, ".pt"));
 
@@ -192,7 +172,7 @@ static ct_value *check_file(const char *name) {
   CT_OK_OR_FAIL(ct_pickle_load(&v, path));
   expect_canon(v, ref, path);
 
-  char *bytes = read_all(path, &size);
+  char *bytes = test_read_file(path, &size);
   ct_value *vb = NULL;
   CT_OK_OR_FAIL(ct_pickle_load_buffer(&vb, bytes, size));
   expect_canon(vb, ref, "the buffer");
@@ -333,7 +313,7 @@ static void test_views(void **state) {
   check_views(v);
   ct_value_free(v);
   size_t size = 0;
-  char *bytes = read_all(pk_path("", "view", ".pt"), &size);
+  char *bytes = test_read_file(pk_path("", "view", ".pt"), &size);
   CT_OK_OR_FAIL(ct_pickle_load_buffer(&v, bytes, size));
   check_views(v);
   ct_value_free(v);
@@ -347,7 +327,7 @@ static void test_views(void **state) {
 static void test_corrupt(void **state) {
   (void)state;
   size_t size = 0;
-  char *bytes = read_all(pk_path("", "state_dict", ".pt"), &size);
+  char *bytes = test_read_file(pk_path("", "state_dict", ".pt"), &size);
   ct_value *v = NULL;
   /* Truncated archives. */
   const size_t cuts[] = {0, 1, 4, 30, size / 3, size / 2, size - 22, size - 1};

@@ -45,6 +45,28 @@ static inline ct_tensor *test_tensor_f32(const float *data, const int64_t *sizes
 /* Environment directory with the PyTorch-made models, or NULL (test skips). */
 /* A new FIFO at a fresh /tmp path written into path[] (at least 24 bytes);
  * the caller unlinks it. Used by the "not a regular file" tests. */
+/* The whole file at path, malloc'd (free it) and NUL-terminated (for text);
+ * *size: its length. Fails the test when the file cannot be opened. */
+static inline char *test_read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("cannot open %s", path);
+  size_t cap = 1 << 16, n = 0, k;
+  char *buf = (char *)malloc(cap + 1);
+  assert_non_null(buf);
+  while ((k = fread(buf + n, 1, cap - n, f)) > 0) {
+    n += k;
+    if (n == cap) {
+      cap *= 2;
+      buf = (char *)realloc(buf, cap + 1);
+      assert_non_null(buf);
+    }
+  }
+  fclose(f);
+  buf[n] = '\0';
+  *size = n;
+  return buf;
+}
+
 static inline void test_make_fifo(char *path) {
   strcpy(path, "/tmp/ctorch-fifo-XXXXXX");
   int fd = mkstemp(path);

@@ -132,7 +132,6 @@ def rank_torch(rank: int, port: int) -> list:
     x, y = data()
     torch_train(model, model.parameters(), x[my_rows(rank)], y[my_rows(rank)])
     out = [p.detach().tolist() for p in net.parameters()]
-    del model
     dist.destroy_process_group()
     return out
 
